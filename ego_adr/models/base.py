@@ -76,8 +76,12 @@ class GenerationConfig:
 
 @dataclass
 class Request:
+    """One chat request. ``meta`` names the stage and prompt (``stage``, ``prompt``, ``prompt_version``):
+    it goes into the stage-cache key and timing records, never to the model."""
+
     messages: list[Message]
     config: GenerationConfig = field(default_factory=GenerationConfig)
+    meta: dict = field(default_factory=dict)
 
     @property
     def has_frames(self) -> bool:
