@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Protocol, Union, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class Frames:
         return h.hexdigest()[:24]
 
 
-Part = Union[str, Frames]
+Part = str | Frames
 
 
 @dataclass
