@@ -1,0 +1,1 @@
+"""Ego-ADR reasoning: prompts, text-only probe, narration, classification and the pipeline."""

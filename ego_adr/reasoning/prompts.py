@@ -1,0 +1,166 @@
+"""Every prompt the project sends to a model, in one place, each with a name and a version.
+
+The name and version go into the stage-cache key and into every predictions row, so changing a prompt's text
+must bump its version: a run then never reuses outputs produced by the old text. The paper's prompt figures
+did not survive text extraction; these prompts follow what Sections 5.2, Appendix C, G and H say they contain
+(procedure, action label, error definitions, 256 new tokens, greedy) and are our own wording.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+
+from ego_adr.taxonomy import OPTIONS, definitions_block
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    version: str
+    template: str
+
+    @property
+    def fields(self) -> set[str]:
+        return {f for _, f, _, _ in string.Formatter().parse(self.template) if f}
+
+    def render(self, **fields: object) -> str:
+        missing = self.fields - set(fields)
+        if missing:
+            raise KeyError(f"prompt {self.name} needs fields {sorted(missing)}")
+        return self.template.format(**fields)
+
+    def meta(self, stage: str) -> dict:
+        return {"stage": stage, "prompt": self.name, "prompt_version": self.version}
+
+
+OPTION_LIST = ", ".join(f'"{o}"' for o in OPTIONS)
+DEFINITIONS = definitions_block(include_correct=False)
+
+# --- text-only probe (Appendix G) -------------------------------------------------------------------------
+PROBE_TEXT = Prompt(
+    "probe_text_only",
+    "1",
+    "In one or two sentences, explain why the order of steps matters when following a cooking recipe.",
+)
+PROBE_STEP_FORMULA = Prompt(
+    "probe_step_formula",
+    "1",
+    "Answer STEP:{step}, and compute the formula {formula}. Reply on one line in the form "
+    "STEP:<number> RESULT:<value>.",
+)
+
+# --- procedure bank (deep mode, Section 5.2) ----------------------------------------------------------------
+BANK_BUILD = Prompt(
+    "bank_build",
+    "1",
+    "Split the following task procedure into its individual steps, in order. Write one step per line as\n"
+    "<number>. <step> [objects: <object or tool>, <object or tool>]\n"
+    "Keep the wording close to the procedure and list only the objects and tools the step uses.\n\n"
+    "Task procedure: {procedure}",
+)
+
+# --- key-step match (deep mode: the model picks the step, text only) ------------------------------------
+MATCH_SELECT = Prompt(
+    "match_select",
+    "1",
+    "Here are the numbered steps of a task:\n{steps}\n\n"
+    'The person is now doing: "{action}".\n'
+    "Which step is this? Answer with the step number only.",
+)
+
+# --- video narration (Section 5.2) ----------------------------------------------------------------------
+NARRATE_DEEP = Prompt(
+    "narrate_deep",
+    "1",
+    "These are frames from an egocentric video of a person doing a task. According to the procedure, the person "
+    'should now be doing this step: "{step}".\n'
+    "Describe in detail what the person actually does in the video: which objects and tools they handle, each "
+    "action in order, how it is done, and anything unusual, missing, extra or out of place. Describe only what "
+    "you see; do not judge whether it is an error.",
+)
+NARRATE_SHALLOW = Prompt(
+    "narrate_shallow",
+    "1",
+    "These are frames from an egocentric video of a person doing a task. The expected step is: \"{step}\".\n"
+    "Describe the video in exactly three lines:\n"
+    "Object/Tool: <the object or tool the person uses>\n"
+    "Action: <the action the person performs>\n"
+    "Anomaly: <any anomalous event (wrong object, wrong action, wrong order, skipped step, extra action, "
+    "correction, equipment failure), or none>",
+)
+
+# --- error classification (deep mode, text only) ---------------------------------------------------------
+CLASSIFY_DEEP = Prompt(
+    "classify_deep",
+    "1",
+    "You check whether a person made a procedural error.\n\n"
+    "Task procedure: {procedure}\n"
+    "Previous step: {previous}\n"
+    "Current step (what the person should do now): {step}\n"
+    "Next step: {next}\n\n"
+    "Description of what the person did in the video:\n{narration}\n\n"
+    "Error types:\n{definitions}\n\n"
+    "Compare the description with the current step and its context. If the step was done correctly, answer "
+    "\"correct\"; otherwise answer with the single error type that fits best. Answer with exactly one of: "
+    "{options}.",
+)
+
+# --- one-pass baselines (the public evaluator's question; Appendix C) --------------------------------------
+DIRECT = Prompt(
+    "direct_mc",
+    "1",
+    "You are watching an egocentric video of a person doing a procedural task. Decide whether the person made "
+    "an error in the current step and, if so, which type.\n"
+    "Error types:\n{definitions}\n\n"
+    "Task Procedure: {procedure}\n"
+    'Current Step: "{step}"\n\n'
+    "Answer with exactly one of: {options}.",
+)
+COT = Prompt(
+    "cot_mc",
+    "1",
+    "You are watching an egocentric video of a person doing a procedural task. Decide whether the person made "
+    "an error in the current step and, if so, which type.\n"
+    "Error types:\n{definitions}\n\n"
+    "Task Procedure: {procedure}\n"
+    'Current Step: "{step}"\n\n'
+    "Let's think step by step: first describe what the person does, then compare it with the current step. "
+    "End with a last line of the form \"Answer: <option>\", where <option> is exactly one of: {options}.",
+)
+
+# --- open-ended VQA (Section 3.2) ----------------------------------------------------------------------
+OPEN_END = Prompt(
+    "open_end_answer",
+    "1",
+    "Task Procedure: {procedure}\n\nQuestion: {question}",
+)
+
+# --- LLM judge (Section 3.4, Appendix H) --------------------------------------------------------------
+JUDGE = Prompt(
+    "judge_similarity",
+    "1",
+    "You compare a model's answer with the reference answer to a question about a video of a procedural task. "
+    "Rate only how similar in meaning the answer is to the reference; do not solve the question yourself.\n\n"
+    "Scale: 5 = perfect match, 4 = minor error, 3 = partially correct, 2 = mostly wrong, 1 = wrong, "
+    "0 = no response.\n\n"
+    "Question: {question}\n"
+    "Reference answer: {reference}\n"
+    "Model answer: {answer}\n\n"
+    'Reply with JSON only: {{"score": <0-5>, "reason": "<one sentence>"}}',
+)
+
+ALL: tuple[Prompt, ...] = (
+    PROBE_TEXT,
+    PROBE_STEP_FORMULA,
+    BANK_BUILD,
+    MATCH_SELECT,
+    NARRATE_DEEP,
+    NARRATE_SHALLOW,
+    CLASSIFY_DEEP,
+    DIRECT,
+    COT,
+    OPEN_END,
+    JUDGE,
+)
+VERSIONS = {p.name: p.version for p in ALL}
