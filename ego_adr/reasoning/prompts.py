@@ -95,15 +95,35 @@ CLASSIFY_DEEP = Prompt(
     "classify_deep",
     "1",
     "You check whether a person made a procedural error.\n\n"
-    "Task procedure: {procedure}\n"
-    "Previous step: {previous}\n"
-    "Current step (what the person should do now): {step}\n"
-    "Next step: {next}\n\n"
+    "{context}\n\n"
     "Description of what the person did in the video:\n{narration}\n\n"
     "Error types:\n{definitions}\n\n"
     "Compare the description with the current step and its context. If the step was done correctly, answer "
     "\"correct\"; otherwise answer with the single error type that fits best. Answer with exactly one of: "
     "{options}.",
+)
+# Table 6, "Match without Narration": the matched context replaces the full procedure, but the model judges
+# straight from the frames instead of from its own narration.
+CLASSIFY_FRAMES = Prompt(
+    "classify_frames",
+    "1",
+    "These are frames from an egocentric video of a person doing a procedural task.\n\n"
+    "{context}\n\n"
+    "Error types:\n{definitions}\n\n"
+    "Did the person make an error in the current step? If the step was done correctly, answer \"correct\"; "
+    "otherwise answer with the single error type that fits best. Answer with exactly one of: {options}.",
+)
+# The step context shown to the classifier: pruned to the matched steps (Section 5.2) or, without key-step
+# matching, the whole procedure with the annotated action.
+CONTEXT_MATCHED = Prompt(
+    "context_matched",
+    "1",
+    "Previous step: {previous}\nCurrent step (what the person should do now): {step}\nNext step: {next}",
+)
+CONTEXT_FULL = Prompt(
+    "context_full",
+    "1",
+    "Task procedure: {procedure}\nCurrent step (what the person should do now): {step}",
 )
 
 # --- one-pass baselines (the public evaluator's question; Appendix C) --------------------------------------
@@ -158,6 +178,9 @@ ALL: tuple[Prompt, ...] = (
     NARRATE_DEEP,
     NARRATE_SHALLOW,
     CLASSIFY_DEEP,
+    CLASSIFY_FRAMES,
+    CONTEXT_MATCHED,
+    CONTEXT_FULL,
     DIRECT,
     COT,
     OPEN_END,

@@ -1,0 +1,307 @@
+"""The Ego-ADR pipeline: procedure bank -> key-step match -> narration -> classification (paper Section 5).
+
+One pipeline serves every mode; the ablations of Tables 5 and 6 are switches on it, never copies:
+``mode`` (auto / deep / shallow / cot / direct), ``match`` and ``narration`` on or off, the narration source
+(model or the annotations' reference text), and the number of frames. Samples are processed a batch at a
+time, stage by stage, so a batching backend sees one batch per stage. Every stage's output is plain data and
+lands in the sample's row under ``stages``; a failure of one sample is recorded on its row and never stops
+the others.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ego_adr.data.sample import Sample
+from ego_adr.matching import TAU, KeyStepMatcher, StepMatch
+from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request
+from ego_adr.reasoning import prompts as P
+from ego_adr.reasoning.banks import BankStore
+from ego_adr.reasoning.classify import Classification, classify_answer, classify_keywords
+from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
+
+MODES = ("auto", "deep", "shallow", "cot", "direct")
+NARRATION_SOURCES = ("model", "reference")
+
+
+@dataclass
+class PipelineConfig:
+    mode: str = "auto"
+    frames: int = 8  # Section 6.1: 8/16/24/32 uniformly sampled frames; Ego-ADR results use 8
+    match: bool = True
+    narration: bool = True
+    narration_source: str = "model"
+    bank_builder: str = "auto"  # auto (model in deep mode, rules in shallow) | rule | model
+    model_match: bool = True  # deep mode: the model picks the step (text only), TF-IDF as fallback
+    tau: float = TAU
+    max_new_tokens: int = 256  # Appendix C
+    probe_trials: int = 3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.narration_source not in NARRATION_SOURCES:
+            raise ValueError(f"narration_source must be one of {NARRATION_SOURCES}")
+        if self.bank_builder not in ("auto", "rule", "model"):
+            raise ValueError("bank_builder must be auto, rule or model")
+
+
+@dataclass
+class Item:
+    """One sample on its way through the pipeline."""
+
+    sample: Sample
+    frames: Frames | None = None
+    frames_error: str | None = None
+    frames_info: dict = field(default_factory=dict)
+    stages: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    failure: str | None = None
+    result: Classification | None = None
+
+
+def black_frames() -> Frames:
+    """Stand-in clip for a text-only call to a model that cannot take text alone (Section 6.4)."""
+    return Frames(np.zeros((2, 224, 224, 3), dtype=np.uint8), fps=1.0)
+
+
+class EgoADR:
+    def __init__(self, model: VLM | None, config: PipelineConfig | None = None, cache_dir: Path | None = None,
+                 route: str | None = None) -> None:
+        self.model = model
+        self.config = config or PipelineConfig()
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.probe: ProbeResult | None = None
+        self.route = route or self._resolve_route()
+        self.banks = BankStore(self.cache_dir)
+        self._matchers: dict[tuple, KeyStepMatcher] = {}
+
+    # ---- routing -------------------------------------------------------------------------------------
+    def _resolve_route(self) -> str:
+        mode = self.config.mode
+        if mode != "auto":
+            return mode
+        if self.model is None:
+            return SHALLOW
+        self.probe = cached_probe(self.model, self.cache_dir, self.config.probe_trials, self.config.seed)
+        return self.probe.route
+
+    @property
+    def needs_frames(self) -> bool:
+        if self.route in ("cot", "direct"):
+            return True
+        if self.config.narration and self.config.narration_source == "reference":
+            return False
+        return True
+
+    # ---- model calls ------------------------------------------------------------------------------
+    def _gen(self) -> GenerationConfig:
+        return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
+
+    def _text_request(self, prompt: P.Prompt, stage: str, **fields) -> Request:
+        parts: list = [prompt.render(**fields)]
+        if self.model is not None and not self.model.capabilities.text_only:
+            parts.insert(0, black_frames())
+        return Request([Message.user(*parts)], self._gen(), prompt.meta(stage))
+
+    def _video_request(self, frames: Frames, prompt: P.Prompt, stage: str, **fields) -> Request:
+        return Request([Message.user(frames, prompt.render(**fields))], self._gen(), prompt.meta(stage))
+
+    def _call(self, items: list[Item], reqs: list[Request], stage: str, fatal: bool = True) -> list[str | None]:
+        """Send one batch; a failed request fails its own item only (or nothing when ``fatal`` is False,
+        for stages with a fallback)."""
+        if not reqs:
+            return []
+        if self.model is None:
+            raise RuntimeError(f"stage {stage} needs a model, but the pipeline has none")
+        t0 = time.perf_counter()
+        gens = self.model.generate(reqs)
+        wall = time.perf_counter() - t0
+        out: list[str | None] = []
+        for it, g in zip(items, gens):
+            it.timings[f"{stage}_s"] = round(g.seconds or wall / len(reqs), 4)
+            if not g.ok:
+                if fatal:
+                    it.failure = it.failure or f"model_error[{stage}]: {g.error}"
+                else:
+                    it.stages[f"{stage}_error"] = g.error
+                out.append(None)
+            else:
+                out.append(g.text)
+        return out
+
+    # ---- stages -----------------------------------------------------------------------------------
+    def bank_for(self, task_id: str, procedure: str):
+        use_model = self.config.bank_builder == "model" or (
+            self.config.bank_builder == "auto" and self.route == DEEP and self.model is not None
+        )
+        if not use_model:
+            return self.banks.rule(task_id, procedure)
+        return self.banks.model(task_id, procedure, self)
+
+    def _matcher(self, bank) -> KeyStepMatcher:
+        key = (bank.task_id, bank.builder, len(bank.steps))
+        if key not in self._matchers:
+            self._matchers[key] = KeyStepMatcher(bank.texts, tau=self.config.tau)
+        return self._matchers[key]
+
+    def _match(self, items: list[Item], queries: list[str]) -> list[StepMatch]:
+        matches = []
+        for it, q in zip(items, queries):
+            bank = self.bank_for(it.sample.task_id, it.sample.procedure)
+            matches.append(self._matcher(bank).match(q))
+        if self.route == DEEP and self.config.model_match and self.model is not None:
+            reqs, idx = [], []
+            for i, (it, q) in enumerate(zip(items, queries)):
+                bank = self.bank_for(it.sample.task_id, it.sample.procedure)
+                steps = "\n".join(f"{s.index + 1}. {s.text}" for s in bank.steps)
+                reqs.append(self._text_request(P.MATCH_SELECT, "match", steps=steps, action=q))
+                idx.append(i)
+            sub = [items[i] for i in idx]
+            for i, text in zip(idx, self._call(sub, reqs, "match", fatal=False)):
+                n = _first_int(text)
+                bank = self.bank_for(items[i].sample.task_id, items[i].sample.procedure)
+                if n is not None and 1 <= n <= len(bank.steps):
+                    matches[i] = self._matcher(bank).at(n - 1, 1.0, "model", matches[i].tfidf_score)
+                items[i].stages.setdefault("match_model_raw", text)
+        return matches
+
+    def _narrate(self, items: list[Item], steps: list[str]) -> list[str | None]:
+        if self.config.narration_source == "reference":
+            return [it.sample.reference or it.sample.action for it in items]
+        prompt = P.NARRATE_DEEP if self.route == DEEP else P.NARRATE_SHALLOW
+        live = [i for i, it in enumerate(items) if it.failure is None]
+        reqs = [self._video_request(items[i].frames, prompt, "narrate", step=steps[i]) for i in live]
+        out: list[str | None] = [None] * len(items)
+        for i, text in zip(live, self._call([items[i] for i in live], reqs, "narrate")):
+            out[i] = text
+        return out
+
+    # ---- the whole thing ------------------------------------------------------------------------------
+    def process(self, items: list[Item]) -> list[dict]:
+        """Run every stage on a batch of items and return one predictions row per item."""
+        for it in items:
+            if it.frames_error and self.needs_frames:
+                it.failure = f"video: {it.frames_error}"
+            elif it.frames is None and self.needs_frames:
+                it.failure = "video: no frames"
+            if not it.sample.procedure:
+                it.failure = it.failure or "data: no procedure text for this task"
+        live = [it for it in items if it.failure is None]
+        if self.route in ("cot", "direct"):
+            self._one_pass(live)
+        else:
+            self._decoupled(live)
+        return [self._row(it) for it in items]
+
+    def _one_pass(self, items: list[Item]) -> None:
+        prompt = P.COT if self.route == "cot" else P.DIRECT
+        reqs = [self._video_request(it.frames, prompt, self.route, procedure=it.sample.procedure,
+                                    step=it.sample.action or "None", definitions=P.DEFINITIONS,
+                                    options=P.OPTION_LIST) for it in items]
+        for it, text in zip(items, self._call(items, reqs, self.route)):
+            if text is not None:
+                it.result = classify_answer(text)
+
+    def _decoupled(self, items: list[Item]) -> None:
+        cfg = self.config
+        self.banks.prepare({it.sample.task_id: it.sample.procedure for it in items}, self)
+        # Key-step match. Without an action text (Epic-Tent "unknown action", EgoOops without a usable index),
+        # the step is found from a narration made without step guidance.
+        need_first = [it for it in items if not it.sample.action and cfg.match]
+        if need_first and cfg.narration_source == "model":
+            pre = self._narrate(need_first, ["unknown (describe what the person does)"] * len(need_first))
+            for it, text in zip(need_first, pre):
+                it.stages["pre_narration"] = text
+        queries = [it.sample.action or it.stages.get("pre_narration") or it.sample.reference or "" for it in items]
+        t0 = time.perf_counter()
+        if cfg.match:
+            matches = self._match(items, queries)
+            for it, m in zip(items, matches):
+                it.stages["match"] = {**m.to_dict(), "query": it.sample.action and "action" or "narration"}
+                it.timings.setdefault("match_s", round((time.perf_counter() - t0) / max(1, len(items)), 5))
+            steps = [m.step for m in matches]
+            contexts = [P.CONTEXT_MATCHED.render(previous=m.previous or "none (this is the first step)",
+                                                 step=m.step, next=m.next or "none (this is the last step)")
+                        for m in matches]
+            objects = [self.bank_for(it.sample.task_id, it.sample.procedure).steps[m.index].objects
+                       for it, m in zip(items, matches)]
+        else:
+            steps = [it.sample.action or "unknown" for it in items]
+            contexts = [P.CONTEXT_FULL.render(procedure=it.sample.procedure, step=s) for it, s in zip(items, steps)]
+            objects = [[] for _ in items]
+        for it in items:
+            it.stages["bank"] = self.bank_for(it.sample.task_id, it.sample.procedure).builder
+        live = [i for i, it in enumerate(items) if it.failure is None]
+        if not cfg.narration:
+            if not cfg.match:  # Table 6 row 1 is the one-pass baseline
+                self._one_pass([items[i] for i in live])
+                return
+            reqs = [self._video_request(items[i].frames, P.CLASSIFY_FRAMES, "classify", context=contexts[i],
+                                        definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
+            for i, text in zip(live, self._call([items[i] for i in live], reqs, "classify")):
+                if text is not None:
+                    items[i].result = classify_answer(text)
+            return
+        narrations = self._narrate([items[i] for i in live], [steps[i] for i in live])
+        for i, text in zip(live, narrations):
+            items[i].stages["narration"] = text
+        live = [i for i in live if items[i].failure is None]
+        if self.route == SHALLOW:
+            for i in live:
+                t = time.perf_counter()
+                items[i].result = classify_keywords(items[i].stages.get("narration"), objects[i])
+                items[i].timings["classify_s"] = round(time.perf_counter() - t, 5)
+            return
+        reqs = [self._text_request(P.CLASSIFY_DEEP, "classify", context=contexts[i],
+                                   narration=items[i].stages.get("narration") or "(no description)",
+                                   definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
+        for i, text in zip(live, self._call([items[i] for i in live], reqs, "classify")):
+            if text is not None:
+                items[i].result = classify_answer(text)
+
+    def _row(self, it: Item) -> dict:
+        s = it.sample
+        res = it.result
+        failure = it.failure
+        if failure is None and res is None:
+            failure = "no answer"
+        elif failure is None and res is not None and res.option is None:
+            failure = "unparseable" if res.method == "unparseable" else f"empty answer ({res.method})"
+        stages = dict(it.stages)
+        if res is not None:
+            stages["classification"] = res.to_dict()
+        return {
+            "sample_id": s.sample_id,
+            "source": s.source,
+            "task_id": s.task_id,
+            "video_id": s.video_id,
+            "window": [s.start, s.end],
+            "action": s.action,
+            "ground_truth": list(s.ground_truth),
+            "prediction": res.option if res is not None and failure is None else None,
+            "failure": failure,
+            "raw": res.raw if res is not None else None,
+            "route": self.route,
+            "mode": self.config.mode,
+            "frames": self.config.frames,
+            "frames_info": it.frames_info,
+            "stages": stages,
+            "timings": it.timings,
+        }
+
+    def describe(self) -> dict:
+        return {"route": self.route, "config": asdict(self.config),
+                "probe": self.probe.to_dict() if self.probe else None, "prompts": P.VERSIONS}
+
+
+def _first_int(text: str | None) -> int | None:
+    import re
+
+    m = re.search(r"\d+", text or "")
+    return int(m.group(0)) if m else None

@@ -1,0 +1,143 @@
+"""The text-only probe that routes a model to deep or shallow decoupling (paper Section 5.1, Appendix G).
+
+Stage 1: one text-only request. Abnormal behaviour -- an exception, an empty answer, degenerate output
+(a token repeated over and over) or an echo of the prompt -- routes the model to *shallow* decoupling at once; so
+does a backend that declares it cannot take text-only input (Video-LLaVA, Section 6.4).
+Stage 2: several trials of "Answer STEP:<n>, and compute the formula <formula>." with a random step number and a
+random arithmetic formula. Only a model that returns the right step *and* the right value in every trial is
+promoted to *deep* decoupling. The verdict is cached per model fingerprint together with its evidence (prompts,
+answers, checks), so a model is probed once and every run can show why it was routed the way it was.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ego_adr.models.base import VLM, GenerationConfig, Message, Request
+from ego_adr.reasoning.prompts import PROBE_STEP_FORMULA, PROBE_TEXT
+
+DEEP, SHALLOW = "deep", "shallow"
+PROBE_VERSION = f"{PROBE_TEXT.version}.{PROBE_STEP_FORMULA.version}"
+
+
+@dataclass
+class ProbeResult:
+    route: str
+    reason: str
+    model: str
+    fingerprint: str
+    stage1: dict = field(default_factory=dict)
+    trials: list[dict] = field(default_factory=list)
+    version: str = PROBE_VERSION
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def is_abnormal(prompt: str, text: str | None, error: str | None) -> str | None:
+    """Why a text-only answer is abnormal (``None`` when it looks like a normal answer)."""
+    if error:
+        return f"exception: {error}"
+    if text is None or not text.strip():
+        return "empty output"
+    words = re.findall(r"\w+", text.lower())
+    if not words:
+        return "no words in output"
+    if len(words) >= 8 and len(set(words)) / len(words) < 0.3:
+        return "degenerate output (repetitive)"
+    if re.search(r"(.{1,6})\1{7,}", text):
+        return "degenerate output (repeated pattern)"
+    if difflib.SequenceMatcher(None, prompt.lower(), text.lower().strip()).ratio() > 0.8 or (
+        len(text) > 30 and text.strip().lower() in prompt.lower()
+    ):
+        return "echo of the prompt"
+    return None
+
+
+def make_trial(rng: random.Random) -> tuple[int, str, int]:
+    """A random step number and formula with its integer value (small numbers, + - * only)."""
+    step = rng.randint(2, 19)
+    a, b, c = rng.randint(2, 19), rng.randint(2, 9), rng.randint(1, 19)
+    op1, op2 = rng.choice("+-*"), rng.choice("+-")
+    formula = f"{a} {op1} {b} {op2} {c}"
+    value = eval(formula, {"__builtins__": {}})  # noqa: S307 -- our own digits and operators only
+    return step, formula, int(value)
+
+
+def check_trial(text: str | None, step: int, value: int) -> dict:
+    t = text or ""
+    m = re.search(r"STEP\s*[:=]?\s*(-?\d+)", t, re.IGNORECASE)
+    step_ok = bool(m) and int(m.group(1)) == step
+    rest = t[m.end():] if m else t
+    r = re.search(r"RESULT\s*[:=]?\s*(-?\d+(?:\.\d+)?)", rest, re.IGNORECASE)
+    if r:
+        value_ok = float(r.group(1)) == value
+    else:  # no RESULT tag: accept the value if it is the last number of the answer
+        nums = re.findall(r"-?\d+(?:\.\d+)?", rest)
+        value_ok = bool(nums) and float(nums[-1]) == value
+    return {"step_ok": step_ok, "value_ok": value_ok}
+
+
+def _text_request(prompt: str, stage: str, meta: dict, max_new_tokens: int) -> Request:
+    return Request([Message.user(prompt)], GenerationConfig(max_new_tokens=max_new_tokens), {**meta, "stage": stage})
+
+
+def run_probe(model: VLM, trials: int = 3, seed: int = 0, max_new_tokens: int = 64) -> ProbeResult:
+    base = ProbeResult(route=SHALLOW, reason="", model=model.model_id, fingerprint=model.fingerprint)
+    if not model.capabilities.text_only:
+        base.reason = "backend declares no text-only input"
+        base.stage1 = {"skipped": True}
+        return base
+    req = _text_request(PROBE_TEXT.template, "probe", PROBE_TEXT.meta("probe"), max_new_tokens)
+    g = model.generate([req])[0]
+    why = is_abnormal(PROBE_TEXT.template, g.text, g.error)
+    base.stage1 = {"prompt": PROBE_TEXT.template, "answer": g.text, "error": g.error, "abnormal": why}
+    if why:
+        base.reason = f"stage 1: {why}"
+        return base
+    rng = random.Random(seed)
+    specs = [make_trial(rng) for _ in range(trials)]
+    reqs = [
+        _text_request(PROBE_STEP_FORMULA.render(step=s, formula=f), "probe", PROBE_STEP_FORMULA.meta("probe"),
+                      max_new_tokens)
+        for s, f, _ in specs
+    ]
+    gens = model.generate(reqs)
+    passed = 0
+    for (s, f, v), r, gen in zip(specs, reqs, gens):
+        chk = check_trial(gen.text, s, v)
+        ok = gen.ok and chk["step_ok"] and chk["value_ok"]
+        passed += ok
+        base.trials.append({"prompt": r.messages[0].content[0], "step": s, "formula": f, "value": v,
+                            "answer": gen.text, "error": gen.error, **chk, "passed": ok})
+    if passed == trials:
+        base.route, base.reason = DEEP, f"stage 2: {passed}/{trials} trials right"
+    else:
+        base.reason = f"stage 2: only {passed}/{trials} trials right"
+    return base
+
+
+def cached_probe(model: VLM, cache_dir: Path | None, trials: int = 3, seed: int = 0) -> ProbeResult:
+    """Probe once per (model fingerprint, probe version, trials, seed); the JSON holds the evidence."""
+    if cache_dir is None:
+        return run_probe(model, trials, seed)
+    import hashlib
+
+    key = hashlib.sha256(f"{model.fingerprint}|{PROBE_VERSION}|{trials}|{seed}".encode()).hexdigest()[:20]
+    path = Path(cache_dir) / "probe" / f"{key}.json"
+    if path.exists():
+        try:
+            return ProbeResult(**json.loads(path.read_text()))
+        except (json.JSONDecodeError, TypeError):
+            pass  # a corrupt cache entry is re-probed
+    res = run_probe(model, trials, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(res.to_dict(), indent=1, ensure_ascii=False))
+    tmp.replace(path)
+    return res
