@@ -1,0 +1,126 @@
+"""Run configuration: one dataclass, filled from defaults < YAML file (``--config``) < command-line flags.
+
+Every run writes its resolved configuration to ``run.json`` beside its results, so a number can always be
+traced back to the exact settings that produced it. Wrong values stop the run at once with a message that says
+what to do (a :class:`ConfigError`), before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from ego_adr.reasoning.pipeline import MODES, NARRATION_SOURCES
+
+ALL_SOURCES = ("captaincook4d", "epic_tent", "assembly101", "egooops")
+TASKS = ("multiple-choice", "open-end")
+BACKENDS = ("hf", "openai", "vllm")
+FRAME_CHOICES_PAPER = (8, 16, 24, 32)  # Section 6.1
+
+
+class ConfigError(ValueError):
+    """A wrong flag or value: the run stops before doing any work."""
+
+
+def cache_root() -> Path:
+    """``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else ``~/.cache/ego_adr``."""
+    if os.environ.get("EGO_ADR_CACHE"):
+        return Path(os.environ["EGO_ADR_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ego_adr"
+
+
+@dataclass
+class RunConfig:
+    model: str | None = None  # alias, hub id or folder; None = the embedded tiny demo model
+    backend: str = "hf"
+    task: str = "multiple-choice"
+    mode: str = "auto"
+    frames: int = 8
+    match: bool = True
+    narration: bool = True
+    narration_source: str = "model"
+    bank_builder: str = "auto"
+    data_root: str | None = None  # None = the embedded demo set
+    video_root: str | None = None
+    sources: list[str] | None = None
+    limit: int | None = None
+    output_dir: str | None = None
+    device: str = "auto"
+    dtype: str | None = None
+    batch_size: int = 1
+    max_pixels_per_frame: int | None = None
+    gpu_memory: str | None = None
+    base_url: str | None = None
+    tensor_parallel_size: int = 1
+    max_new_tokens: int = 256
+    num_shards: int = 1
+    shard_index: int = 0
+    seed: int = 0
+    prefetch: int = 4  # clips decoded ahead of the model (bounded queue)
+    decode_workers: int = 2
+    cache_dir: str | None = None
+    use_cache: bool = True
+    judges: list[str] = field(default_factory=lambda: ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"])
+    judge_backend: str = "hf"
+    qa_selection: str = "all"  # all | one (one QA pair per sample, chosen with the seed)
+    extra: dict = field(default_factory=dict)
+
+    def validate(self) -> RunConfig:
+        if self.task not in TASKS:
+            raise ConfigError(f"--task must be one of {TASKS}, got {self.task!r}")
+        if self.mode not in MODES:
+            raise ConfigError(f"--mode must be one of {MODES}, got {self.mode!r}")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"--backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.narration_source not in NARRATION_SOURCES:
+            raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
+        if self.frames < 1:
+            raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
+        if self.batch_size < 1:
+            raise ConfigError("--batch-size must be >= 1")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError("--limit must be >= 1")
+        if self.num_shards < 1 or not 0 <= self.shard_index < self.num_shards:
+            raise ConfigError(f"--shard-index must be in 0..{self.num_shards - 1} for --num-shards {self.num_shards}")
+        if self.qa_selection not in ("all", "one"):
+            raise ConfigError("--qa-selection must be 'all' or 'one'")
+        if self.sources is not None:
+            known = set(ALL_SOURCES) | {"demo"}
+            bad = [s for s in self.sources if s not in known]
+            if bad:
+                raise ConfigError(f"unknown source(s) {bad}; choose from {sorted(known)}")
+        if self.narration_source == "reference" and self.task != "multiple-choice":
+            raise ConfigError("--narration-source reference is a multiple-choice diagnostic")
+        if self.data_root is not None and not Path(self.data_root).is_dir():
+            raise ConfigError(
+                f"--data-root {self.data_root} is not a folder. Get the annotations with "
+                "`python scripts/download_annotations.py --out DIR` (the public EgoErrorVQA data/json) "
+                "or leave --data-root out to run the embedded demo set."
+            )
+        if self.video_root is not None and not Path(self.video_root).is_dir():
+            raise ConfigError(f"--video-root {self.video_root} is not a folder (see README: 'Getting the videos')")
+        return self
+
+    @staticmethod
+    def from_yaml(path: str | Path) -> dict:
+        import yaml
+
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"--config {path}: no such file")
+        data = yaml.safe_load(p.read_text()) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"--config {path}: expected a mapping of settings")
+        names = {f.name for f in fields(RunConfig)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(f"--config {path}: unknown setting(s) {unknown}; known: {sorted(names)}")
+        return data
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def resolved_cache_dir(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else cache_root()

@@ -1,0 +1,115 @@
+"""``python -m ego_adr.run``: one experiment, from procedure + clips + a VLM to predictions, metrics and report.
+
+With no arguments it builds (once, cached) the embedded tiny model and demo set and runs the auto-routed
+pipeline on them, offline, on the CPU. With ``--model qwen2.5-vl --data-root DIR --video-root DIR`` it runs the
+real benchmark. Output folder: ``predictions.jsonl`` (one row per sample), ``metrics.json``, ``report.md`` with
+plots, and ``run.json`` (resolved config, versions, model calls and cache hits). Rerunning into the same folder
+resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ego_adr.config import RunConfig
+
+
+def _bool(v: str) -> bool:
+    if v.lower() in ("1", "true", "yes", "on"):
+        return True
+    if v.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected on/off, got {v!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m ego_adr.run",
+        description="Run Ego-ADR (or a baseline) on EgoErrorVQA or the embedded demo set.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    a = p.add_argument
+    a("--config", help="YAML file of settings (flags given here override it)")
+    a("--model", help="alias (qwen2.5-vl, qwen2-vl, qwen3-vl, llava-onevision, video-llava, internvl3.5, ...), "
+                      "hub id or local folder; default: the embedded tiny demo model")
+    a("--backend", choices=["hf", "openai", "vllm"], help="model backend (default hf)")
+    a("--task", choices=["multiple-choice", "open-end"], help="benchmark task (default multiple-choice)")
+    a("--mode", choices=["auto", "deep", "shallow", "cot", "direct"],
+      help="auto = text-only probe routes to deep/shallow; cot/direct = one-pass baselines (default auto)")
+    a("--frames", type=int, help="uniformly sampled frames per clip: 8/16/24/32 in the paper (default 8)")
+    a("--match", type=_bool, help="key-step matching on/off (Table 6 ablation; default on)")
+    a("--narration", type=_bool, help="video narration on/off (Table 6 ablation; default on)")
+    a("--narration-source", choices=["model", "reference"],
+      help="'reference' replaces the model's narration by the annotations' descriptions (diagnostic)")
+    a("--bank-builder", choices=["auto", "rule", "model"], help="procedure bank builder (default auto)")
+    a("--data-root", help="folder with the EgoErrorVQA json files; default: the embedded demo set")
+    a("--video-root", help="folder with the source datasets' videos in the public layout")
+    a("--sources", help="comma-separated: captaincook4d,epic_tent,assembly101,egooops (default all)")
+    a("--limit", type=int, help="at most N samples (spread over the sources)")
+    a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f)")
+    a("--device", help="auto, cpu, cuda, cuda:1 ... (default auto)")
+    a("--dtype", help="bfloat16/float16/float32 (default: bf16 on GPU, fp32 on CPU)")
+    a("--batch-size", type=int, help="requests per model call (default 1)")
+    a("--max-pixels-per-frame", type=int, help="per-frame pixel budget (default: planned from --gpu-memory)")
+    a("--gpu-memory", help="GPU memory to plan for, e.g. 24GB (default: what the GPU has)")
+    a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
+    a("--tensor-parallel-size", type=int, help="vLLM tensor parallel size")
+    a("--max-new-tokens", type=int, help="generation budget per call (paper: 256)")
+    a("--num-shards", type=int, help="data-parallel shards (merge with python -m ego_adr.eval merge)")
+    a("--shard-index", type=int, help="which shard this process runs (0-based)")
+    a("--seed", type=int)
+    a("--prefetch", type=int, help="clips decoded ahead of the model (default 4)")
+    a("--decode-workers", type=int, help="background decoding threads (default 2)")
+    a("--cache-dir", help="stage cache, probe results, demo and tiny model (default ~/.cache/ego_adr)")
+    a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
+    a("--judges", help="open-end judges, comma-separated (aliases, hub ids, folders)")
+    a("--judge-backend", choices=["hf", "openai"], help="backend of the judges")
+    a("--qa-selection", choices=["all", "one"], help="open-end: every QA pair, or one per sample (seeded)")
+    a("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+_LIST_FIELDS = {"sources", "judges"}
+
+
+def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse.Namespace]:
+    args = build_parser().parse_args(argv)
+    values: dict = RunConfig.from_yaml(args.config) if args.config else {}
+    for key, val in vars(args).items():
+        if key in ("config", "quiet", "no_cache") or val is None:
+            continue
+        values[key] = [x.strip() for x in val.split(",") if x.strip()] if key in _LIST_FIELDS else val
+    if args.no_cache:
+        values["use_cache"] = False
+    return RunConfig(**values), args
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ego_adr.config import ConfigError
+
+    try:
+        cfg, args = config_from_args(argv)
+        from ego_adr.runner import execute
+
+        out, metrics = execute(cfg, progress=not args.quiet)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:  # missing data files: say what to do, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from ego_adr.eval.report import summary_table
+
+    if cfg.task == "multiple-choice":
+        print(summary_table(metrics, frames=cfg.frames))
+    else:
+        from ego_adr.eval.open_end import render_open_end_report
+
+        print(render_open_end_report(metrics))
+    print(f"\nresults in {out}/ (predictions.jsonl, metrics.json, report.md, run.json)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""Executes one run: samples -> (frames decoded ahead in the background) -> pipeline -> predictions.jsonl.
+
+What it guarantees:
+- nothing lost: every finished sample is appended (flushed, fsynced) to ``predictions.jsonl`` at once; a rerun
+  into the same output folder skips finished samples, and when nothing is left it neither loads a model nor
+  decodes a frame;
+- overlap: clips for the next batches are decoded by background workers (bounded queue) while the model works,
+  and decode and model seconds are recorded separately in every row;
+- every model call goes through the stage cache, so a re-run or an ablation never pays twice for one call;
+  ``run.json`` records ``model_calls`` and ``cache_hits``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ego_adr import __version__
+from ego_adr.config import ConfigError, RunConfig
+from ego_adr.data.sample import Sample
+
+
+def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
+    """The run's samples (sources, limit and shard applied) and a description of where they came from."""
+    from ego_adr.data.egoerrorvqa import load_samples
+
+    if cfg.data_root is None:
+        from ego_adr.data.demo import ensure_demo
+
+        root = ensure_demo()
+        data_root, video_root = root / "annotations", root / "videos"
+        sources = cfg.sources or ["demo"]
+        origin = "embedded demo set"
+    else:
+        data_root = Path(cfg.data_root)
+        video_root = Path(cfg.video_root) if cfg.video_root else None
+        sources = cfg.sources or ["captaincook4d", "epic_tent", "assembly101", "egooops"]
+        origin = "EgoErrorVQA annotations"
+    if cfg.video_root and cfg.data_root is None:
+        video_root = Path(cfg.video_root)
+    samples = load_samples(data_root, task=cfg.task, sources=sources, video_root=video_root)
+    if cfg.limit:
+        # the limit applies per source so that every source is represented in a short run
+        per: dict[str, list[Sample]] = {}
+        for s in samples:
+            per.setdefault(s.source, []).append(s)
+        k = max(1, -(-cfg.limit // max(1, len(per))))
+        picked = {id(s) for v in per.values() for s in v[:k]}
+        samples = [s for s in samples if id(s) in picked][: cfg.limit]
+    if cfg.num_shards > 1:
+        # contiguous blocks keep the samples of one long video in one shard (its reader is reused)
+        n = len(samples)
+        lo, hi = n * cfg.shard_index // cfg.num_shards, n * (cfg.shard_index + 1) // cfg.num_shards
+        samples = samples[lo:hi]
+    info = {"origin": origin, "data_root": str(data_root), "video_root": str(video_root) if video_root else None,
+            "sources": sources, "n_samples": len(samples)}
+    return samples, info
+
+
+def load_vlm(cfg: RunConfig):
+    """The model the run asks for (the embedded tiny model when none is named) behind the stage cache."""
+    from ego_adr.cache import CachedModel, StageCache
+    from ego_adr.models import load_model
+
+    name = cfg.model
+    if name is None:
+        from ego_adr.models.tiny import ensure_tiny
+
+        name = str(ensure_tiny("qwen2.5-vl"))
+    kwargs = dict(backend=cfg.backend, device=cfg.device, dtype=cfg.dtype, batch_size=cfg.batch_size,
+                  max_pixels_per_frame=cfg.max_pixels_per_frame, gpu_memory=cfg.gpu_memory)
+    if cfg.backend == "openai":
+        kwargs["base_url"] = cfg.base_url
+    if cfg.backend == "vllm":
+        kwargs["tensor_parallel_size"] = cfg.tensor_parallel_size
+    model = load_model(name, **{k: v for k, v in kwargs.items() if v is not None})
+    cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
+    return CachedModel(model, cache, cfg.backend)
+
+
+def _versions() -> dict:
+    out = {"ego_adr": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
+    for mod in ("torch", "transformers", "sklearn", "decord", "av", "cv2", "a2a"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            out[mod] = getattr(m, "__version__", "?")
+    return out
+
+
+def write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+    tmp.replace(path)
+
+
+def _decode(sampler, num_frames: int, needs_frames: bool):
+    def fn(sample: Sample):
+        from ego_adr.reasoning.pipeline import Item
+
+        item = Item(sample)
+        if not needs_frames:
+            return item
+        if not sample.video_path:
+            item.frames_error = "no video path (pass --video-root; see README 'Getting the videos')"
+            return item
+        t0 = time.perf_counter()
+        try:
+            item.frames = sampler.sample_clip(sample.video_path, sample.start, sample.end, num_frames)
+            info = getattr(item.frames, "info", None)
+            item.frames_info = info.to_dict() if info is not None else {}
+        except Exception as e:  # noqa: BLE001 -- any decoder failure is this sample's failure
+            item.frames_error = f"{type(e).__name__}: {e}"
+        item.timings["decode_s"] = round(time.perf_counter() - t0, 4)
+        return item
+
+    return fn
+
+
+def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True) -> dict:
+    from tqdm import tqdm
+
+    from ego_adr.eval.mc import compute_mc_metrics
+    from ego_adr.eval.report import write_metrics_json, write_report
+    from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
+    from ego_adr.store import JsonlStore
+
+    out.mkdir(parents=True, exist_ok=True)
+    store = JsonlStore(out / "predictions.jsonl")
+    done = store.done_ids()
+    pending = [s for s in samples if s.sample_id not in done]
+    run_info: dict = {"config": cfg.to_dict(), "data": info, "versions": _versions(),
+                      "started": datetime.now(timezone.utc).isoformat(), "resumed_from": len(done),
+                      "dropped_bytes_on_repair": store.dropped_bytes}
+    prev = out / "run.json"
+    if prev.exists():
+        try:
+            run_info["previous"] = {k: v for k, v in json.loads(prev.read_text()).items() if k != "previous"}
+        except json.JSONDecodeError:
+            pass
+    model = None
+    t_start = time.perf_counter()
+    if pending:
+        pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
+                              narration_source=cfg.narration_source, bank_builder=cfg.bank_builder,
+                              max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
+        needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")
+        model = load_vlm(cfg) if needs_model else None
+        pipe = EgoADR(model, pcfg, cache_dir=cfg.resolved_cache_dir())
+        run_info["pipeline"] = pipe.describe()
+        run_info["model"] = {"id": model.model_id, "fingerprint": model.fingerprint} if model else None
+        write_json(out / "run.json", run_info)
+        _process(pipe, cfg, pending, store, progress, tqdm)
+    rows = [r for r in store.rows() if r.get("sample_id") in {s.sample_id for s in samples}]
+    metrics = compute_mc_metrics(rows)
+    write_metrics_json(metrics, out)
+    title = f"{cfg.model or 'embedded tiny model (random weights)'} - {cfg.mode} - {cfg.frames} frames"
+    notes = []
+    if cfg.narration_source == "reference":
+        notes.append("Diagnostic upper bound: narration replaced by the annotations' reference descriptions.")
+    if cfg.model is None:
+        notes.append("Demo model has random weights: these numbers only show that the machinery works.")
+    write_report(metrics, out, title=title, notes=notes)
+    run_info.update({
+        "finished": datetime.now(timezone.utc).isoformat(),
+        "wall_s": round(time.perf_counter() - t_start, 3),
+        "n_rows": len(rows),
+        "model_calls": getattr(model, "model_calls", 0),
+        "cache_hits": getattr(model, "cache_hits", 0),
+        "cache": model.stats() if model is not None and hasattr(model, "stats") else None,
+    })
+    write_json(out / "run.json", run_info)
+    store.close()
+    return metrics
+
+
+def _process(pipe, cfg: RunConfig, pending: list[Sample], store, progress: bool, tqdm) -> None:
+    from ego_adr.prefetch import Prefetcher
+    from ego_adr.video import FrameSampler
+
+    sampler = FrameSampler()
+    decode = _decode(sampler, cfg.frames, pipe.needs_frames)
+    bs = cfg.batch_size
+    bar = tqdm(total=len(pending), desc=f"ego_adr {pipe.route}", unit="sample", disable=not progress)
+    try:
+        batch = []
+        pf = Prefetcher(decode, pending, workers=cfg.decode_workers, depth=max(cfg.prefetch, bs))
+        for result in pf:
+            item = result if not isinstance(result, BaseException) else None
+            if item is None:  # the decode function itself broke: keep the sample, record why
+                raise result
+            batch.append(item)
+            if len(batch) == bs:
+                _flush(pipe, batch, store, bar)
+                batch = []
+        if batch:
+            _flush(pipe, batch, store, bar)
+    finally:
+        bar.close()
+        sampler.close()
+
+
+def _flush(pipe, batch, store, bar) -> None:
+    t0 = time.perf_counter()
+    rows = pipe.process(batch)
+    wall = time.perf_counter() - t0
+    for row in rows:
+        row["timings"]["pipeline_s"] = round(wall / len(rows), 4)
+        row["timings"]["model_s"] = round(sum(v for k, v in row["timings"].items()
+                                              if k.endswith("_s") and k not in ("decode_s", "pipeline_s",
+                                                                                   "match_s", "classify_s")), 4)
+        store.append(row)
+    bar.update(len(rows))
+
+
+def default_output_dir(cfg: RunConfig) -> Path:
+    name = (cfg.model or "tiny-demo").rstrip("/").split("/")[-1].lower()
+    tag = f"{name}-{cfg.task}-{cfg.mode}-{cfg.frames}f"
+    if not cfg.match:
+        tag += "-nomatch"
+    if not cfg.narration:
+        tag += "-nonarr"
+    if cfg.narration_source != "model":
+        tag += f"-{cfg.narration_source}"
+    if cfg.data_root is None:
+        tag += "-demo"
+    return Path("runs") / tag
+
+
+def execute(cfg: RunConfig, progress: bool = True) -> tuple[Path, dict]:
+    cfg.validate()
+    out = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg)
+    samples, info = load_dataset(cfg)
+    if not samples:
+        raise ConfigError(f"no samples to run (sources {info['sources']} under {info['data_root']})")
+    if cfg.task == "open-end":
+        from ego_adr.run_open import run_open_end
+
+        return out, run_open_end(cfg, out, samples, info, progress=progress)
+    return out, run_multiple_choice(cfg, out, samples, info, progress=progress)
