@@ -295,6 +295,23 @@ class EgoADR:
             "timings": it.timings,
         }
 
+    def answer_open(self, items: list[Item], questions: list[str]) -> list[dict]:
+        """Open-ended VQA (Section 3.2): procedure + question + clip -> a prose answer, one per item."""
+        out = [{"answer": None, "failure": None} for _ in items]
+        for it in items:
+            if it.frames is None:
+                it.failure = f"video: {it.frames_error or 'no frames'}"
+        live = [i for i, it in enumerate(items) if it.failure is None]
+        reqs = [self._video_request(items[i].frames, P.OPEN_END, "open_end", procedure=items[i].sample.procedure,
+                                    question=questions[i]) for i in live]
+        for i, text in zip(live, self._call([items[i] for i in live], reqs, "open_end")):
+            out[i]["answer"] = text
+        for o, it in zip(out, items):
+            o["failure"] = it.failure or (None if o["answer"] and o["answer"].strip() else "empty answer")
+            o["timings"] = it.timings
+            o["frames_info"] = it.frames_info
+        return out
+
     def describe(self) -> dict:
         return {"route": self.route, "config": asdict(self.config),
                 "probe": self.probe.to_dict() if self.probe else None, "prompts": P.VERSIONS}
