@@ -50,7 +50,7 @@ def is_abnormal(prompt: str, text: str | None, error: str | None) -> str | None:
         return "no words in output"
     if len(words) >= 8 and len(set(words)) / len(words) < 0.3:
         return "degenerate output (repetitive)"
-    if re.search(r"(.{1,6})\1{7,}", text):
+    if re.search(r"(.{1,6})\1{7,}", text) or re.search(r"(.{8,60}?)\1{2,}", text, re.DOTALL):
         return "degenerate output (repeated pattern)"
     if difflib.SequenceMatcher(None, prompt.lower(), text.lower().strip()).ratio() > 0.8 or (
         len(text) > 30 and text.strip().lower() in prompt.lower()
