@@ -1,0 +1,126 @@
+"""Open-ended VQA run (paper Section 3): procedure + question + clip -> answer; then two LLM judges score it.
+
+Answers go to ``predictions.jsonl`` and judgements to ``judgements.jsonl``, both append-only and resumable;
+judge calls go through the stage cache, so re-scoring with the same judges never asks them again.
+With the embedded demo (no ``--model``) and the default judges, two tiny random text LMs stand in for the 7B
+judges so the whole path runs offline; the report says so.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ego_adr.config import RunConfig
+from ego_adr.data.sample import Sample
+
+DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
+
+
+def load_judges(cfg: RunConfig) -> tuple[dict, str]:
+    from ego_adr.eval.judges import DEFAULT_JUDGES, JudgeSpec, build_tiny_text_lm, load_judge
+
+    if cfg.model is None and list(cfg.judges) == DEFAULT_JUDGE_NAMES:
+        root = cfg.resolved_cache_dir()
+        judges = {}
+        for seed, name in enumerate(("tiny-judge-a", "tiny-judge-b")):
+            folder = root / f"{name}-v1"
+            if not (folder / "config.json").exists():
+                build_tiny_text_lm(folder, seed=seed)
+            judges[name] = load_judge(JudgeSpec(name, str(folder)), device="cpu")
+        return judges, "two tiny random text LMs stand in for the default judges (demo only)"
+    defaults = {j.name: j for j in DEFAULT_JUDGES}
+    specs = [defaults.get(j) or JudgeSpec.parse(j) for j in cfg.judges]
+    if cfg.judge_backend == "openai":
+        specs = [JudgeSpec(s.name, s.model, "openai", base_url=cfg.base_url) for s in specs]
+    dev = None if cfg.device == "auto" else cfg.device
+    return {s.name: load_judge(s, device=dev) for s in specs}, ", ".join(f"{s.name}={s.model}" for s in specs)
+
+
+def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True) -> dict:
+    from tqdm import tqdm
+
+    from ego_adr.cache import StageCache
+    from ego_adr.eval.open_end import (
+        judge_rows,
+        render_open_end_report,
+        score_open_end_rows,
+        select_qa,
+        selection_label,
+    )
+    from ego_adr.eval.report import write_metrics_json
+    from ego_adr.prefetch import Prefetcher
+    from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
+    from ego_adr.runner import _decode, _versions, load_vlm, write_json
+    from ego_adr.store import JsonlStore
+    from ego_adr.video import FrameSampler
+
+    out.mkdir(parents=True, exist_ok=True)
+    selection = selection_label(cfg.qa_selection, cfg.seed)
+    pairs = select_qa(samples, cfg.qa_selection, cfg.seed)
+    answers = JsonlStore(out / "predictions.jsonl")
+    done = {(r.get("sample_id"), r.get("qa_index")) for r in answers.rows()}
+    todo: dict[str, list[int]] = {}
+    by_id = {s.sample_id: s for s in samples}
+    for s, qi in pairs:
+        if (s.sample_id, qi) not in done:
+            todo.setdefault(s.sample_id, []).append(qi)
+    run_info: dict = {"config": cfg.to_dict(), "data": info, "versions": _versions(), "qa_selection": selection,
+                      "started": datetime.now(timezone.utc).isoformat(), "resumed_from": len(done)}
+    t0 = time.perf_counter()
+    model = None
+    if todo:
+        model = load_vlm(cfg)
+        pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
+                      cache_dir=cfg.resolved_cache_dir(), route="open-end")
+        sampler = FrameSampler()
+        label = cfg.model or "tiny-demo"
+        bar = tqdm(total=sum(len(v) for v in todo.values()), desc="answering", unit="question",
+                   disable=not progress)
+        try:
+            for item in Prefetcher(_decode(sampler, cfg.frames, True), [by_id[k] for k in todo],
+                                   workers=cfg.decode_workers, depth=cfg.prefetch):
+                if isinstance(item, BaseException):
+                    raise item
+                s = item.sample
+                qis = todo[s.sample_id]
+                from ego_adr.reasoning.pipeline import Item
+
+                # one clip, several questions: each question is its own request on the same frames
+                clones = [Item(s, item.frames, item.frames_error, item.frames_info, timings=dict(item.timings))
+                          for _ in qis]
+                results = pipe.answer_open(clones, [s.qa_pairs[q].question for q in qis])
+                for q, res in zip(qis, results):
+                    answers.append({
+                        "task": "open-end", "sample_id": s.sample_id, "qa_index": q, "source": s.source,
+                        "task_id": s.task_id, "question": s.qa_pairs[q].question,
+                        "reference": s.qa_pairs[q].answer, "answer": res["answer"], "error": res["failure"],
+                        "failure": res["failure"], "model": label, "method": label, "frames": cfg.frames,
+                        "qa_selection": selection, "timings": res["timings"], "frames_info": res["frames_info"],
+                    })
+                bar.update(len(qis))
+        finally:
+            bar.close()
+            sampler.close()
+    wanted = {(s.sample_id, qi) for s, qi in pairs}
+    answer_rows = [r for r in answers.rows() if (r.get("sample_id"), r.get("qa_index")) in wanted]
+    judges, judge_note = load_judges(cfg)
+    cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
+    with JsonlStore(out / "judgements.jsonl") as jstore:
+        rows = judge_rows(answer_rows, judges, jstore, cache, progress=progress)
+    rows = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
+    metrics = score_open_end_rows(rows, selection=selection)
+    metrics["judges_note"] = judge_note
+    write_metrics_json(metrics, out)
+    notes = [f"Judges: {judge_note}."]
+    if cfg.model is None:
+        notes.append("Demo model and judges have random weights: these numbers only show the machinery works.")
+    (out / "report.md").write_text("# Open-ended VQA results\n\n" + render_open_end_report(metrics) + "\n\n"
+                                   + "\n".join(f"- {n}" for n in notes) + "\n")
+    run_info.update({"finished": datetime.now(timezone.utc).isoformat(), "wall_s": round(time.perf_counter() - t0, 3),
+                     "model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0),
+                     "judges": judge_note})
+    write_json(out / "run.json", run_info)
+    answers.close()
+    return metrics
