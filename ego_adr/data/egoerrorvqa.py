@@ -1,0 +1,389 @@
+"""EgoErrorVQA loaders: the four public sources (and the embedded demo set), both tasks, as :class:`Sample`.
+
+The annotation files keep each source's native schema (see :mod:`ego_adr.data.sources` for what is read from
+which field and why). This module handles what every source shares:
+
+* **Files** (names of the public release). Multiple choice: ``captaincook4d_answer.json``, ``assembly101_answers.json``,
+  ``egooops_answer.json``, ``epic_tent_answer_sec.json``; open-ended: ``captaincook4d_qa_pairs_updated.json``,
+  ``assembly101_qa_pairs_updated.json``, ``egooops_qa_pair.json``, ``epic_tent_qa_pair.json``; and
+  ``procedure.json`` (task_id -> paragraph). ``scripts/download_annotations.py`` fetches them.
+* **Errors.** A missing data root, ``procedure.json`` or file of a *requested* source raises :class:`DataError`
+  (a run cannot start). A bad *record* never does: the sample is still loaded as far as possible, the problem
+  is logged, appended to the optional ``issues`` list, and :func:`sample_problem` restates it from the sample
+  alone (empty ``procedure``, no valid ground truth, no QA pairs) so a runner can record it as that sample's
+  failure reason. Unknown labels are left out of ``ground_truth`` (an issue is recorded).
+* **Time window.** ``start_time``/``end_time`` in seconds; -1 (CaptainCook4D omissions), any negative value
+  (one Epic-Tent record has -3661.033), a missing value or ``end <= start`` mean "whole video": ``None, None``.
+* **Sample ids** are readable and built only from the clip's identity, never from its labels:
+  ``{source}/{video_id}/{window}/{step}`` (EgoOops: ``egooops/{task}/{video}/...``), the window as
+  ``{start:.3f}-{end:.3f}`` or ``whole``. Times are rounded to milliseconds because the Epic-Tent
+  multiple-choice file stores them rounded to 3 decimals and the open-ended file does not; this way the
+  multiple-choice and open-ended records of one clip get the same id. Epic-Tent contains records for the same
+  clip and step with different annotations (14 groups in the multiple-choice file: one ``correct`` record and
+  one or two error records for the same window, and exact repeats in the open-ended file). Such a group gets
+  a suffix ``#`` + 6 hex digits of a hash of the record's fields that both tasks share (labels included), then
+  ``.k`` for records that still coincide, ordered by a hash of the whole record. The suffix does not depend on
+  file order and agrees between tasks when both files hold the same group. Sample ids are bookkeeping keys:
+  never show them to a model under test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ego_adr.data import sources as src
+from ego_adr.data.sample import MULTIPLE_CHOICE, OPEN_END, TASKS, QAPair, Sample
+from ego_adr.taxonomy import CORRECT, canonical
+
+logger = logging.getLogger(__name__)
+
+PUBLIC_SOURCES: tuple[str, ...] = (src.CAPTAINCOOK4D, src.EPIC_TENT, src.ASSEMBLY101, src.EGOOOPS)
+SOURCES: tuple[str, ...] = PUBLIC_SOURCES + (src.DEMO,)
+
+FILES: dict[tuple[str, str], str] = {
+    (src.CAPTAINCOOK4D, MULTIPLE_CHOICE): "captaincook4d_answer.json",
+    (src.ASSEMBLY101, MULTIPLE_CHOICE): "assembly101_answers.json",
+    (src.EGOOOPS, MULTIPLE_CHOICE): "egooops_answer.json",
+    (src.EPIC_TENT, MULTIPLE_CHOICE): "epic_tent_answer_sec.json",
+    (src.DEMO, MULTIPLE_CHOICE): "demo_answer.json",
+    (src.CAPTAINCOOK4D, OPEN_END): "captaincook4d_qa_pairs_updated.json",
+    (src.ASSEMBLY101, OPEN_END): "assembly101_qa_pairs_updated.json",
+    (src.EGOOOPS, OPEN_END): "egooops_qa_pair.json",
+    (src.EPIC_TENT, OPEN_END): "epic_tent_qa_pair.json",
+    (src.DEMO, OPEN_END): "demo_qa_pairs.json",
+}
+PROCEDURE_FILE = "procedure.json"
+ANNOTATION_FILES: tuple[str, ...] = tuple(
+    f for (s, _), f in FILES.items() if s != src.DEMO
+) + (PROCEDURE_FILE,)
+
+# Assembly101 camera views in the order the public evaluator tries them.
+ASSEMBLY101_VIEWS = ("HMC_84355350_mono10bit.mp4", "HMC_21110305_mono10bit.mp4")
+
+_DOWNLOAD_HINT = (
+    "download the annotations with `python scripts/download_annotations.py --out DIR` and pass --data-root DIR"
+)
+_NOT_SHARED = frozenset({"qa_pairs", "close_end_answer", "action_annotation", "start_time", "end_time"})
+
+
+class DataError(FileNotFoundError):
+    """Annotation data needed by a run is missing or unreadable; the message says what to do."""
+
+
+@dataclass
+class LoadIssue:
+    """A problem with one record; the sample is still loaded where possible."""
+
+    source: str
+    task: str
+    sample_id: str
+    problem: str
+
+
+def _hint(source: str | None = None) -> str:
+    if source == src.DEMO:
+        return "the demo files are written by ego_adr.data.demo; point --data-root at that folder"
+    return _DOWNLOAD_HINT
+
+
+def _root(data_root: str | os.PathLike | None) -> Path:
+    if data_root is None or str(data_root) == "":
+        raise DataError(f"no EgoErrorVQA data root given: {_DOWNLOAD_HINT}")
+    root = Path(data_root).expanduser()
+    if not root.is_dir():
+        raise DataError(f"EgoErrorVQA data root {str(root)!r} does not exist or is not a folder: {_DOWNLOAD_HINT}")
+    return root
+
+
+def _read_json(path: Path, source: str | None = None) -> Any:
+    if not path.is_file():
+        raise DataError(f"annotation file {str(path)!r} not found: {_hint(source)}")
+    try:
+        with path.open(encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DataError(f"cannot read annotation file {str(path)!r} ({e}); re-download it: {_hint(source)}") from e
+
+
+def _records(data: Any, path: Path) -> list:
+    # The public evaluator also accepts a dict of records; do the same.
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        return list(data.values())
+    raise DataError(f"{str(path)!r} holds a {type(data).__name__}, expected a list of records: {_DOWNLOAD_HINT}")
+
+
+def load_procedures(data_root: str | os.PathLike) -> dict[str, str]:
+    """``procedure.json``: task_id -> procedure paragraph."""
+    path = _root(data_root) / PROCEDURE_FILE
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise DataError(f"{str(path)!r} must map task_id to procedure text: {_DOWNLOAD_HINT}")
+    return {str(k): str(v) for k, v in data.items() if v is not None}
+
+
+def time_window(start: Any, end: Any) -> tuple[float | None, float | None]:
+    """Seconds, or ``(None, None)`` for the whole video (missing, negative, non-finite or empty window)."""
+    try:
+        s, e = float(start), float(end)
+    except (TypeError, ValueError):
+        return None, None
+    if not (math.isfinite(s) and math.isfinite(e)) or s < 0 or e <= s:
+        return None, None
+    return s, e
+
+
+def video_path_for(source: str, record: dict, video_root: str | os.PathLike | None) -> str | None:
+    """Path of the clip's video under ``video_root`` by the public evaluator's layout; None without a root.
+
+    Assembly101 has several camera views per recording: the first existing one of :data:`ASSEMBLY101_VIEWS`,
+    else any ``HMC_*.mp4`` in the folder (sorted, so the choice is stable), else the preferred path so that
+    the "video not found" failure names the file the user should provide.
+    """
+    if video_root is None or str(video_root) == "":
+        return None
+    root = Path(video_root).expanduser()
+    vid = src.video_id_of(record)
+    source = _source_name(source)
+    if source == src.CAPTAINCOOK4D:
+        return str(root / "captaincook4d" / f"{vid}_360p.mp4")
+    if source == src.EPIC_TENT:
+        return str(root / "epic-tent" / f"0{vid}.tent.gopro.MP4")
+    if source == src.EGOOOPS:
+        return str(root / "egooops" / src.task_id_of(record) / f"{vid}.MP4")
+    if source == src.DEMO:
+        return str(root / "demo" / f"{vid}.mp4")
+    if source == src.ASSEMBLY101:
+        folder = root / "assembly101" / vid
+        for name in ASSEMBLY101_VIEWS:
+            if (folder / name).is_file():
+                return str(folder / name)
+        if folder.is_dir():
+            others = sorted(p for p in folder.glob("HMC_*.mp4") if p.is_file())
+            if others:
+                return str(others[0])
+        return str(folder / ASSEMBLY101_VIEWS[0])
+    raise ValueError(f"unknown source {source!r}; expected one of {SOURCES}")
+
+
+def _source_name(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def _requested(sources: Iterable[str] | str | None) -> list[str]:
+    if sources is None:
+        return list(PUBLIC_SOURCES)
+    if isinstance(sources, str):
+        sources = [s for s in sources.split(",") if s.strip()]
+    out: list[str] = []
+    for s in sources:
+        name = _source_name(s)
+        if name not in SOURCES:
+            raise ValueError(f"unknown source {s!r}; expected some of {', '.join(SOURCES)}")
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise ValueError(f"no source given; expected some of {', '.join(SOURCES)}")
+    return out
+
+
+def _ground_truth(raw: Any) -> tuple[list[str], list[str]]:
+    """Canonical option strings (deduplicated, order kept) and the problems found."""
+    values = raw if isinstance(raw, list) else ([] if raw is None else [raw])
+    labels: list[str] = []
+    problems: list[str] = []
+    for v in values:
+        try:
+            opt = canonical(str(v))
+        except ValueError:
+            problems.append(f"unknown ground-truth label {v!r} left out")
+            continue
+        if opt not in labels:
+            labels.append(opt)
+    if not labels:
+        problems.append(f"no valid ground-truth label (close_end_answer={raw!r})")
+    return labels, problems
+
+
+def _qa_pairs(raw: Any) -> tuple[list[QAPair], list[str]]:
+    pairs: list[QAPair] = []
+    problems: list[str] = []
+    for item in raw if isinstance(raw, list) else []:
+        q = src.text(item.get("question")) if isinstance(item, dict) else None
+        a = src.text(item.get("answer")) if isinstance(item, dict) else None
+        if q is None or a is None:
+            problems.append(f"malformed QA pair {item!r} left out")
+            continue
+        pairs.append(QAPair(question=q, answer=a))
+    if not pairs:
+        problems.append("no question-answer pairs")
+    return pairs, problems
+
+
+def _window_key(start: float | None, end: float | None) -> str:
+    if start is None or end is None:
+        return "whole"
+    return f"{round(start * 1000) / 1000:.3f}-{round(end * 1000) / 1000:.3f}"
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def base_sample_id(source: str, record: dict, start: float | None, end: float | None, parts: tuple) -> str:
+    head = [source]
+    if source == src.EGOOOPS:  # EgoOops video ids are camera file names, unique only within a task
+        head.append(src.task_id_of(record) or "?")
+    head += [src.video_id_of(record) or "?", _window_key(start, end), *parts]
+    return "/".join(p.replace("/", "|") if i else p for i, p in enumerate(head))
+
+
+def _disambiguate(ids: list[str], records: list[dict]) -> list[str]:
+    """Suffix ids shared by several records; see the module docstring."""
+    groups: dict[str, list[int]] = {}
+    for i, sid in enumerate(ids):
+        groups.setdefault(sid, []).append(i)
+    out = list(ids)
+    for sid, members in groups.items():
+        if len(members) == 1:
+            continue
+        shared = {i: _digest({k: v for k, v in records[i].items() if k not in _NOT_SHARED})[:6] for i in members}
+        by_tag: dict[str, list[int]] = {}
+        for i in members:
+            by_tag.setdefault(shared[i], []).append(i)
+        for tag, same in by_tag.items():
+            if len(same) == 1:
+                out[same[0]] = f"{sid}#{tag}"
+                continue
+            ordered = sorted(same, key=lambda i: (_digest(records[i]), i))
+            for k, i in enumerate(ordered):
+                out[i] = f"{sid}#{tag}" + (f".{k}" if k else "")
+    return out
+
+
+def _egooops_steps(root: Path) -> dict[tuple[str, int], str]:
+    records: list = []
+    for task in TASKS:
+        path = root / FILES[(src.EGOOOPS, task)]
+        if path.is_file():
+            records += _records(_read_json(path, src.EGOOOPS), path)
+    return src.egooops_step_table(records)
+
+
+def load_samples(
+    data_root: str | os.PathLike,
+    task: str = MULTIPLE_CHOICE,
+    sources: Iterable[str] | str | None = None,
+    video_root: str | os.PathLike | None = None,
+    issues: list[LoadIssue] | None = None,
+) -> list[Sample]:
+    """All samples of ``task`` from the requested ``sources`` (default: the four public ones), in file order.
+
+    ``issues``, when given, receives one :class:`LoadIssue` per problem found in a record.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
+    wanted = _requested(sources)
+    root = _root(data_root)
+    procedures = load_procedures(root)
+    missing = [FILES[(s, task)] for s in wanted if not (root / FILES[(s, task)]).is_file()]
+    if missing:
+        hint = _hint(src.DEMO) if wanted == [src.DEMO] else _DOWNLOAD_HINT
+        raise DataError(f"{', '.join(missing)} not found in {str(root)!r}: {hint} (or drop those --sources)")
+    steps = _egooops_steps(root) if src.EGOOOPS in wanted else {}
+    found: list[LoadIssue] = []
+    samples: list[Sample] = []
+    for source in wanted:
+        path = root / FILES[(source, task)]
+        samples += _load_file(source, task, path, procedures, steps, video_root, found)
+    if found:
+        shown = "; ".join(f"{i.sample_id}: {i.problem}" for i in found[:5])
+        logger.warning("%d problem(s) in %s annotations, e.g. %s", len(found), task, shown)
+    if issues is not None:
+        issues.extend(found)
+    return samples
+
+
+def _load_file(
+    source: str,
+    task: str,
+    path: Path,
+    procedures: dict[str, str],
+    steps: dict[tuple[str, int], str],
+    video_root: str | os.PathLike | None,
+    issues: list[LoadIssue],
+) -> list[Sample]:
+    records: list[dict] = []
+    for n, r in enumerate(_records(_read_json(path, source), path)):
+        if isinstance(r, dict):
+            records.append(r)
+        else:
+            issues.append(LoadIssue(source, task, f"{source}/record{n}", f"not a record: {r!r:.80}"))
+    built: list[tuple[Sample, list[str]]] = []
+    for r in records:
+        start, end = time_window(r.get("start_time"), r.get("end_time"))
+        ex = src.extract(source, r, steps)
+        problems: list[str] = []
+        task_id, video_id = src.task_id_of(r), src.video_id_of(r)
+        if not video_id:
+            problems.append("record has no video_id")
+        procedure = procedures.get(task_id, "")
+        if not procedure:
+            problems.append(f"task_id {task_id!r} not in {PROCEDURE_FILE}")
+        ground_truth: list[str] = []
+        qa: list[QAPair] = []
+        if task == MULTIPLE_CHOICE:
+            ground_truth, found = _ground_truth(r.get("close_end_answer"))
+        else:
+            qa, found = _qa_pairs(r.get("qa_pairs"))
+        problems += found
+        correct = ex.is_correct
+        if correct is None and ground_truth:
+            correct = ground_truth == [CORRECT]
+        sample = Sample(
+            source=source,
+            task=task,
+            sample_id=base_sample_id(source, r, start, end, ex.id_parts),
+            task_id=task_id,
+            procedure=procedure,
+            video_id=video_id,
+            video_path=video_path_for(source, r, video_root),
+            start=start,
+            end=end,
+            action=ex.action,
+            action_field=ex.action_field,
+            ground_truth=ground_truth,
+            qa_pairs=qa,
+            reference=ex.action if correct else ex.reference,
+            step_index=ex.step_index,
+        )
+        built.append((sample, problems))
+    ids = _disambiguate([s.sample_id for s, _ in built], records)
+    for (sample, problems), sid in zip(built, ids):
+        sample.sample_id = sid
+        issues.extend(LoadIssue(source, task, sid, p) for p in problems)
+    return [s for s, _ in built]
+
+
+def sample_problem(sample: Sample) -> str | None:
+    """Why ``sample`` cannot be evaluated as loaded (a per-sample failure reason), or None.
+
+    Restated from the sample itself so a runner needs no state from the load: no procedure text, no valid
+    ground-truth label (multiple choice), no question-answer pairs (open-ended). The video is not checked.
+    """
+    if not sample.procedure:
+        return f"no procedure text for task_id {sample.task_id!r}"
+    if sample.task == MULTIPLE_CHOICE and not sample.ground_truth:
+        return "no valid ground-truth label"
+    if sample.task == OPEN_END and not sample.qa_pairs:
+        return "no question-answer pairs"
+    return None

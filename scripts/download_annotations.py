@@ -1,0 +1,107 @@
+"""Download the EgoErrorVQA annotation files (``data/json/*.json`` of the public release) into one folder.
+
+Usage::
+
+    python scripts/download_annotations.py --out data/egoerrorvqa            # from the ``main`` branch
+    python scripts/download_annotations.py --out data/egoerrorvqa --ref <commit-or-tag>
+
+The release lives in the public GitHub repository ``z1oong/EgoErrorVQA`` (Apache-2.0); files are fetched from
+its raw-content URL. ``--base-url`` points elsewhere (a mirror, a fork, a local ``file://`` copy). Each file is
+checked to be JSON before it replaces anything, so an interrupted or HTML error download never leaves a
+corrupt file behind. Nothing is fetched at import time; the tests never run this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPOSITORY = "z1oong/EgoErrorVQA"
+DEFAULT_BASE_URL = "https://raw.githubusercontent.com/{repo}/{ref}/data/json"
+
+# Same names as ego_adr.data.egoerrorvqa.ANNOTATION_FILES (kept literal so the script runs without the package).
+FILES = (
+    "captaincook4d_answer.json",
+    "assembly101_answers.json",
+    "egooops_answer.json",
+    "epic_tent_answer_sec.json",
+    "captaincook4d_qa_pairs_updated.json",
+    "assembly101_qa_pairs_updated.json",
+    "egooops_qa_pair.json",
+    "epic_tent_qa_pair.json",
+    "procedure.json",
+)
+
+
+def fetch(url: str, timeout: float) -> bytes:
+    req = urllib.request.Request(url, headers={"User-Agent": "ego-adr-download-annotations"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return resp.read()
+
+
+def download(out: Path, base_url: str, force: bool = False, timeout: float = 60.0) -> list[tuple[str, str]]:
+    """Fetch every file into ``out``; returns (file, status) rows. Raises RuntimeError listing failures."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, str]] = []
+    failures: list[str] = []
+    for name in FILES:
+        target = out / name
+        if target.is_file() and not force:
+            rows.append((name, "kept (exists; --force to replace)"))
+            continue
+        url = f"{base_url.rstrip('/')}/{name}"
+        try:
+            payload = fetch(url, timeout)
+            data = json.loads(payload.decode("utf-8"))
+        except urllib.error.HTTPError as e:
+            failures.append(f"{url}: HTTP {e.code} {e.reason}")
+            continue
+        except (urllib.error.URLError, TimeoutError, OSError) as e:
+            failures.append(f"{url}: {getattr(e, 'reason', e)}")
+            continue
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            failures.append(f"{url}: not JSON ({e})")
+            continue
+        tmp = target.with_suffix(target.suffix + ".part")
+        tmp.write_bytes(payload)
+        tmp.replace(target)
+        size = f"{len(data)} records" if isinstance(data, list) else f"{len(data)} entries"
+        rows.append((name, f"downloaded, {size}"))
+    if failures:
+        raise RuntimeError(
+            "could not download:\n  " + "\n  ".join(failures) + "\nCheck the network, --ref (branch, tag or commit) "
+            f"and --base-url (default {DEFAULT_BASE_URL.format(repo=REPOSITORY, ref='<ref>')})."
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--out", required=True, type=Path, help="folder to write the JSON files into (created)")
+    p.add_argument("--ref", default="main", help="branch, tag or commit of the repository (default: main)")
+    p.add_argument("--repo", default=REPOSITORY, help=f"GitHub owner/name (default: {REPOSITORY})")
+    p.add_argument("--base-url", default=None,
+                   help="URL of the folder holding the files; overrides --repo/--ref "
+                        f"(default: {DEFAULT_BASE_URL})")
+    p.add_argument("--force", action="store_true", help="replace files that already exist")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per file (default: 60)")
+    args = p.parse_args(argv)
+    base = args.base_url or DEFAULT_BASE_URL.format(repo=args.repo, ref=args.ref)
+    try:
+        rows = download(args.out, base, force=args.force, timeout=args.timeout)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    width = max(len(n) for n, _ in rows)
+    for name, status in rows:
+        print(f"{name:<{width}}  {status}")
+    print(f"\n{len(rows)} files in {args.out}; use --data-root {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
