@@ -1,0 +1,33 @@
+"""Scoring of EgoErrorVQA predictions: metrics, reports, comparisons, rater agreement, shard merging.
+
+Everything here is a pure function of predictions files; nothing touches a model. Submodules are imported on
+use so that ``import ego_adr.eval`` stays cheap (numpy/scipy/matplotlib load only when scoring).
+"""
+
+from __future__ import annotations
+
+__all__ = ["compute_mc_metrics", "write_report", "compare_runs", "agreement", "merge_predictions"]
+
+
+def __getattr__(name: str):
+    if name == "compute_mc_metrics":
+        from ego_adr.eval.mc import compute_mc_metrics
+
+        return compute_mc_metrics
+    if name == "write_report":
+        from ego_adr.eval.report import write_report
+
+        return write_report
+    if name == "compare_runs":
+        from ego_adr.eval.stats import compare_runs
+
+        return compare_runs
+    if name == "agreement":
+        from ego_adr.eval.agreement import agreement
+
+        return agreement
+    if name == "merge_predictions":
+        from ego_adr.eval.merge import merge_predictions
+
+        return merge_predictions
+    raise AttributeError(f"module 'ego_adr.eval' has no attribute {name!r}")

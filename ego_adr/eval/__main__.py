@@ -1,0 +1,188 @@
+"""``python -m ego_adr.eval``: score, compare, merge predictions files and compute rater agreement.
+
+Subcommands
+  score PREDICTIONS.jsonl --out DIR    metrics.json, report.md, confusion_matrix.png, per_type_accuracy.png
+  compare A.jsonl B.jsonl              paired comparison (B - A) with bootstrap CIs and McNemar's test
+  agreement ratings.csv [--humans ..]  Cohen/Fleiss kappa, Pearson/Spearman (paper Table 8 layout)
+  merge OUT.jsonl IN.jsonl ...         merge shard outputs (dedup by sample_id, see ego_adr.eval.merge)
+
+Exit status 2 for wrong arguments, missing files or unusable input, with a message saying what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """Bad arguments or input: reported in one line, exit status 2."""
+
+
+def _load(path: str) -> list[dict]:
+    from ego_adr.eval.mc import load_predictions
+
+    try:
+        rows = load_predictions(path)
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+    if not rows:
+        raise UsageError(f"{path} holds no prediction rows")
+    return rows
+
+
+def _score_open_end(rows: list[dict], out: Path, title: str) -> int:
+    try:
+        from ego_adr.eval import open_end
+    except ImportError as e:
+        raise UsageError(f"this is an open-ended predictions file, but its scorer is unavailable "
+                         f"(ego_adr.eval.open_end could not be imported: {e})") from None
+    from ego_adr.eval.report import write_metrics_json
+
+    try:
+        metrics = open_end.score_open_end_rows(rows)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    write_metrics_json(metrics, out)
+    render = getattr(open_end, "render_open_end_report", None)
+    body = render(metrics) if render else "```json\n" + json.dumps(metrics, indent=2, default=str) + "\n```\n"
+    (out / "report.md").write_text(f"# {title}\n\nOpen-ended VQA (paper Section 3.4).\n\n{body}", encoding="utf-8")
+    print(body)
+    print(f"wrote {out / 'metrics.json'} and {out / 'report.md'}")
+    return 0
+
+
+def cmd_score(args) -> int:
+    from ego_adr.eval.mc import compute_mc_metrics, is_open_end_rows, is_open_row
+    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
+
+    rows = _load(args.predictions)
+    out = Path(args.out)
+    title = args.title or Path(args.predictions).stem
+    if is_open_end_rows(rows):
+        if not all(is_open_row(r) for r in rows):
+            raise UsageError(f"{args.predictions} mixes open-ended and multiple-choice rows; score each task's "
+                             "file separately")
+        return _score_open_end(rows, out, title)
+    try:
+        metrics = compute_mc_metrics(rows, n_boot=args.n_boot, seed=args.seed)
+    except ValueError as e:
+        raise UsageError(f"{args.predictions}: {e}") from None
+    write_metrics_json(metrics, out)
+    paths = write_report(metrics, out, title=title, notes=args.notes, frames=args.frames)
+    o = metrics["overall"]
+    print(summary_table(metrics, args.frames))
+    print(f"\nTP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}  "
+          f"unparseable {o['n_unparseable']}  no answer {o['n_failed']}  "
+          f"duplicates dropped {metrics['n_duplicates_dropped']}")
+    ci = metrics["ci95"]
+    print("95% CI: " + "  ".join(f"{k} [{100 * v[0]:.1f}, {100 * v[1]:.1f}]" for k, v in ci.items()))
+    print(f"wrote {out / 'metrics.json'}, " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from ego_adr.eval.stats import compare_runs, format_comparison
+
+    a, b = _load(args.a), _load(args.b)
+    try:
+        res = compare_runs(a, b, n_boot=args.n_boot, seed=args.seed)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(format_comparison(res, Path(args.a).stem if args.labels is None else args.labels[0],
+                            Path(args.b).stem if args.labels is None else args.labels[1]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def cmd_agreement(args) -> int:
+    from ego_adr.eval.agreement import agreement, format_agreement
+
+    humans = [h.strip() for h in args.humans.split(",") if h.strip()] if args.humans else None
+    try:
+        res = agreement(args.ratings, humans=humans, id_column=args.id_column)
+    except (FileNotFoundError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    print(format_agreement(res))
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def cmd_merge(args) -> int:
+    from ego_adr.eval.merge import merge_predictions
+
+    inputs = list(args.inputs_pos) + list(args.inputs or [])
+    if not inputs:
+        raise UsageError("merge needs input files: merge OUT.jsonl IN1.jsonl IN2.jsonl ... or --inputs GLOB")
+    try:
+        res = merge_predictions(inputs, args.out)
+    except (FileNotFoundError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    for p, n in res["inputs"]:
+        print(f"  {n:6d} rows  {p}")
+    print(f"read {res['rows_read']} rows, wrote {res['rows_written']} to {res['out']} "
+          f"({res['duplicates_dropped']} duplicates dropped; answered {res['answered']}, "
+          f"unparseable {res['unparseable']}, no answer {res['no_answer']})")
+    print("per source: " + ", ".join(f"{s} {n}" for s, n in sorted(res["per_source"].items())))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ego_adr.eval", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("score", help="score a predictions file (multiple-choice or open-ended)")
+    s.add_argument("predictions")
+    s.add_argument("--out", required=True, help="output folder")
+    s.add_argument("--title")
+    s.add_argument("--notes", help="text put under the report title")
+    s.add_argument("--frames", help="frames column of the table, e.g. 8f")
+    s.add_argument("--n-boot", type=int, default=1000)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_score)
+
+    c = sub.add_parser("compare", help="paired comparison of two multiple-choice runs (B - A)")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("--labels", nargs=2, metavar=("A", "B"))
+    c.add_argument("--n-boot", type=int, default=1000)
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--json", help="also write the result as JSON here")
+    c.set_defaults(func=cmd_compare)
+
+    a = sub.add_parser("agreement", help="inter-rater agreement of a ratings CSV (one column per rater)")
+    a.add_argument("ratings")
+    a.add_argument("--humans", help="comma-separated columns forming the human panel; the rest are judges")
+    a.add_argument("--id-column")
+    a.add_argument("--json")
+    a.set_defaults(func=cmd_agreement)
+
+    m = sub.add_parser("merge", help="merge shard predictions files into one")
+    m.add_argument("out")
+    m.add_argument("inputs_pos", nargs="*", metavar="IN.jsonl")
+    m.add_argument("--inputs", nargs="+", help="input files or quoted glob patterns")
+    m.set_defaults(func=cmd_merge)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "n_boot", 1) < 1:
+        print("error: --n-boot must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,412 @@
+"""Open-ended VQA: question choice, the LLM-judge stage, score parsing, and Table 3 scoring.
+
+Paper Section 3.4: each answer is compared with the reference by two judges (Qwen2.5-7B-Instruct and
+DeepSeek-LLM-7B-Chat by default, see :mod:`ego_adr.eval.judges`) that rate only *semantic similarity* on a 0–5
+scale (5 perfect match, 4 minor error, 3 partially correct, 2 mostly wrong, 1 wrong, 0 no response); the final
+score is the mean of the judges. Appendix H: greedy decoding, 256 new tokens. Table 3 reports per-source means
+(Cook, Tent, Toy, Hand) and Avg-Sim., "the sample-size-weighted average over all tasks".
+
+Judge calls go through :class:`ego_adr.cache.CachedModel`, so re-scoring with the same judges asks nobody
+again; judgements are appended per answer to ``judgements.jsonl`` (:class:`ego_adr.store.JsonlStore`) and a
+restarted stage only judges what is missing. A score that cannot be parsed is recorded as such (``score`` null,
+``method`` says why), never silently scored 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from ego_adr.models.base import GenerationConfig, Message, Request
+
+log = logging.getLogger(__name__)
+
+# Table 3 columns <-> data sources.
+SOURCE_COLUMNS: dict[str, str] = {
+    "captaincook4d": "Cook",
+    "epic_tent": "Tent",
+    "assembly101": "Toy",
+    "egooops": "Hand",
+}
+SCORE_RANGE = (0.0, 5.0)  # Section 3.4
+JUDGE_CONFIG = GenerationConfig(max_new_tokens=256, do_sample=False)  # Appendix H
+PARSE_FAILURES = frozenset({"empty", "unparseable", "ambiguous", "out_of_range"})
+SELECTION_MODES = ("all", "one")
+
+
+def _judge_prompt():
+    from ego_adr.reasoning.prompts import JUDGE
+
+    return JUDGE
+
+
+# --- score parsing --------------------------------------------------------------------------------------------
+_NUM = r"[-+]?\d+(?:\.\d+)?"
+_FILL = r"[\s\"'*_`]*"
+# A score cue: "score: 4", "Score = 3.5", "Sim.: 4", "similarity score of 2", "rating (0-5): 4", "I rate it 4".
+_CUE = re.compile(
+    rf"(?:\b(?:final\s+)?(?:score|sim(?:ilarity)?|rating)\b\.?{_FILL}(?:\([^)]{{0,20}}\))?{_FILL}"
+    rf"(?:[:=]|\bis\b|\bof\b)?"
+    rf"|\brate[sd]?\b(?:\s+(?:it|this|the|this\s+answer|the\s+answer))?(?:\s+(?:as|an?))?)"
+    rf"{_FILL}({_NUM})(?:\s*/\s*5(?:\.0)?\b)?",
+    re.IGNORECASE,
+)
+_FRACTION = re.compile(rf"(?<![\w.])({_NUM})\s*/\s*5(?:\.0)?(?![\w.]*\d)")
+_EMPHASIS = re.compile(rf"\*\*\s*({_NUM})\s*\*\*")
+_LONE = re.compile(rf"^[\s\"'*_`#.]*({_NUM})[\s\"'*_`.!]*$")
+_LEADING = re.compile(rf"^[\s\"'*_`#]*({_NUM})[*_`]*\s*(?:\n|:|-|–|—|\(|,)")
+_ANY_NUMBER = re.compile(rf"(?<![\w.])({_NUM})(?!\w)")
+_SCORE_KEYS = ("score", "sim", "sim.", "similarity", "rating", "semantic_similarity", "similarity_score")
+_REASON_KEYS = ("reason", "reasoning", "explanation", "justification", "rationale")
+
+
+def _json_objects(text: str) -> list[dict]:
+    dec = json.JSONDecoder()
+    out, i = [], text.find("{")
+    while i != -1:
+        try:
+            obj, end = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+        i = text.find("{", end)
+    return out
+
+
+def _as_number(v) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        m = re.fullmatch(rf"\s*({_NUM})\s*(?:/\s*5(?:\.0)?)?\s*", v)
+        return float(m.group(1)) if m else None
+    return None
+
+
+def _decide(values: list[float], method: str) -> tuple[float | None, str]:
+    distinct = sorted(set(values))
+    if len(distinct) > 1:
+        return None, "ambiguous"
+    v = distinct[0]
+    if not SCORE_RANGE[0] <= v <= SCORE_RANGE[1]:
+        return None, "out_of_range"
+    return v, method
+
+
+def parse_score(text: str | None) -> tuple[float | None, str | None, str]:
+    """``(score, reason, method)`` from a judge's reply; ``score`` is None on failure and ``method`` says why.
+
+    Rules, first that applies wins (each collects *all* its matches; different values -> "ambiguous"):
+
+    1. ``json``: a JSON object (bare, in a code fence or inside prose) with a score-like key (``score``, ``sim``,
+       ``similarity``, ``rating``, any key containing "score"); its ``reason``/``explanation`` is returned too.
+    2. ``cue``: a number after a cue word: ``score: 4``, ``Score = 3.5``, ``Sim.: 4``, ``similarity score of 2``,
+       ``rating (0-5): 4``, ``I rate it 4``, optionally followed by ``/5``.
+    3. ``fraction``: ``n/5``.
+    4. ``emphasis``: a bold number ``**4**``.
+    5. ``lone``: the whole reply is one number (``4``, ``"3."``).
+    6. ``leading``: the reply starts with a number followed by a newline, ``:``, ``-``, ``(`` or ``,``
+       (``4 - minor error``); a leading ``4.`` is not taken (it reads as a numbered list).
+    7. ``only_number``: the reply contains exactly one distinct number.
+
+    Failures: ``empty`` (no text), ``unparseable`` (no rule applies), ``ambiguous`` (a rule found different
+    numbers, or there are several numbers and no cue), ``out_of_range`` (outside 0–5). Non-integers inside the
+    range (``3.5``) are kept as they are.
+    """
+    if text is None or not text.strip():
+        return None, None, "empty"
+    t = text.strip()
+
+    scored = []
+    for obj in _json_objects(t):
+        key = next((k for k in obj if str(k).lower() in _SCORE_KEYS or "score" in str(k).lower()), None)
+        if key is None:
+            continue
+        num = _as_number(obj[key])
+        if num is not None:
+            reason = next((obj[k] for k in obj if str(k).lower() in _REASON_KEYS), None)
+            scored.append((num, None if reason is None else str(reason)))
+    if scored:
+        score, method = _decide([s for s, _ in scored], "json")
+        return score, scored[0][1], method
+
+    for pattern, method in ((_CUE, "cue"), (_FRACTION, "fraction"), (_EMPHASIS, "emphasis")):
+        vals = [float(m.group(1)) for m in pattern.finditer(t)]
+        if vals:
+            score, method = _decide(vals, method)
+            return score, None, method
+    for pattern, method in ((_LONE, "lone"), (_LEADING, "leading")):
+        m = pattern.match(t)
+        if m:
+            score, method = _decide([float(m.group(1))], method)
+            return score, None, method
+    vals = [float(m.group(1)) for m in _ANY_NUMBER.finditer(t)]
+    if vals:
+        score, method = _decide(vals, "only_number")
+        return score, None, method
+    return None, None, "unparseable"
+
+
+# --- question selection -----------------------------------------------------------------------------------
+def select_qa(samples: Sequence, mode: str = "all", seed: int = 0) -> list[tuple[object, int]]:
+    """``(sample, qa_index)`` pairs to ask. ``all``: every QA pair (default). ``one``: one pair per sample, chosen
+    by a hash of (seed, sample_id) - deterministic and independent of sample order or sharding."""
+    if mode not in SELECTION_MODES:
+        raise ValueError(f"question selection must be one of {SELECTION_MODES}, got {mode!r}")
+    out = []
+    for s in samples:
+        n = len(s.qa_pairs)
+        if n == 0:
+            continue
+        if mode == "all":
+            out.extend((s, i) for i in range(n))
+        else:
+            h = int(hashlib.sha256(f"{seed}:{s.sample_id}".encode()).hexdigest(), 16)
+            out.append((s, h % n))
+    return out
+
+
+def selection_label(mode: str, seed: int = 0) -> str:
+    return "all QA pairs" if mode == "all" else f"one QA pair per sample (seed {seed})"
+
+
+# --- judge stage --------------------------------------------------------------------------------------------
+def _backend_of(model) -> str:
+    name = type(model).__name__
+    return {"HFTextLM": "hf", "OpenAIChatModel": "openai"}.get(name, name)
+
+
+def _named_judges(judges) -> dict:
+    if isinstance(judges, Mapping):
+        named = dict(judges)
+    else:
+        named = {}
+        for j in judges:
+            name = getattr(j, "judge_name", None) or j.model_id
+            if name in named:
+                raise ValueError(f"two judges are both named {name!r}; pass a dict {{name: model}}")
+            named[name] = j
+    if not named:
+        raise ValueError("no judges given; the default are ego_adr.eval.judges.DEFAULT_JUDGES")
+    return named
+
+
+def judge_request(row: dict, config: GenerationConfig = JUDGE_CONFIG) -> Request:
+    prompt = _judge_prompt()
+    text = prompt.render(question=row["question"], reference=row["reference"], answer=row["answer"])
+    return Request([Message.user(text)], config=config, meta=prompt.meta("judge"))
+
+
+def _key(row: dict) -> tuple:
+    return (row["sample_id"], row["qa_index"])
+
+
+_CARRY = ("source", "task_id", "question", "reference", "answer", "model", "method", "frames", "qa_selection")
+
+
+def judge_rows(
+    answer_rows: Sequence[dict],
+    judges,
+    store,
+    cache=None,
+    *,
+    config: GenerationConfig = JUDGE_CONFIG,
+    progress: bool = True,
+) -> list[dict]:
+    """Judge every answer row (``sample_id``, ``qa_index``, ``source``, ``question``, ``reference``, ``answer``)
+    with every judge and append one judgement row per answer to ``store``; rows already in the store are skipped
+    (resume). ``judges`` is a list of VLMs (named by ``model_id``) or a ``{name: VLM}`` dict; each is wrapped in a
+    :class:`~ego_adr.cache.CachedModel` on ``cache`` unless it already is one. Returns all rows in the store.
+
+    An empty answer scores 0 by the rubric's own definition ("no response") without asking the judges; an
+    answer row carrying an ``error`` (the answering stage failed) gets ``score`` null and that failure.
+    ``config`` defaults to the paper's judge decoding (greedy, 256 new tokens; Appendix H); it is part of the
+    cache key, so a different setting never reuses outputs of another.
+    """
+    from ego_adr.cache import CachedModel
+
+    named = {
+        n: (j if isinstance(j, CachedModel) else CachedModel(j, cache, _backend_of(j)))
+        for n, j in _named_judges(judges).items()
+    }
+    judge_set = sorted(f"{n}={j.fingerprint}" for n, j in named.items())
+    existing = store.rows()
+    other = {tuple(r["judge_set"]) for r in existing if "judge_set" in r} - {tuple(judge_set)}
+    if other:
+        raise ValueError(
+            f"{store.path} holds judgements by other judges ({sorted(other)[0]}); write to another file "
+            f"(re-judging with the same judges is free: their outputs are in the stage cache)"
+        )
+    done = {_key(r) for r in existing if "sample_id" in r and "qa_index" in r}
+    todo, seen = [], set(done)
+    for r in answer_rows:
+        missing = [f for f in ("sample_id", "qa_index", "question", "reference") if f not in r]
+        if missing:
+            raise ValueError(f"answer row lacks {missing}: {str(r)[:200]}")
+        if _key(r) not in seen:
+            seen.add(_key(r))
+            todo.append(r)
+
+    from tqdm import tqdm
+
+    bs = max(1, min(j.capabilities.max_batch_size for j in named.values()))
+    bar = tqdm(total=len(todo), desc="judging", unit="answer", disable=not progress)
+    for s in range(0, len(todo), bs):
+        chunk = todo[s : s + bs]
+        ask = [r for r in chunk if not r.get("error") and (r.get("answer") or "").strip()]
+        reqs = [judge_request(r, config) for r in ask]
+        outputs = {n: dict(zip(map(_key, ask), j.generate(reqs), strict=True)) if reqs else {} for n, j in named.items()}
+        for r in chunk:
+            store.append(_judgement(r, named, outputs, judge_set))
+        bar.update(len(chunk))
+    bar.close()
+    return store.rows()
+
+
+def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dict:
+    row = {"sample_id": r["sample_id"], "qa_index": r["qa_index"], **{k: r[k] for k in _CARRY if k in r}}
+    per: dict[str, dict] = {}
+    for n, j in named.items():
+        if r.get("error"):
+            per[n] = {"model": j.fingerprint, "raw": None, "error": None, "score": None, "reason": None,
+                      "method": "answer_failed"}
+        elif not (r.get("answer") or "").strip():
+            per[n] = {"model": j.fingerprint, "raw": None, "error": None, "score": 0.0, "reason": "no response",
+                      "method": "no_response"}
+        else:
+            g = outputs[n][_key(r)]
+            score, reason, method = parse_score(g.text) if g.ok else (None, None, "judge_error")
+            per[n] = {"model": j.fingerprint, "raw": g.text, "error": g.error, "score": score, "reason": reason,
+                      "method": method}
+    scores = [p["score"] for p in per.values() if p["score"] is not None]
+    failed = [n for n, p in per.items() if p["score"] is None]
+    failure = None
+    if r.get("error"):
+        failure = f"answer failed: {r['error']}"
+    elif not scores:
+        failure = "no judge score: " + ", ".join(f"{n} {per[n]['method']}" for n in failed)
+    row.update(
+        judge_set=judge_set,
+        judges=per,
+        judge_scores={n: p["score"] for n, p in per.items()},
+        score=sum(scores) / len(scores) if scores else None,
+        failed_judges=failed,
+        failure=failure,
+    )
+    return row
+
+
+# --- scoring ------------------------------------------------------------------------------------------------
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _unique(rows: list[dict], field: str):
+    vals = {json.dumps(r.get(field), sort_keys=True) for r in rows if r.get(field) is not None}
+    return json.loads(vals.pop()) if len(vals) == 1 else (None if not vals else "mixed")
+
+
+def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> dict:
+    """Table 3 metrics of judgement rows: per-source means, Avg-Sim. (sample-size weighted: the mean over all
+    scored QA pairs, i.e. each source weighted by its number of scored pairs), per-judge means, failure counts.
+    Pure function of the rows; duplicated (sample_id, qa_index) rows (merged shards) keep the last one."""
+    if not rows:
+        raise ValueError("no judgement rows to score")
+    if not any("score" in r and ("judge_scores" in r or "judges" in r) for r in rows):
+        raise ValueError(
+            "these rows carry no judge scores (an answers file?): run the judge stage first, "
+            "ego_adr.eval.open_end.judge_rows(...) -> judgements.jsonl, and score that file"
+        )
+    last = {}
+    for r in rows:
+        if "sample_id" in r and "qa_index" in r:
+            last[_key(r)] = r
+    uniq = list(last.values())
+    by_source: dict[str, list[float]] = {}
+    judge_scores: dict[str, dict[str, list[float]]] = {}
+    judge_methods: dict[str, Counter] = {}
+    failures: Counter = Counter()
+    for r in uniq:
+        src = r.get("source") or "unknown"
+        if r.get("score") is not None:
+            by_source.setdefault(src, []).append(float(r["score"]))
+        elif r.get("failure"):
+            failures["answer_failed" if str(r["failure"]).startswith("answer failed") else "no_judge_score"] += 1
+        for n, p in (r.get("judges") or {}).items():
+            judge_methods.setdefault(n, Counter())[p.get("method") or "?"] += 1
+        for n, s in (r.get("judge_scores") or {}).items():
+            judge_scores.setdefault(n, {}).setdefault(src, [])
+            if s is not None:
+                judge_scores[n][src].append(float(s))
+    all_scores = [s for v in by_source.values() for s in v]
+    per_source = {
+        src: {"column": SOURCE_COLUMNS.get(src, src), "mean": _mean(v), "n": len(v)}
+        for src, v in sorted(by_source.items(), key=lambda kv: list(SOURCE_COLUMNS).index(kv[0])
+                             if kv[0] in SOURCE_COLUMNS else 99)
+    }
+    per_judge = {}
+    for n, srcs in judge_scores.items():
+        flat = [s for v in srcs.values() for s in v]
+        methods = judge_methods.get(n, Counter())
+        per_judge[n] = {
+            "mean": _mean(flat),
+            "n": len(flat),
+            "per_source": {src: _mean(v) for src, v in srcs.items()},
+            "parse_failures": sum(c for m, c in methods.items() if m in PARSE_FAILURES),
+            "judge_errors": methods.get("judge_error", 0),
+            "methods": dict(methods),
+        }
+    source_means = [v["mean"] for v in per_source.values() if v["mean"] is not None]
+    return {
+        "task": "open-end",
+        "n_rows": len(uniq),
+        "n_duplicate_rows": len(rows) - len(uniq),
+        "n_scored": len(all_scores),
+        "n_unscored": len(uniq) - len(all_scores),
+        "failures": dict(failures),
+        "n_partial": sum(1 for r in uniq if r.get("score") is not None and r.get("failed_judges")),
+        "avg_sim": _mean(all_scores),
+        "macro_avg": _mean(source_means),
+        "per_source": per_source,
+        "per_judge": per_judge,
+        "judges": sorted(per_judge),
+        "qa_selection": selection or _unique(uniq, "qa_selection") or "unrecorded",
+        "method": _unique(uniq, "method") or _unique(uniq, "model"),
+        "frames": _unique(uniq, "frames"),
+    }
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def render_open_end_report(metrics: dict | Sequence[dict]) -> str:
+    """Markdown in Table 3's layout (Method, frames, Cook, Tent, Toy, Hand, Avg-Sim.), then per-judge means,
+    failure counts and the question selection of each run."""
+    runs = [metrics] if isinstance(metrics, Mapping) else list(metrics)
+    extra = sorted({s for m in runs for s in m["per_source"] if s not in SOURCE_COLUMNS})
+    cols = [*SOURCE_COLUMNS, *extra]
+    head = ["Method", "frames", *[SOURCE_COLUMNS.get(c, c) for c in cols], "Avg-Sim."]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m in runs:
+        frames = m.get("frames")
+        cells = [str(m.get("method") or "model"), f"{frames}f" if isinstance(frames, int) else "-"]
+        cells += [_fmt(m["per_source"].get(c, {}).get("mean")) for c in cols]
+        lines.append("| " + " | ".join([*cells, _fmt(m["avg_sim"])]) + " |")
+    lines += ["", "Scores: mean of the judges' 0-5 similarity ratings (Section 3.4); Avg-Sim. weights each source by "
+              "its number of scored QA pairs (Table 3)."]
+    for m in runs:
+        lines += ["", f"**{m.get('method') or 'model'}** - questions: {m['qa_selection']}; "
+                  f"{m['n_scored']}/{m['n_rows']} answers scored"
+                  f" ({m['n_partial']} by fewer than all judges; unscored: {m['failures'] or 'none'})", "",
+                  "| Judge | mean | n | parse failures | judge errors |", "|---|---|---|---|---|"]
+        for n, j in m["per_judge"].items():
+            lines.append(f"| {n} | {_fmt(j['mean'])} | {j['n']} | {j['parse_failures']} | {j['judge_errors']} |")
+    return "\n".join(lines) + "\n"

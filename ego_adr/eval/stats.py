@@ -1,0 +1,151 @@
+"""Uncertainty for the multiple-choice metrics: bootstrap intervals, McNemar's test, paired run comparison.
+
+The paper (Table 4, Section 6.3) reports point estimates only and claims gains of a few points of precision on
+~1,857 samples; at that size a difference of 1-2 points can be noise, so every score here comes with a 95%
+percentile-bootstrap interval and every A/B comparison with a paired test.
+
+* Resampling is stratified by ground truth (correct vs error samples): the benchmark is dominated by correct
+  samples (paper, Limitations), and a plain resample would let the error share -- and hence precision/recall --
+  wander for reasons unrelated to the model.
+* Paired comparisons draw the *same* samples for both runs, so the interval is on the per-sample difference.
+* McNemar's test uses per-sample correctness (hit or not); it is exact (binomial) when fewer than 25 samples
+  are discordant, where the chi-square approximation is poor, and otherwise chi-square with continuity
+  correction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+RATES = ("accuracy", "precision", "recall", "f1")
+
+
+def _cell_arrays(outcomes: list[dict]) -> np.ndarray:
+    """(4, n) 0/1 matrix of tp, fp, tn, fn per sample."""
+    cells = [o["cell"] for o in outcomes]
+    return np.array([[c == k for c in cells] for k in ("tp", "fp", "tn", "fn")], dtype=np.int64).reshape(4, -1)
+
+
+def _rates_vec(tp, fp, tn, fn, n) -> dict[str, np.ndarray]:
+    """Vectorised :func:`ego_adr.eval.mc.rates` (same zero-denominator convention)."""
+    tp, fp, tn, fn = (np.asarray(x, dtype=float) for x in (tp, fp, tn, fn))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        acc = np.where(n > 0, (tp + tn) / max(n, 1), 0.0)
+        pre = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
+        rec = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
+        f1 = np.where(pre + rec > 0, 2 * pre * rec / (pre + rec), 0.0)
+    return {"accuracy": acc, "precision": pre, "recall": rec, "f1": f1}
+
+
+def _draws(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_boot, n) resampled indices, each stratum resampled within itself (sizes preserved)."""
+    parts = []
+    for s in np.unique(strata):
+        idx = np.flatnonzero(strata == s)
+        parts.append(idx[rng.integers(0, len(idx), size=(n_boot, len(idx)))])
+    return np.concatenate(parts, axis=1)
+
+
+def _boot_rates(cells: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
+    sums = [cells[k][draws].sum(axis=1) for k in range(4)]
+    return _rates_vec(*sums, n=draws.shape[1])
+
+
+def _interval(values: np.ndarray) -> list[float]:
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+def bootstrap_ci(outcomes: list[dict], *, n_boot: int = 1000, seed: int = 0) -> dict[str, list[float]]:
+    """95% percentile intervals of accuracy/precision/recall/F1 over ``n_boot`` stratified resamples.
+
+    ``outcomes`` are :func:`ego_adr.eval.mc.outcome` dicts. Deterministic for a given ``seed``.
+    """
+    if not outcomes:
+        return {}
+    rng = np.random.default_rng(seed)
+    strata = np.array([o["gt_error"] for o in outcomes])
+    boots = _boot_rates(_cell_arrays(outcomes), _draws(strata, n_boot, rng))
+    return {k: _interval(v) for k, v in boots.items()}
+
+
+def mcnemar_test(hit_a: list[bool], hit_b: list[bool]) -> dict:
+    """McNemar's test on paired per-sample correctness (statsmodels), exact when discordant < 25."""
+    from statsmodels.stats.contingency_tables import mcnemar  # noqa: PLC0415 -- slow import
+
+    a = np.asarray(hit_a, dtype=bool)
+    b = np.asarray(hit_b, dtype=bool)
+    table = [[int(np.sum(a & b)), int(np.sum(a & ~b))], [int(np.sum(~a & b)), int(np.sum(~a & ~b))]]
+    discordant = table[0][1] + table[1][0]
+    exact = discordant < 25
+    if discordant == 0:  # identical correctness: nothing to test (statsmodels would divide by zero)
+        return {"table": table, "discordant": 0, "exact": True, "statistic": 0.0, "pvalue": 1.0}
+    res = mcnemar(table, exact=exact, correction=True)
+    return {"table": table, "discordant": discordant, "exact": exact,
+            "statistic": float(res.statistic), "pvalue": float(res.pvalue)}
+
+
+def compare_runs(rows_a: list[dict], rows_b: list[dict], *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Paired comparison of two multiple-choice runs on the samples both contain (B - A).
+
+    Returns the sample accounting (``n_common``, ``n_only_a``, ``n_only_b``), each run's metrics on the common
+    samples, the differences with paired-bootstrap 95% intervals, and McNemar's test on correctness.
+    Ground truth is taken from run A; samples whose ground truth differs between the files are counted in
+    ``n_gt_mismatch`` (a sign that the two runs used different annotation files).
+    """
+    from ego_adr.eval.mc import block, dedup_rows, outcome  # noqa: PLC0415 -- mc imports this module lazily
+
+    oa = {o["sample_id"]: o for o in map(outcome, dedup_rows(rows_a))}
+    ob = {o["sample_id"]: o for o in map(outcome, dedup_rows(rows_b))}
+    common = [s for s in oa if s in ob]
+    gt_mismatch = sum(sorted(oa[s]["gt"]) != sorted(ob[s]["gt"]) for s in common)
+    res: dict = {"n_common": len(common), "n_only_a": len(oa) - len(common), "n_only_b": len(ob) - len(common),
+                 "n_gt_mismatch": gt_mismatch}
+    if not common:
+        res.update(a=None, b=None, diff={}, ci95={}, mcnemar=None)
+        return res
+    la = [oa[s] for s in common]
+    # B scored against A's ground truth, so both runs are judged on the same labels.
+    lb = [{**ob[s], **_rescore(ob[s], oa[s]["gt"])} for s in common]
+    ma, mb = block(la), block(lb)
+    res["a"], res["b"] = ma, mb
+    res["diff"] = {k: mb[k] - ma[k] for k in RATES}
+    rng = np.random.default_rng(seed)
+    draws = _draws(np.array([o["gt_error"] for o in la]), n_boot, rng)
+    ba, bb = _boot_rates(_cell_arrays(la), draws), _boot_rates(_cell_arrays(lb), draws)
+    res["ci95"] = {k: _interval(bb[k] - ba[k]) for k in RATES}
+    res["mcnemar"] = mcnemar_test([o["hit"] for o in la], [o["hit"] for o in lb])
+    res["bootstrap"] = {"n_boot": n_boot, "seed": seed, "paired": True}
+    return res
+
+
+def _rescore(o: dict, gt: list[str]) -> dict:
+    if sorted(o["gt"]) == sorted(gt):
+        return {}
+    from ego_adr.eval.mc import outcome  # noqa: PLC0415
+
+    status_row = {"sample_id": o["sample_id"], "source": o["source"], "ground_truth": gt,
+                  "prediction": o["pred"] if o["status"] == "answered" else None,
+                  "failure": {"unparseable": "unparseable", "failed": o["failure"] or "failed"}.get(o["status"])}
+    return outcome(status_row)
+
+
+def format_comparison(res: dict, label_a: str = "A", label_b: str = "B") -> str:
+    """Plain-text summary of :func:`compare_runs` (percent points)."""
+    lines = [f"common samples: {res['n_common']}  only in {label_a}: {res['n_only_a']}  "
+             f"only in {label_b}: {res['n_only_b']}  ground-truth mismatches: {res['n_gt_mismatch']}"]
+    if not res["n_common"]:
+        lines.append("no samples in common: nothing to compare")
+        return "\n".join(lines)
+    lines.append(f"{'metric':<14} {label_a:>8} {label_b:>8} {'B-A':>8}   95% CI (paired bootstrap)")
+    for k in RATES:
+        lo, hi = res["ci95"][k]
+        lines.append(f"{k:<14} {100 * res['a'][k]:8.1f} {100 * res['b'][k]:8.1f} {100 * res['diff'][k]:+8.1f}"
+                     f"   [{100 * lo:+.1f}, {100 * hi:+.1f}]")
+    for k in ("tp", "fp", "tn", "fn", "n_failed", "n_unparseable"):
+        lines.append(f"{k:<14} {res['a'][k]:8d} {res['b'][k]:8d} {res['b'][k] - res['a'][k]:+8d}")
+    m = res["mcnemar"]
+    kind = "exact binomial" if m["exact"] else "chi-square, continuity-corrected"
+    lines.append(f"McNemar ({kind}) on correctness: {label_a}-only correct {m['table'][0][1]}, "
+                 f"{label_b}-only correct {m['table'][1][0]}, statistic {m['statistic']:.3f}, p = {m['pvalue']:.4g}")
+    return "\n".join(lines)
