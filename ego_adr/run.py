@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _LIST_FIELDS = {"sources", "judges"}
+DEMO_MAX_NEW_TOKENS = 64
+DEMO_BATCH_SIZE = 4
 
 
 def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse.Namespace]:
@@ -82,6 +84,12 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
         values[key] = [x.strip() for x in val.split(",") if x.strip()] if key in _LIST_FIELDS else val
     if args.no_cache:
         values["use_cache"] = False
+    if values.get("model") is None:
+        # The embedded demo model has random weights and never emits end-of-sequence, so every call would run to
+        # the full budget; a shorter budget and small batches keep the offline demo within ~2 minutes on 2 CPU
+        # cores. Real models keep the paper's 256 new tokens (Appendix C).
+        values.setdefault("max_new_tokens", DEMO_MAX_NEW_TOKENS)
+        values.setdefault("batch_size", DEMO_BATCH_SIZE)
     return RunConfig(**values), args
 
 

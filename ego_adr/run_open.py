@@ -81,8 +81,9 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
         try:
             for item in Prefetcher(_decode(sampler, cfg.frames, True), [by_id[k] for k in todo],
                                    workers=cfg.decode_workers, depth=cfg.prefetch):
-                if isinstance(item, BaseException):
-                    raise item
+                if item.error is not None:
+                    raise item.error
+                item = item.value
                 s = item.sample
                 qis = todo[s.sample_id]
                 from ego_adr.reasoning.pipeline import Item

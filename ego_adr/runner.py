@@ -98,10 +98,15 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def _decode(sampler, num_frames: int, needs_frames: bool):
+    from ego_adr.data.egoerrorvqa import sample_problem
     def fn(sample: Sample):
         from ego_adr.reasoning.pipeline import Item
 
         item = Item(sample)
+        problem = sample_problem(sample)
+        if problem:
+            item.failure = f"data: {problem}"
+            return item
         if not needs_frames:
             return item
         if not sample.video_path:
@@ -189,9 +194,10 @@ def _process(pipe, cfg: RunConfig, pending: list[Sample], store, progress: bool,
         batch = []
         pf = Prefetcher(decode, pending, workers=cfg.decode_workers, depth=max(cfg.prefetch, bs))
         for result in pf:
-            item = result if not isinstance(result, BaseException) else None
-            if item is None:  # the decode function itself broke: keep the sample, record why
-                raise result
+            if result.error is not None:  # the decode function itself broke (not a video error): a bug, stop
+                raise result.error
+            item = result.value
+            item.timings["decode_wait_s"] = round(result.waited, 4)
             batch.append(item)
             if len(batch) == bs:
                 _flush(pipe, batch, store, bar)

@@ -272,7 +272,9 @@ class EgoADR:
         if failure is None and res is None:
             failure = "no answer"
         elif failure is None and res is not None and res.option is None:
-            failure = "unparseable" if res.method == "unparseable" else f"empty answer ({res.method})"
+            # the model answered, but nothing maps to an option (an empty answer included): the public evaluator
+            # counts such text as an error prediction, so it is "unparseable", never "no answer"
+            failure = "unparseable"
         stages = dict(it.stages)
         if res is not None:
             stages["classification"] = res.to_dict()
