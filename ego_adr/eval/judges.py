@@ -224,9 +224,10 @@ class HFTextLM:
         return f"HFTextLM({self._model_id!r})"
 
 
-def build_tiny_text_lm(out_dir: str | os.PathLike, seed: int = 0) -> Path:
+def build_tiny_text_lm(out_dir: str | os.PathLike, seed: int = 0, tokenizer=None) -> Path:
     """A tiny random Qwen2 causal LM (hidden 64, 2 layers) with the tokenizer of :mod:`ego_adr.models.tiny`, saved
-    as a normal HF folder: the judge code path of a 7B judge, offline, for tests. Its outputs are random text."""
+    as a normal HF folder: the judge code path of a 7B judge, offline, for tests. Its outputs are random text.
+    Pass ``tokenizer`` (from ``ego_adr.models.tiny.build_tokenizer()``) to skip re-training it."""
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config
 
@@ -234,7 +235,7 @@ def build_tiny_text_lm(out_dir: str | os.PathLike, seed: int = 0) -> Path:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tok = build_tokenizer()
+    tok = tokenizer if tokenizer is not None else build_tokenizer()
     pad, eos = tok.convert_tokens_to_ids("<|endoftext|>"), tok.convert_tokens_to_ids("<|im_end|>")
     vocab = len(tok) + (-len(tok) % 64)
     cfg = Qwen2Config(

@@ -271,7 +271,8 @@ def judge_rows(
 
 
 def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dict:
-    row = {"sample_id": r["sample_id"], "qa_index": r["qa_index"], **{k: r[k] for k in _CARRY if k in r}}
+    row = {"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
+           **{k: r[k] for k in _CARRY if k in r}}
     per: dict[str, dict] = {}
     for n, j in named.items():
         if r.get("error"):

@@ -1,0 +1,192 @@
+"""Append-only JSONL results: nothing a run has paid for is ever lost.
+
+Predictions and judge outputs are written one row per sample, the moment the sample is done, and each line is
+flushed and ``fsync``-ed before ``append`` returns. A run killed at any instant (even SIGKILL, mid-write) leaves
+at worst one torn last line; :meth:`JsonlStore.repair` (run on open) cuts it away and keeps the dropped bytes in
+``<path>.corrupt`` for audit, so a restarted run reads exactly the rows that were completely written, asks
+:meth:`JsonlStore.done_ids` what is finished, and appends only the rest: every sample ends up exactly once.
+
+Why JSONL and not a database: the file *is* the result a researcher inspects, diffs, concatenates across shards
+and re-scores without this package. Each line is written with one ``os.write`` on an ``O_APPEND`` descriptor
+(and under an advisory ``flock`` where available), so threads and processes appending to the same file never
+interleave bytes within a line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+try:  # advisory inter-process lock; absent on Windows, where the thread lock and O_APPEND must do
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+Key = str | tuple[str, ...]
+
+
+def _parse_lines(data: bytes, source: str) -> list[dict]:
+    """Valid JSON-object lines of ``data`` in order; a bad line is skipped with a warning, never raised."""
+    rows: list[dict] = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            log.warning("%s:%d: skipping corrupt JSONL line (%s)", source, lineno, e)
+            continue
+        if not isinstance(row, dict):
+            log.warning("%s:%d: skipping JSONL line that is not an object", source, lineno)
+            continue
+        rows.append(row)
+    return rows
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """Every valid row of a JSONL file, in order, tolerating a torn last line and corrupt lines (skipped with a
+    warning). Never modifies the file; use :class:`JsonlStore` to repair it."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such results file (was the run started with this output folder?)")
+    return _parse_lines(p.read_bytes(), str(p))
+
+
+def _row_key(row: dict, key: Key):
+    if isinstance(key, str):
+        return row.get(key)
+    vals = tuple(row.get(k) for k in key)
+    return None if any(v is None for v in vals) else vals
+
+
+class JsonlStore:
+    """One append-only JSONL results file.
+
+    Opening repairs a torn tail (see :meth:`repair`). ``append`` is durable when it returns and safe from many
+    threads; ``rows``/``done_ids`` read the file back (tolerantly) so a resumed run sees exactly what is on disk.
+    """
+
+    def __init__(self, path: str | os.PathLike, repair: bool = True) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.dropped_bytes = self.repair() if repair else 0
+
+    # -- locking -------------------------------------------------------------------------------------------
+    def _flock(self, exclusive: bool = True) -> None:
+        if fcntl is not None and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+
+    def _funlock(self) -> None:
+        if fcntl is not None and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    # -- writing ---------------------------------------------------------------------------------------------
+    def append(self, row: dict) -> None:
+        """Write ``row`` as one line, flushed and fsynced before returning."""
+        if not isinstance(row, dict):
+            raise TypeError(f"JsonlStore rows must be dicts, got {type(row).__name__}")
+        data = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            if self._fd is None:
+                raise ValueError(f"{self.path}: store is closed")
+            self._flock()
+            try:
+                view = memoryview(data)
+                while view:  # os.write may write less than asked (signals, huge rows): finish the line
+                    n = os.write(self._fd, view)
+                    view = view[n:]
+                os.fsync(self._fd)
+            finally:
+                self._funlock()
+
+    def extend(self, rows: Iterable[dict]) -> None:
+        for row in rows:
+            self.append(row)
+
+    def repair(self) -> int:
+        """Cut a torn or invalid last line away; return the number of bytes dropped (0 if the file was intact).
+
+        A file not ending in a newline was killed mid-write; a last line that does not parse is equally
+        untrustworthy. Either is removed from the end of the file (so the next append starts a clean line) and
+        appended to ``<path>.corrupt``. Corrupt lines in the *middle* are left in place: readers skip them with
+        a warning, and deleting data that is not at the tail is not this method's business.
+        """
+        with self._lock:
+            self._flock()
+            try:
+                data = self.path.read_bytes()
+                if not data:
+                    return 0
+                keep = len(data)
+                if not data.endswith(b"\n"):
+                    keep = data.rfind(b"\n") + 1  # 0 when the only line is torn
+                else:
+                    start = data.rfind(b"\n", 0, len(data) - 1) + 1
+                    last = data[start:-1]
+                    if last.strip() and not _parse_lines(last, str(self.path)):
+                        keep = start
+                if keep == len(data):
+                    return 0
+                dropped = data[keep:]
+                with open(str(self.path) + ".corrupt", "ab") as f:
+                    f.write(dropped if dropped.endswith(b"\n") else dropped + b"\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.truncate(self.path, keep)
+                os.fsync(self._fd)
+                log.warning(
+                    "%s: dropped %d bytes of a torn last line (kept in %s.corrupt)",
+                    self.path,
+                    len(dropped),
+                    self.path,
+                )
+                return len(dropped)
+            finally:
+                self._funlock()
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    def rows(self) -> list[dict]:
+        """All valid rows in file order (duplicates included: the file is the record)."""
+        return read_jsonl(self.path)
+
+    def done_ids(self, key: Key = "sample_id") -> set:
+        """Keys of rows already written; ``key`` may be a tuple of fields (e.g. sample, question, judge)."""
+        out = set()
+        for row in self.rows():
+            k = _row_key(row, key)
+            if k is not None:
+                out.add(k)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.rows())
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> JsonlStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # best effort; explicit close() or `with` is the contract
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"JsonlStore({str(self.path)!r})"

@@ -1,0 +1,47 @@
+"""Suite-wide setup: one private cache folder per test session, so the embedded tiny model and demo set are
+built once for the whole suite and nothing is written to the user's real cache."""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "egoerrorvqa"
+_OWN_CACHE: str | None = None
+
+
+def pytest_configure(config):
+    global _OWN_CACHE
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "EGO_ADR_CACHE" not in os.environ:
+        _OWN_CACHE = tempfile.mkdtemp(prefix="ego_adr_test_cache_")
+        os.environ["EGO_ADR_CACHE"] = _OWN_CACHE
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> Path:
+    from ego_adr.models.tiny import ensure_tiny
+
+    return ensure_tiny("qwen2.5-vl")
+
+
+@pytest.fixture(scope="session")
+def demo_root() -> Path:
+    from ego_adr.data.demo import ensure_demo
+
+    return ensure_demo()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not (SHARED / "procedure.json").exists():
+        pytest.skip(f"real annotations not found at {SHARED}; they are read from ../shared/egoerrorvqa")
+    return SHARED
