@@ -41,7 +41,7 @@ def load_judges(cfg: RunConfig) -> tuple[dict, str]:
 def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True) -> dict:
     from tqdm import tqdm
 
-    from ego_adr.cache import StageCache
+    from ego_adr.cache import CachedModel, StageCache
     from ego_adr.eval.open_end import (
         judge_rows,
         render_open_end_report,
@@ -108,6 +108,7 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     answer_rows = [r for r in answers.rows() if (r.get("sample_id"), r.get("qa_index")) in wanted]
     judges, judge_note = load_judges(cfg)
     cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
+    judges = {n: CachedModel(j, cache, cfg.judge_backend if cfg.model else "hf") for n, j in judges.items()}
     with JsonlStore(out / "judgements.jsonl") as jstore:
         rows = judge_rows(answer_rows, judges, jstore, cache, progress=progress)
     rows = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
@@ -121,7 +122,7 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
                                    + "\n".join(f"- {n}" for n in notes) + "\n")
     run_info.update({"finished": datetime.now(timezone.utc).isoformat(), "wall_s": round(time.perf_counter() - t0, 3),
                      "model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0),
-                     "judges": judge_note})
+                     "judges": judge_note, "judge_calls": {n: j.stats() for n, j in judges.items()}})
     write_json(out / "run.json", run_info)
     answers.close()
     return metrics

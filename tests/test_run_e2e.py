@@ -127,3 +127,23 @@ def test_bad_flags_stop_at_once_with_a_message(tmp_path):
     r = _cli("--sources", "kitchen")
     assert r.returncode == 2 and "unknown source" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_open_end_run_answers_and_two_judges_then_rescoring_is_free(tmp_path, tiny_model_dir, demo_root):
+    out = tmp_path / "open"
+    cfg = dict(task="open-end", output_dir=str(out), limit=2, max_new_tokens=8, batch_size=2)
+    _, m = execute(RunConfig(**cfg), progress=False)
+    answers = _rows(out)
+    judged = [json.loads(x) for x in (out / "judgements.jsonl").read_text().splitlines()]
+    assert answers and len(judged) == len(answers)
+    for j in judged:
+        assert set(j["judge_scores"]) == {"tiny-judge-a", "tiny-judge-b"}
+        assert j["score"] is not None or j["failure"]  # a parse failure is recorded, never a silent 0
+    assert m["qa_selection"] == "all QA pairs" and "avg_sim" in m
+    run1 = json.loads((out / "run.json").read_text())
+    assert run1["model_calls"] == len(answers)
+    _, m2 = execute(RunConfig(**cfg), progress=False)
+    run2 = json.loads((out / "run.json").read_text())
+    assert run2["model_calls"] == 0
+    assert all(s["model_calls"] == 0 for s in run2["judge_calls"].values())
+    assert m2["avg_sim"] == m["avg_sim"]

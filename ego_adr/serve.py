@@ -1,0 +1,304 @@
+"""A small OpenAI-compatible server that runs any of our VLMs: ``python -m ego_adr.serve --model M --port P``.
+
+Why: it puts a model behind the same wire format as GPT-4o or a vLLM server, so the OpenAI backend, the A2A
+agents and remote evaluators can use a local HF model unchanged, and the tests exercise the whole HTTP path with the
+tiny model. It is not a production server: no streaming, no auth; it listens on loopback unless told otherwise.
+
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. Consecutive ``image_url`` parts of
+one message become one :class:`Frames` clip; the frame rate comes from the note that
+:class:`~ego_adr.models.openai_api.OpenAIChatModel` puts before the frames (the note itself is dropped, so the model
+sees the same prompt as when called directly); without a note the clip gets ``--default-fps``. Concurrent HTTP
+requests are gathered into batches of up to ``capabilities.max_batch_size`` and run by one worker thread, so a
+model that is not thread-safe (HF) is only ever called from that thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import queue
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+
+import numpy as np
+
+from .models.base import Frames, GenerationConfig, Message, Request
+from .models.openai_api import is_loopback, parse_frames_note
+
+
+class BadRequest(ValueError):
+    """The client's request cannot be turned into a model request (HTTP 400)."""
+
+
+def decode_image(url: str) -> np.ndarray:
+    """``data:image/...;base64,...`` → RGB uint8 (H, W, 3). Remote URLs are refused: the server never fetches."""
+    import cv2
+
+    if not url.startswith("data:"):
+        raise BadRequest("only data: URLs are accepted for image_url (this server does not download)")
+    try:
+        header, b64 = url.split(",", 1)
+        raw = base64.b64decode(b64, validate=False)
+    except Exception as e:
+        raise BadRequest(f"malformed data URL: {e}") from e
+    if ";base64" not in header:
+        raise BadRequest("image data URLs must be base64-encoded")
+    img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_COLOR)
+    if img is None:
+        raise BadRequest("could not decode an image_url")
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+def _make_frames(images: list[np.ndarray], fps: float) -> Frames:
+    if len({im.shape for im in images}) > 1:
+        raise BadRequest(
+            f"frames of one clip must have the same size, got {sorted({im.shape for im in images})}"
+        )
+    return Frames(np.stack(images), fps=float(fps))
+
+
+def parse_messages(raw: list, default_fps: float = 1.0) -> list[Message]:
+    """Chat-completions messages → our :class:`Message` list (see the module docstring for the frame rules)."""
+    if not isinstance(raw, list) or not raw:
+        raise BadRequest("'messages' must be a non-empty list")
+    out = []
+    for m in raw:
+        if not isinstance(m, dict) or "role" not in m:
+            raise BadRequest("each message needs a 'role'")
+        content = m.get("content")
+        if content is None:
+            content = ""
+        if isinstance(content, str):
+            out.append(Message(m["role"], [content]))
+            continue
+        if not isinstance(content, list):
+            raise BadRequest("message content must be a string or a list of parts")
+        parts: list = []
+        images: list[np.ndarray] = []
+        fps = default_fps
+        for p in content:
+            kind = p.get("type") if isinstance(p, dict) else None
+            if kind == "image_url":
+                iu = p.get("image_url")
+                url = iu.get("url") if isinstance(iu, dict) else iu
+                if not isinstance(url, str):
+                    raise BadRequest("image_url part without a url")
+                images.append(decode_image(url))
+                continue
+            if images:  # a run of images ended: that is one clip
+                parts.append(_make_frames(images, fps))
+                images, fps = [], default_fps
+            if kind == "text":
+                text = p.get("text", "")
+                note = parse_frames_note(text)
+                if note is not None:
+                    fps = note[1]
+                    continue
+                parts.append(text)
+            else:
+                raise BadRequest(f"unsupported content part type {kind!r} (text and image_url only)")
+        if images:
+            parts.append(_make_frames(images, fps))
+        out.append(Message(m["role"], parts))
+    return out
+
+
+class _Batcher:
+    """One worker thread that runs the model on batches of queued requests."""
+
+    def __init__(self, model, max_batch_size: int, wait_s: float = 0.01):
+        self.model = model
+        self.max_batch_size = max(1, int(max_batch_size))
+        self.wait_s = wait_s
+        self.q: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._loop, name="ego-adr-serve-batcher", daemon=True)
+        self.thread.start()
+
+    def submit(self, request: Request) -> Future:
+        fut: Future = Future()
+        self.q.put((request, fut))
+        return fut
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.q.put(None)
+            self.thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            batch = [item]
+            deadline = time.monotonic() + self.wait_s
+            while len(batch) < self.max_batch_size:
+                try:
+                    nxt = self.q.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self.q.put(None)
+                    break
+                batch.append(nxt)
+            try:
+                gens = self.model.generate([r for r, _ in batch])
+                if len(gens) != len(batch):
+                    raise RuntimeError(f"model returned {len(gens)} generations for {len(batch)} requests")
+                for (_, fut), g in zip(batch, gens, strict=True):
+                    fut.set_result(g)
+            except Exception as e:  # the protocol says this should not happen; never kill the worker
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
+
+
+def create_app(model, model_name: str | None = None, default_fps: float = 1.0, batch_wait_s: float = 0.01):
+    """A Starlette app serving ``model`` (any object implementing the VLM protocol)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request as HTTPRequest
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    name = model_name or model.model_id
+    batcher = _Batcher(model, model.capabilities.max_batch_size, batch_wait_s)
+
+    def error(status: int, message: str, kind: str) -> JSONResponse:
+        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+    async def chat(req: HTTPRequest):
+        try:
+            body = await req.json()
+        except Exception:
+            return error(400, "body is not JSON", "invalid_request_error")
+        if not isinstance(body, dict):
+            return error(400, "body must be a JSON object", "invalid_request_error")
+        if body.get("stream"):
+            return error(400, "streaming is not supported by ego_adr.serve", "invalid_request_error")
+        try:
+            messages = parse_messages(body.get("messages"), default_fps)
+            max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 256
+            temperature = body.get("temperature")
+            config = GenerationConfig(max_new_tokens=int(max_tokens), do_sample=bool(temperature))
+        except (BadRequest, ValueError, TypeError) as e:
+            return error(400, str(e), "invalid_request_error")
+        fut = batcher.submit(Request(messages, config, meta={"source": "ego_adr.serve"}))
+        try:
+            gen = await asyncio.wrap_future(fut)
+        except Exception as e:
+            return error(500, f"{type(e).__name__}: {e}", "server_error")
+        if not gen.ok:
+            return error(500, gen.error or "no output", "server_error")
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": gen.text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
+
+    async def models(_req: HTTPRequest):
+        return JSONResponse(
+            {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "ego_adr"}]}
+        )
+
+    async def health(_req: HTTPRequest):
+        return JSONResponse({"status": "ok", "model": name, "fingerprint": model.fingerprint})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        batcher.stop()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.batcher = batcher
+    return app
+
+
+class BackgroundServer:
+    """The server on a background thread (tests, notebooks). ``port=0`` picks a free port."""
+
+    def __init__(
+        self, model, host: str = "127.0.0.1", port: int = 0, model_name: str | None = None, **app_kw
+    ):
+        import uvicorn
+
+        self.app = create_app(model, model_name, **app_kw)
+        config = uvicorn.Config(self.app, host=host, port=port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="ego-adr-serve", daemon=True)
+        self.host = host
+
+    def start(self, timeout: float = 20.0) -> BackgroundServer:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("ego_adr.serve did not start")
+            time.sleep(0.02)
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.app.state.batcher.stop()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m ego_adr.serve",
+        description="Serve a VLM behind an OpenAI-compatible /v1/chat/completions endpoint.",
+    )
+    ap.add_argument("--model", required=True, help="hub id, local folder or registry alias")
+    ap.add_argument("--backend", default="hf", help="backend for load_model (default: hf)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--host", default="127.0.0.1", help="listen address (default loopback; there is no auth)")
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--served-name", default=None, help="model name reported to clients (default: --model)")
+    ap.add_argument("--default-fps", type=float, default=1.0, help="fps of clips sent without a frames note")
+    args = ap.parse_args(argv)
+
+    import uvicorn
+
+    from .models import load_model
+
+    if not is_loopback(f"http://{args.host}"):
+        print(f"warning: listening on {args.host} without authentication")
+    model = load_model(args.model, backend=args.backend, device=args.device)
+    app = create_app(model, args.served_name or args.model, default_fps=args.default_fps)
+    print(f"serving {model.model_id} at http://{args.host}:{args.port}/v1", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+
+
+if __name__ == "__main__":
+    main()
