@@ -49,7 +49,7 @@ class RunConfig:
     output_dir: str | None = None
     device: str = "auto"
     dtype: str | None = None
-    batch_size: int = 1
+    batch_size: int | None = None  # None: 1 for hf, 8 for openai (its concurrency), 64 for vllm
     max_pixels_per_frame: int | None = None
     gpu_memory: str | None = None
     base_url: str | None = None
@@ -78,6 +78,8 @@ class RunConfig:
             raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
         if self.frames < 1:
             raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
+        if self.batch_size is None:
+            self.batch_size = {"hf": 1, "openai": 8, "vllm": 64}[self.backend]
         if self.batch_size < 1:
             raise ConfigError("--batch-size must be >= 1")
         if self.limit is not None and self.limit < 1:

@@ -38,7 +38,8 @@ def load_judges(cfg: RunConfig) -> tuple[dict, str]:
     return {s.name: load_judge(s, device=dev) for s in specs}, ", ".join(f"{s.name}={s.model}" for s in specs)
 
 
-def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True) -> dict:
+def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True,
+                 model=None) -> dict:
     from tqdm import tqdm
 
     from ego_adr.cache import CachedModel, StageCache
@@ -69,9 +70,9 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     run_info: dict = {"config": cfg.to_dict(), "data": info, "versions": _versions(), "qa_selection": selection,
                       "started": datetime.now(timezone.utc).isoformat(), "resumed_from": len(done)}
     t0 = time.perf_counter()
-    model = None
+    given_model, model = model, None
     if todo:
-        model = load_vlm(cfg)
+        model = load_vlm(cfg, given_model)
         pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
                       cache_dir=cfg.resolved_cache_dir(), route="open-end")
         sampler = FrameSampler()

@@ -61,9 +61,16 @@ def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
     return samples, info
 
 
-def load_vlm(cfg: RunConfig):
-    """The model the run asks for (the embedded tiny model when none is named) behind the stage cache."""
+def load_vlm(cfg: RunConfig, model=None):
+    """The model the run asks for (the embedded tiny model when none is named) behind the stage cache.
+
+    ``model``: an already constructed VLM to use instead (library use, benchmarks, tests with a model double).
+    """
     from ego_adr.cache import CachedModel, StageCache
+
+    cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
+    if model is not None:
+        return CachedModel(model, cache, cfg.backend)
     from ego_adr.models import load_model
 
     name = cfg.model
@@ -77,8 +84,9 @@ def load_vlm(cfg: RunConfig):
         kwargs["base_url"] = cfg.base_url
     if cfg.backend == "vllm":
         kwargs["tensor_parallel_size"] = cfg.tensor_parallel_size
+    if cfg.backend == "hf":
+        kwargs["frames"] = cfg.frames  # the memory planner sizes the pixel budget for this many frames
     model = load_model(name, **{k: v for k, v in kwargs.items() if v is not None})
-    cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
     return CachedModel(model, cache, cfg.backend)
 
 
@@ -125,7 +133,8 @@ def _decode(sampler, num_frames: int, needs_frames: bool):
     return fn
 
 
-def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True) -> dict:
+def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True,
+                        model=None) -> dict:
     from tqdm import tqdm
 
     from ego_adr.eval.mc import compute_mc_metrics
@@ -146,14 +155,14 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
             run_info["previous"] = {k: v for k, v in json.loads(prev.read_text()).items() if k != "previous"}
         except json.JSONDecodeError:
             pass
-    model = None
+    given_model, model = model, None
     t_start = time.perf_counter()
     if pending:
         pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
                               narration_source=cfg.narration_source, bank_builder=cfg.bank_builder,
                               max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
         needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")
-        model = load_vlm(cfg) if needs_model else None
+        model = load_vlm(cfg, given_model) if needs_model else None
         pipe = EgoADR(model, pcfg, cache_dir=cfg.resolved_cache_dir())
         run_info["pipeline"] = pipe.describe()
         run_info["model"] = {"id": model.model_id, "fingerprint": model.fingerprint} if model else None
@@ -236,7 +245,8 @@ def default_output_dir(cfg: RunConfig) -> Path:
     return Path("runs") / tag
 
 
-def execute(cfg: RunConfig, progress: bool = True) -> tuple[Path, dict]:
+def execute(cfg: RunConfig, progress: bool = True, model=None) -> tuple[Path, dict]:
+    """Validate, load the data, run, score. ``model``: a VLM to use instead of loading ``cfg.model``."""
     cfg.validate()
     out = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg)
     samples, info = load_dataset(cfg)
@@ -245,5 +255,5 @@ def execute(cfg: RunConfig, progress: bool = True) -> tuple[Path, dict]:
     if cfg.task == "open-end":
         from ego_adr.run_open import run_open_end
 
-        return out, run_open_end(cfg, out, samples, info, progress=progress)
-    return out, run_multiple_choice(cfg, out, samples, info, progress=progress)
+        return out, run_open_end(cfg, out, samples, info, progress=progress, model=model)
+    return out, run_multiple_choice(cfg, out, samples, info, progress=progress, model=model)
