@@ -1,0 +1,11 @@
+"""frames: thin entry point; see ego_adr/experiments.py."""
+
+import sys
+from pathlib import Path
+
+from ego_adr.experiments import main
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiments" / "frames.yaml"
+
+if __name__ == "__main__":
+    sys.exit(main([str(CONFIG), *sys.argv[1:]]))
