@@ -1,0 +1,78 @@
+"""Model backends behind one protocol (:mod:`ego_adr.models.base`) and the one way to get a model:
+:func:`load_model`. Backends are imported only when asked for, so ``import ego_adr`` never loads torch."""
+
+from __future__ import annotations
+
+from ego_adr.models.base import (
+    VLM,
+    Capabilities,
+    Frames,
+    Generation,
+    GenerationConfig,
+    Message,
+    Request,
+    generate_one,
+)
+
+BACKENDS = ("hf", "openai", "vllm")
+
+__all__ = [
+    "BACKENDS",
+    "VLM",
+    "Capabilities",
+    "Frames",
+    "Generation",
+    "GenerationConfig",
+    "Message",
+    "Request",
+    "generate_one",
+    "load_model",
+]
+
+
+def load_model(
+    name_or_path: str,
+    *,
+    backend: str = "hf",
+    device: str = "auto",
+    dtype: str | None = None,
+    batch_size: int = 1,
+    max_pixels_per_frame: int | None = None,
+    gpu_memory: str | None = None,
+    revision: str | None = None,
+    **kw,
+) -> VLM:
+    """Load a model by alias (see :data:`ego_adr.models.registry.ALIASES`), hub id or local folder.
+
+    ``backend="hf"``: transformers on this machine (bf16 on GPU, float32 on CPU). ``gpu_memory`` (e.g. "24GB")
+    with no explicit ``max_pixels_per_frame`` lets the memory planner cap the per-frame pixel budget at the
+    largest that fits ``frames`` frames (keyword, default 32, the paper's largest setting) at this batch size,
+    or refuse up front with the reason (:class:`ego_adr.models.planner.MemoryPlanError`). ``"openai"`` / ``"vllm"`` are forwarded to their backends.
+    """
+    from ego_adr.models.registry import resolve
+
+    if backend == "hf":
+        from ego_adr.models.hf import HFVideoLM
+
+        path, spec = resolve(name_or_path)
+        frames = int(kw.pop("frames", 32))
+        planned = None
+        if gpu_memory is not None and max_pixels_per_frame is None:
+            from ego_adr.models.planner import plan_for_load
+
+            planned = plan_for_load(name_or_path, path, gpu_memory, frames=frames, batch_size=batch_size)
+        return HFVideoLM(path, spec=spec, device=device, dtype=dtype, batch_size=batch_size,
+                         max_pixels_per_frame=max_pixels_per_frame, planned_max_pixels=planned,
+                         revision=revision, **kw)
+    if backend == "openai":
+        from ego_adr.models.openai_api import OpenAIChatModel
+
+        return OpenAIChatModel(name_or_path, **kw)  # its parallelism is `concurrency`, not a batch
+    if backend == "vllm":
+        from ego_adr.models.vllm_engine import VLLMModel
+
+        path, _spec = resolve(name_or_path)
+        given = dict(dtype=dtype, max_pixels_per_frame=max_pixels_per_frame, gpu_memory=gpu_memory,
+                     revision=revision)
+        return VLLMModel(path, batch_size=batch_size, **{k: v for k, v in given.items() if v is not None}, **kw)
+    raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")

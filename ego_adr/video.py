@@ -1,0 +1,542 @@
+"""Uniform frame sampling from (long) videos, with one open reader per video reused across samples.
+
+Why a reader cache: the EgoErrorVQA samples of one source share long recordings (10-30 min, up to ~40 min for
+CaptainCook4D), and opening a file costs ~55 ms because decord indexes every packet (docs: STACK-NOTES, video
+decoding). Many samples of one video therefore reuse one reader; a bounded LRU (``max_open``) keeps memory and file
+handles in check; each reader has its own lock, so threads (see :mod:`ego_adr.prefetch`) can decode different
+videos at the same time.
+
+Sampling rule (the same for every backend): the window ``[start, end)`` holds the frames whose timestamps
+``i / fps`` fall inside it; that run of ``M`` frames is cut into ``N`` equal segments and the *centre* frame of each
+segment is taken (``first + floor((k + 0.5) * M / N)``). Centres rather than ``linspace`` end points because they
+never hit the boundary frames, which in the annotated data often belong to the neighbouring step. When ``M >= N``
+the indices are distinct; when the window holds fewer frames than ``N`` some repeat, which is recorded in
+:class:`SampleInfo` (``duplicated``). A missing (``None``) or negative window means the whole video (the public
+data uses ``-1`` for omissions, where there is no segment); a window is clamped to the video's duration.
+
+Timestamps assume a constant frame rate (``i / fps``), true of the four source datasets' files.
+
+decord, PyAV and OpenCV are imported lazily: ``import ego_adr`` must stay fast.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+BACKENDS = ("decord", "pyav", "opencv")
+# Order tried by backend="auto". decord-with-reuse is the fastest path for windows of long H.264 videos on the
+# machines measured (scripts/bench_frames.py, STACK-NOTES: 32 frames from a 30-s window, decord ~410 ms, OpenCV
+# seek+grab ~484 ms, PyAV keyframe seek ~568 ms); PyAV and OpenCV are fallbacks when decord is missing or cannot
+# open a file.
+AUTO_ORDER = ("decord", "pyav", "opencv")
+_DECODE_BUDGET_BYTES = 256 * 2**20  # full-resolution frames held at once before resizing (4K: ~10 frames)
+
+
+class VideoError(Exception):
+    """A video could not be opened or decoded. The pipeline records it for the sample and goes on."""
+
+    def __init__(self, path: str | os.PathLike, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+@dataclass
+class SampleInfo:
+    """What the sampler did for one call (kept beside the prediction for auditing)."""
+
+    path: str
+    backend: str
+    indices: list[int]
+    timestamps: list[float]
+    requested: tuple[float | None, float | None]  # the window as asked
+    window: tuple[float, float]  # the window actually used (seconds, clamped)
+    whole_video: bool  # the window was missing/negative, so the whole video was sampled
+    clamped: bool  # the requested window reached outside the video and was cut
+    duplicated: bool  # the window holds fewer frames than requested, so some frames repeat
+    video_frames: int
+    video_fps: float
+    frame_size: tuple[int, int]  # (width, height) of the returned frames
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def window_seconds(self) -> float:
+        return self.window[1] - self.window[0]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _missing(t: float | None) -> bool:
+    return t is None or (isinstance(t, float) and math.isnan(t)) or t < 0
+
+
+def plan_indices(
+    total_frames: int, fps: float, start: float | None, end: float | None, num_frames: int
+) -> tuple[list[int], tuple[float, float], dict]:
+    """Frame indices for ``num_frames`` uniform samples of ``[start, end)`` (pure; see the module docstring).
+
+    Returns the indices, the window used (seconds) and flags ``whole_video``, ``clamped``, ``duplicated`` plus
+    ``notes``.
+    """
+    if num_frames < 1:
+        raise ValueError(f"num_frames must be >= 1, got {num_frames}")
+    if total_frames < 1 or not fps or fps <= 0:
+        raise ValueError(f"video has no frames or no frame rate (frames={total_frames}, fps={fps})")
+    duration = total_frames / fps
+    notes: list[str] = []
+    whole = _missing(start) and _missing(end)
+    s = 0.0 if _missing(start) else float(start)
+    e = duration if _missing(end) else float(end)
+    if not whole and (_missing(start) or _missing(end)):
+        notes.append("one end of the window missing/negative: replaced by the video's start/end")
+    if e < s:
+        notes.append(f"end {e} before start {s}: swapped")
+        s, e = e, s
+    clamped = False
+    if e > duration + 1e-6:
+        clamped = True
+        e = duration
+    if s >= duration:
+        clamped = True
+        notes.append(f"window starts at {s:.2f}s, after the video's end ({duration:.2f}s): using the last frame")
+        s = max(0.0, duration - 1.0 / fps)
+        e = duration
+    first = math.ceil(s * fps - 1e-6)
+    stop = math.ceil(e * fps - 1e-6)  # frames with t_i < e
+    first = min(max(first, 0), total_frames - 1)
+    stop = min(max(stop, first + 1), total_frames)  # at least the frame at/after start
+    m = stop - first
+    idx = [first + int(math.floor((k + 0.5) * m / num_frames)) for k in range(num_frames)]
+    flags = {"whole_video": whole, "clamped": clamped, "duplicated": m < num_frames, "notes": notes}
+    return idx, (s, e), flags
+
+
+def target_size(width: int, height: int, max_side: int | None, max_pixels: int | None) -> tuple[int, int]:
+    """Size after bounding the longer side and/or the pixel count, keeping the aspect ratio (never upscales)."""
+    scale = 1.0
+    if max_side:
+        scale = min(scale, max_side / max(width, height))
+    if max_pixels:
+        scale = min(scale, math.sqrt(max_pixels / (width * height)))
+    if scale >= 1.0:
+        return width, height
+    return max(1, int(round(width * scale))), max(1, int(round(height * scale)))
+
+
+# --------------------------------------------------------------------------------------------------- readers
+class _Reader:
+    backend = ""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lock = threading.Lock()
+        self.closed = False
+        self.num_frames = 0
+        self.fps = 0.0
+        self.width = 0
+        self.height = 0
+
+    def read(self, indices: list[int], transform) -> list[np.ndarray]:
+        """Decode the sorted distinct ``indices``; ``transform`` is applied to each RGB frame right away."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _DecordReader(_Reader):
+    backend = "decord"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        import decord
+
+        self._vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=0)
+        self.num_frames = len(self._vr)
+        self.fps = float(self._vr.get_avg_fps())
+        h, w = self._vr[0].shape[:2] if self.num_frames else (0, 0)
+        self._vr.seek(0)
+        self.width, self.height = int(w), int(h)
+
+    def read(self, indices, transform):
+        per = max(1, _DECODE_BUDGET_BYTES // max(1, self.width * self.height * 3))
+        out: list[np.ndarray] = []
+        for i in range(0, len(indices), per):
+            batch = self._vr.get_batch(list(indices[i : i + per])).asnumpy()
+            out.extend(transform(f) for f in batch)
+        return out
+
+    def close(self):
+        super().close()
+        self._vr = None
+
+
+class _PyAVReader(_Reader):
+    """Frame-exact random access with PyAV: the packets are indexed once (demux only, no decoding), then a
+    target frame is reached by seeking to its keyframe and decoding forward -- only when it is not reachable by
+    decoding forward from the current position within the same GOP."""
+
+    backend = "pyav"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        import av
+
+        self._c = av.open(path)
+        st = self._c.streams.video[0]
+        st.thread_type = "AUTO"
+        self._st = st
+        pts, keys = [], []
+        for pkt in self._c.demux(st):
+            if pkt.pts is None or pkt.size == 0:
+                continue
+            pts.append(int(pkt.pts))
+            if pkt.is_keyframe:
+                keys.append(int(pkt.pts))
+        if not pts:
+            raise RuntimeError("no video packets")
+        self._pts = np.array(sorted(pts), dtype=np.int64)
+        self._keys = np.array(sorted(keys) or [int(self._pts[0])], dtype=np.int64)
+        self.num_frames = len(self._pts)
+        rate = st.average_rate or st.guessed_rate
+        if rate:
+            self.fps = float(rate)
+        else:
+            span = float((self._pts[-1] - self._pts[0]) * st.time_base) or 1.0
+            self.fps = (self.num_frames - 1) / span
+        self.width, self.height = st.codec_context.width, st.codec_context.height
+        self._gen = None
+        self._last_pts: int | None = None
+
+    def _seek(self, key_pts: int):
+        self._c.seek(int(key_pts), backward=True, any_frame=False, stream=self._st)
+        self._gen = self._c.decode(self._st)
+        self._last_pts = None
+
+    def read(self, indices, transform):
+        out = []
+        for i in indices:
+            target = int(self._pts[i])
+            key = int(self._keys[np.searchsorted(self._keys, target, side="right") - 1])
+            if self._gen is None or self._last_pts is None or target <= self._last_pts or key > self._last_pts:
+                self._seek(key)
+            frame = None
+            for fr in self._gen:
+                if fr.pts is None:
+                    continue
+                self._last_pts = int(fr.pts)
+                if fr.pts >= target:
+                    frame = fr
+                    break
+            if frame is None:
+                self._gen = None
+                raise RuntimeError(f"frame {i} (pts {target}) could not be decoded")
+            out.append(transform(frame.to_ndarray(format="rgb24")))
+        return out
+
+    def close(self):
+        super().close()
+        try:
+            self._c.close()
+        finally:
+            self._gen = None
+
+
+class _OpenCVReader(_Reader):
+    """OpenCV: seek (``CAP_PROP_POS_FRAMES``) for a far target, ``grab()`` forward for a near one."""
+
+    backend = "opencv"
+    GRAB_AHEAD = 64  # frames; beyond this a seek (to the previous keyframe) is usually no slower
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        import cv2
+
+        self._cv2 = cv2
+        cap = cv2.VideoCapture(path)
+        if not cap.isOpened():
+            raise RuntimeError("OpenCV could not open the file")
+        self._cap = cap
+        self.num_frames = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        self.fps = float(cap.get(cv2.CAP_PROP_FPS))
+        self.width = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH))
+        self.height = int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
+        if self.num_frames <= 0 or self.fps <= 0:
+            raise RuntimeError("OpenCV reports no frame count / fps")
+        self._next = 0  # index of the frame the next read() returns
+
+    def read(self, indices, transform):
+        cv2 = self._cv2
+        out = []
+        for i in indices:
+            if i < self._next or i - self._next > self.GRAB_AHEAD:
+                self._cap.set(cv2.CAP_PROP_POS_FRAMES, i)
+                self._next = i
+            while self._next < i:
+                if not self._cap.grab():
+                    raise RuntimeError(f"could not grab frame {self._next}")
+                self._next += 1
+            ok, bgr = self._cap.read()
+            if not ok:
+                self._next = -(10**9)  # force a seek next time
+                raise RuntimeError(f"could not read frame {i}")
+            self._next = i + 1
+            out.append(transform(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+        return out
+
+    def close(self):
+        super().close()
+        self._cap.release()
+
+
+_READERS = {"decord": _DecordReader, "pyav": _PyAVReader, "opencv": _OpenCVReader}
+
+
+def available_backends() -> list[str]:
+    """Backends whose library imports here."""
+    out = []
+    for name, mod in (("decord", "decord"), ("pyav", "av"), ("opencv", "cv2")):
+        try:
+            __import__(mod)
+            out.append(name)
+        except Exception:  # noqa: BLE001 - any import failure means "not available"
+            pass
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- sampler
+class FrameSampler:
+    """Uniformly sample frames from video windows; see the module docstring for the rule.
+
+    ``backend``: ``"auto"`` (decord, then PyAV, then OpenCV, per file) or one of :data:`BACKENDS`.
+    ``max_open``: open readers kept (LRU). ``max_side`` / ``max_pixels``: bound each returned frame
+    (aspect kept, never upscaled), so that e.g. 4K GoPro footage does not fill memory; ``None`` keeps the size.
+    """
+
+    def __init__(
+        self,
+        backend: str = "auto",
+        max_open: int = 8,
+        max_side: int | None = None,
+        max_pixels: int | None = None,
+    ):
+        if backend != "auto" and backend not in BACKENDS:
+            raise ValueError(f"unknown video backend {backend!r}; use 'auto' or one of {BACKENDS}")
+        if max_open < 1:
+            raise ValueError("max_open must be >= 1")
+        self.backend = backend
+        self.max_open = max_open
+        self.max_side = max_side
+        self.max_pixels = max_pixels
+        self._readers: OrderedDict[str, _Reader] = OrderedDict()
+        self._lock = threading.Lock()
+        self._broken_backends: dict[str, str] = {}  # backend -> import error
+        self.stats = {"opens": 0, "hits": 0, "evictions": 0}
+
+    # -- readers -----------------------------------------------------------------------------------------
+    def _open(self, path: str) -> _Reader:
+        if not os.path.exists(path):
+            raise VideoError(path, "file not found")
+        if not os.path.isfile(path):
+            raise VideoError(path, "not a file")
+        order = AUTO_ORDER if self.backend == "auto" else (self.backend,)
+        errors = []
+        for name in order:
+            if name in self._broken_backends:
+                errors.append(f"{name}: {self._broken_backends[name]}")
+                continue
+            try:
+                reader = _READERS[name](path)
+            except ImportError as e:
+                self._broken_backends[name] = f"not importable ({e})"
+                errors.append(f"{name}: {self._broken_backends[name]}")
+                continue
+            except Exception as e:  # noqa: BLE001 - decoder libraries raise assorted types
+                errors.append(f"{name}: {type(e).__name__}: {e}")
+                continue
+            if reader.num_frames < 1:
+                reader.close()
+                errors.append(f"{name}: no frames")
+                continue
+            return reader
+        raise VideoError(path, "cannot open video (" + "; ".join(errors) + ")")
+
+    def reader(self, path: str | os.PathLike):
+        """The open reader for ``path`` (opened if needed; most recently used afterwards)."""
+        key = str(Path(path).resolve())
+        with self._lock:
+            r = self._readers.get(key)
+            if r is not None and not r.closed:
+                self._readers.move_to_end(key)
+                self.stats["hits"] += 1
+                return r
+        new = self._open(key)  # outside the cache lock: opening indexes the file
+        evicted = []
+        with self._lock:
+            r = self._readers.get(key)
+            if r is not None and not r.closed:  # another thread opened it meanwhile
+                evicted.append(new)
+                self._readers.move_to_end(key)
+                result = r
+            else:
+                self._readers[key] = new
+                self.stats["opens"] += 1
+                result = new
+                while len(self._readers) > self.max_open:
+                    _, old = self._readers.popitem(last=False)
+                    self.stats["evictions"] += 1
+                    evicted.append(old)
+        for old in evicted:
+            with old.lock:  # waits for a decode in progress on it
+                old.close()
+        return result
+
+    def open_paths(self) -> list[str]:
+        """Paths with an open reader, least recently used first."""
+        with self._lock:
+            return list(self._readers)
+
+    # -- sampling ----------------------------------------------------------------------------------------
+    def sample_with_info(
+        self,
+        path: str | os.PathLike,
+        start_sec: float | None,
+        end_sec: float | None,
+        num_frames: int,
+        max_side: int | None = None,
+        max_pixels: int | None = None,
+    ) -> tuple[np.ndarray, SampleInfo]:
+        """Frames (uint8 ``(N, H, W, 3)`` RGB) and the record of what was done. Raises :class:`VideoError`."""
+        max_side = self.max_side if max_side is None else max_side
+        max_pixels = self.max_pixels if max_pixels is None else max_pixels
+        args = (start_sec, end_sec, num_frames, max_side, max_pixels)
+        for _attempt in range(3):  # a reader evicted between lookup and lock is reopened
+            r = self.reader(path)
+            failure: Exception | None = None
+            with r.lock:
+                if r.closed:
+                    continue
+                try:
+                    res = self._decode(r, *args)
+                except VideoError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - decoder libraries raise assorted types
+                    failure = e
+            if failure is not None:
+                res = self._fallback(r, failure, *args)
+            idx, window, flags, decoded, backend, fps_v, total = res
+            arr = np.stack([decoded[i] for i in idx]).astype(np.uint8, copy=False)
+            info = SampleInfo(
+                path=str(path),
+                backend=backend,
+                indices=idx,
+                timestamps=[i / fps_v for i in idx],
+                requested=(start_sec, end_sec),
+                window=window,
+                whole_video=flags["whole_video"],
+                clamped=flags["clamped"],
+                duplicated=flags["duplicated"],
+                video_frames=total,
+                video_fps=fps_v,
+                frame_size=(int(arr.shape[2]), int(arr.shape[1])),
+                notes=flags["notes"],
+            )
+            return arr, info
+        raise VideoError(path, "reader kept being evicted; raise max_open")
+
+    @staticmethod
+    def _decode(r: _Reader, start_sec, end_sec, num_frames, max_side, max_pixels):
+        """Decode with reader ``r`` (caller holds ``r.lock``)."""
+        try:
+            idx, window, flags = plan_indices(r.num_frames, r.fps, start_sec, end_sec, num_frames)
+        except ValueError as e:
+            raise VideoError(r.path, str(e)) from e
+        size = target_size(r.width, r.height, max_side, max_pixels)
+        uniq = sorted(set(idx))
+        decoded = dict(zip(uniq, r.read(uniq, _resizer(size, (r.width, r.height))), strict=True))
+        return idx, window, flags, decoded, r.backend, r.fps, r.num_frames
+
+    def _fallback(self, failed: _Reader, error: Exception, *args):
+        """``auto``: a backend that opened a file but cannot decode it is replaced by the next one that can
+        (which then serves the later samples of that video); otherwise the sample fails with VideoError."""
+        errors = [f"{failed.backend}: {type(error).__name__}: {error}"]
+        if self.backend == "auto":
+            for name in AUTO_ORDER:
+                if name == failed.backend or name in self._broken_backends:
+                    continue
+                try:
+                    new = _READERS[name](failed.path)
+                    with new.lock:
+                        res = self._decode(new, *args)
+                except Exception as e:  # noqa: BLE001
+                    errors.append(f"{name}: {type(e).__name__}: {e}")
+                    continue
+                with self._lock:
+                    if self._readers.get(failed.path) is failed:
+                        self._readers[failed.path] = new
+                        self.stats["fallbacks"] = self.stats.get("fallbacks", 0) + 1
+                        replaced = True
+                    else:
+                        replaced = False
+                if replaced:
+                    with failed.lock:
+                        failed.close()
+                else:
+                    new.close()
+                return res
+        raise VideoError(failed.path, "decoding failed (" + "; ".join(errors) + ")")
+
+    def sample(self, path, start_sec, end_sec, num_frames, **kw) -> np.ndarray:
+        """uint8 ``(N, H, W, 3)`` RGB frames of the window (see :meth:`sample_with_info`)."""
+        return self.sample_with_info(path, start_sec, end_sec, num_frames, **kw)[0]
+
+    def sample_clip(self, path, start_sec, end_sec, num_frames, **kw):
+        """A :class:`ego_adr.models.base.Frames` whose ``fps`` is the *sampled* rate (``N / window_seconds``,
+        which Qwen-VL needs for its temporal positions) and whose ``timestamps`` are the frames' times. The
+        :class:`SampleInfo` is attached as ``frames.info`` (read it with :func:`clip_info`)."""
+        from ego_adr.models.base import Frames
+
+        arr, info = self.sample_with_info(path, start_sec, end_sec, num_frames, **kw)
+        seconds = max(info.window_seconds, 1.0 / info.video_fps)
+        frames = Frames(arr, fps=len(arr) / seconds, timestamps=tuple(info.timestamps))
+        frames.info = info  # type: ignore[attr-defined]
+        return frames
+
+    def close(self) -> None:
+        with self._lock:
+            readers = list(self._readers.values())
+            self._readers.clear()
+        for r in readers:
+            with r.lock:
+                r.close()
+
+    def __enter__(self) -> FrameSampler:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def clip_info(frames) -> SampleInfo | None:
+    """The :class:`SampleInfo` attached by :meth:`FrameSampler.sample_clip`, if any."""
+    return getattr(frames, "info", None)
+
+
+def _resizer(size: tuple[int, int], orig: tuple[int, int]):
+    if size == orig:
+        return lambda f: f
+
+    def resize(frame: np.ndarray) -> np.ndarray:
+        import cv2
+
+        return cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
+
+    return resize
