@@ -51,7 +51,7 @@ class RunConfig:
     dtype: str | None = None
     batch_size: int | None = None  # None: 1 for hf, 8 for openai (its concurrency), 64 for vllm
     max_pixels_per_frame: int | None = None
-    gpu_memory: str | None = None
+    gpu_memory: str | None = None  # None: 24GB for the hf backend (Section 6.1's budget), unset otherwise
     base_url: str | None = None
     tensor_parallel_size: int = 1
     max_new_tokens: int = 256
@@ -78,6 +78,8 @@ class RunConfig:
             raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
         if self.frames < 1:
             raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
+        if self.gpu_memory is None and self.backend == "hf":
+            self.gpu_memory = "24GB"
         if self.batch_size is None:
             self.batch_size = {"hf": 1, "openai": 8, "vllm": 64}[self.backend]
         if self.batch_size < 1:

@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--dtype", help="bfloat16/float16/float32 (default: bf16 on GPU, fp32 on CPU)")
     a("--batch-size", type=int, help="requests per model call (default 1)")
     a("--max-pixels-per-frame", type=int, help="per-frame pixel budget (default: planned from --gpu-memory)")
-    a("--gpu-memory", help="GPU memory to plan for, e.g. 24GB (default: what the GPU has)")
+    a("--gpu-memory", help="GPU memory the per-frame pixel budget is planned for (default 24GB, Section 6.1)")
     a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
     a("--tensor-parallel-size", type=int, help="vLLM tensor parallel size")
     a("--max-new-tokens", type=int, help="generation budget per call (paper: 256)")

@@ -4,35 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.cache import messages_digest
+from ego_adr.doubles import ScriptedModelDouble
 from ego_adr.experiments import load_experiment, run_experiment
-from ego_adr.models.base import Capabilities, Generation
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "experiments"
-
-
-class CountingModelDouble:
-    """Answers every stage plausibly and records each request it is really asked (the test is about caching)."""
-
-    model_id = "counting-double"
-    fingerprint = "counting-double-v1"
-    capabilities = Capabilities(video=True, text_only=True, max_batch_size=4)
-
-    def __init__(self):
-        self.asked: list[tuple] = []
-
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            stage = r.meta.get("stage")
-            self.asked.append((stage, r.meta.get("prompt"), messages_digest(r)))
-            text = {
-                "bank": "1. Fill the kettle [objects: kettle]\n2. Pour the water into the cup [objects: cup]",
-                "match": "2",
-                "narrate": "The person pours water from the kettle into the cup.",
-            }.get(stage, "Answer: Wrong order")
-            out.append(Generation(text, seconds=0.0))
-        return out
 
 
 @pytest.mark.parametrize("name", ["table5", "table6", "frames"])
@@ -44,7 +19,7 @@ def test_shipped_experiment_files_are_valid(name):
 def test_table6_grid_pays_once_per_distinct_call_and_nothing_the_second_time(tmp_path, demo_root):
     exp = load_experiment(CONFIGS / "table6.yaml")
     over = {"model": "counting-double", "limit": 6, "cache_dir": str(tmp_path / "cache")}
-    model = CountingModelDouble()
+    model = ScriptedModelDouble()
     table, results = run_experiment(exp, over, tmp_path / "first", progress=False, model=model)
     first_calls = len(model.asked)
     assert first_calls > 0
@@ -67,7 +42,7 @@ def test_changed_prompt_version_is_never_served_from_the_cache(tmp_path, demo_ro
     exp = {"name": "t", "table": "table6", "base": {"mode": "deep", "model": "counting-double"},
            "cells": [{"label": "full"}]}
     over = {"limit": 3, "cache_dir": str(tmp_path / "cache")}
-    model = CountingModelDouble()
+    model = ScriptedModelDouble()
     run_experiment(exp, over, tmp_path / "a", progress=False, model=model)
     n = len(model.asked)
     monkeypatch.setattr(prompts, "NARRATE_DEEP", prompts.Prompt("narrate_deep", "2", prompts.NARRATE_DEEP.template))

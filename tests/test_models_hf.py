@@ -157,7 +157,7 @@ def test_alias_resolution(tiny_dir):
 @pytest.mark.parametrize("name", ["qwen9-vl", "someone/not-downloaded-model"])
 def test_unknown_model_offline_is_a_clear_error(name, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))  # an empty hub cache
     with pytest.raises(ValueError) as e:
         load_model(name, device="cpu")
     msg = str(e.value)
@@ -260,6 +260,6 @@ def test_text_only_causal_lm_path(tmp_path, monkeypatch):
 
 def test_known_alias_not_downloaded_offline_says_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))  # an empty hub cache
     with pytest.raises(ValueError, match="hf download Qwen/Qwen2.5-VL-7B-Instruct"):
         load_model("qwen2.5-vl", device="cpu")

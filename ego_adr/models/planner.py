@@ -204,8 +204,15 @@ def estimate(arch: Arch, frames: int, pixels_per_frame: int | None, batch_size: 
 
 
 def plan(model: str, arch: Arch, gpu_gib: float, frames: int, batch_size: int = 1, *,
-         frame_size: tuple[int, int] | None = None, **kw) -> Plan:
-    """Largest per-frame pixel budget (whole token cells, up to the reference cap) that fits, or a refusal."""
+         frame_size: tuple[int, int] | None = None, pixels: int | None = None, **kw) -> Plan:
+    """Largest per-frame pixel budget (whole token cells, up to the reference cap) that fits, or a refusal.
+    With ``pixels``, only that budget is checked."""
+    if pixels is not None and arch.dynamic:
+        e = estimate(arch, frames, pixels, batch_size, **kw)
+        fits = e.total_gib <= gpu_gib
+        why = "" if fits else (f"{frames} frames x batch {batch_size} at {pixels} pixels per frame need "
+                               f"{e.total_gib:.1f} GiB (> {gpu_gib:.1f} GiB); lower the pixel budget")
+        return Plan(model, gpu_gib, batch_size, e, fits, why)
     if arch.max_frames is not None and frames > arch.max_frames:
         e = estimate(arch, frames, None, batch_size, **kw)
         return Plan(model, gpu_gib, batch_size, e, False,
@@ -298,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new-tokens", type=int, default=NEW_TOKENS)
     ap.add_argument("--text-tokens", type=int, default=PROMPT_TEXT_TOKENS)
     ap.add_argument("--frame-size", help="WxH of the decoded frames, e.g. 640x360 (frames are never upscaled)")
+    ap.add_argument("--pixels", type=int, help="check this per-frame pixel budget instead of searching for one")
     ap.add_argument("--json", action="store_true", help="print the plans as JSON lines instead of a table")
     a = ap.parse_args(argv)
     arch = arch_for(a.model)
@@ -309,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         w, _, h = a.frame_size.lower().partition("x")
         fs = (int(w), int(h))
     gpu = parse_memory(a.gpu_memory)
-    plans = [plan(a.model, arch, gpu, f, a.batch_size, frame_size=fs, new_tokens=a.new_tokens,
+    plans = [plan(a.model, arch, gpu, f, a.batch_size, frame_size=fs, pixels=a.pixels, new_tokens=a.new_tokens,
                   text_tokens=a.text_tokens) for f in a.frames]
     if a.json:
         for p in plans:

@@ -1,0 +1,68 @@
+"""Throughput of the HF backend on the tiny offline model: samples/s at batch 1 and 8 (8 frames per sample).
+
+What it measures is the backend's own overhead (processor, padding, generate loop), not a real model's speed:
+the tiny model has 2 layers of width 64. Prints a markdown table; nothing is asserted.
+
+    python scripts/bench_models.py [--samples 16] [--new-tokens 256] [--frames 8] [--size 320x240]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=16)
+    ap.add_argument("--new-tokens", type=int, default=256)
+    ap.add_argument("--frames", type=int, default=8)
+    ap.add_argument("--size", default="320x240")
+    ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--arch", default="qwen2.5-vl", choices=["qwen2.5-vl", "qwen2-vl"])
+    a = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    import torch
+
+    from ego_adr.models import Frames, GenerationConfig, Message, Request, load_model
+    from ego_adr.models.tiny import build_tiny
+
+    w, h = (int(x) for x in a.size.lower().split("x"))
+    rng = np.random.default_rng(0)
+    cfg = GenerationConfig(max_new_tokens=a.new_tokens)
+    reqs = [
+        Request([Message.user(Frames(rng.integers(0, 256, (a.frames, h, w, 3), dtype=np.uint8), fps=a.frames / 10),
+                              "Describe what the person does in this step.")], cfg)
+        for _ in range(a.samples)
+    ]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        folder = build_tiny(os.path.join(tmp, "m"), arch=a.arch)
+        build_s = time.perf_counter() - t0
+        for bs in a.batch_sizes:
+            t0 = time.perf_counter()
+            model = load_model(str(folder), device="cpu", batch_size=bs)
+            load_s = time.perf_counter() - t0
+            model.generate(reqs[:bs])  # warm-up
+            t0 = time.perf_counter()
+            out = model.generate(reqs)
+            dt = time.perf_counter() - t0
+            ok = sum(g.ok for g in out)
+            new_tok = sum(len(model.tokenizer(g.text)["input_ids"]) for g in out if g.ok)
+            rows.append((bs, a.samples, ok, dt, a.samples / dt, new_tok / dt, load_s))
+    print(f"tiny {a.arch}, {a.frames} frames {w}x{h}, {a.new_tokens} new tokens, CPU threads "
+          f"{torch.get_num_threads()}, build {build_s:.1f} s\n")
+    print("| batch | samples | ok | seconds | samples/s | new tokens/s (approx.) | load s |")
+    print("|---|---|---|---|---|---|---|")
+    for bs, n, ok, dt, sps, tps, load_s in rows:
+        print(f"| {bs} | {n} | {ok} | {dt:.2f} | {sps:.2f} | {tps:.0f} | {load_s:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
