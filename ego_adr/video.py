@@ -1,10 +1,10 @@
 """Uniform frame sampling from (long) videos, with one open reader per video reused across samples.
 
 Why a reader cache: the EgoErrorVQA samples of one source share long recordings (10-30 min, up to ~40 min for
-CaptainCook4D), and opening a file costs ~55 ms because decord indexes every packet (docs: STACK-NOTES, video
-decoding). Many samples of one video therefore reuse one reader; a bounded LRU (``max_open``) keeps memory and file
-handles in check; each reader has its own lock, so threads (see :mod:`ego_adr.prefetch`) can decode different
-videos at the same time.
+CaptainCook4D), and opening a file costs 0.05-0.5 s because the reader indexes every packet (STACK-NOTES, video
+decoding; scripts/bench_frames.py). Many samples of one video therefore reuse one reader; a bounded LRU
+(``max_open``) keeps memory and file handles in check; each reader has its own lock, so threads (see
+:mod:`ego_adr.prefetch`) can decode different videos at the same time.
 
 Sampling rule (the same for every backend): the window ``[start, end)`` holds the frames whose timestamps
 ``i / fps`` fall inside it; that run of ``M`` frames is cut into ``N`` equal segments and the *centre* frame of each
@@ -14,7 +14,8 @@ the indices are distinct; when the window holds fewer frames than ``N`` some rep
 :class:`SampleInfo` (``duplicated``). A missing (``None``) or negative window means the whole video (the public
 data uses ``-1`` for omissions, where there is no segment); a window is clamped to the video's duration.
 
-Timestamps assume a constant frame rate (``i / fps``), true of the four source datasets' files.
+Frame indices and timestamps assume a constant frame rate (``t_i = i / fps``, with the stream's average rate),
+as camera recordings have; a variable-rate file is sampled by index, evenly in frames rather than seconds.
 
 decord, PyAV and OpenCV are imported lazily: ``import ego_adr`` must stay fast.
 """
@@ -31,11 +32,14 @@ from pathlib import Path
 import numpy as np
 
 BACKENDS = ("decord", "pyav", "opencv")
-# Order tried by backend="auto". decord-with-reuse is the fastest path for windows of long H.264 videos on the
-# machines measured (scripts/bench_frames.py, STACK-NOTES: 32 frames from a 30-s window, decord ~410 ms, OpenCV
-# seek+grab ~484 ms, PyAV keyframe seek ~568 ms); PyAV and OpenCV are fallbacks when decord is missing or cannot
-# open a file.
-AUTO_ORDER = ("decord", "pyav", "opencv")
+# Order tried by backend="auto", per file; the next one is used when a library is missing or cannot open or
+# decode a file. PyAV first on evidence: scripts/bench_frames.py (10-min 640x360 H.264, GOP 225, random 30-s
+# windows, readers reused) measured PyAV's GOP-aware reader (below) equal to or faster than decord-with-reuse
+# (mean ms/sample, 8/16/32 frames: PyAV 821/1503/1019 vs decord 1426/1297/1383; a second run 748/-/946 vs
+# 1286/-/1131; a direct A/B at 16 frames: a tie, 815 vs 815) at the same CPU time, on a shared 2-core machine.
+# decord also opens faster (~0.2 vs ~0.45 s per 10-min video, amortised over a video's samples) but is
+# unmaintained (0.6.0, no wheels for newer Pythons/ARM); it is the first fallback.
+AUTO_ORDER = ("pyav", "decord", "opencv")
 _DECODE_BUDGET_BYTES = 256 * 2**20  # full-resolution frames held at once before resizing (4K: ~10 frames)
 
 
@@ -316,7 +320,8 @@ def available_backends() -> list[str]:
 class FrameSampler:
     """Uniformly sample frames from video windows; see the module docstring for the rule.
 
-    ``backend``: ``"auto"`` (decord, then PyAV, then OpenCV, per file) or one of :data:`BACKENDS`.
+    ``backend``: ``"auto"`` (:data:`AUTO_ORDER`, per file: the first that opens and decodes it) or one of
+    :data:`BACKENDS`.
     ``max_open``: open readers kept (LRU). ``max_side`` / ``max_pixels``: bound each returned frame
     (aspect kept, never upscaled), so that e.g. 4K GoPro footage does not fill memory; ``None`` keeps the size.
     """

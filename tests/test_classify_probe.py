@@ -127,3 +127,12 @@ def test_trial_checking():
     assert check_trial("STEP: 7, the answer is 12", 7, 12) == {"step_ok": True, "value_ok": True}
     assert check_trial("STEP:8 RESULT:12", 7, 12)["step_ok"] is False
     assert check_trial("12", 7, 12)["step_ok"] is False
+
+
+def test_but_should_contrast_separates_object_from_action():
+    assert classify_keywords("use switch s1 but should use switch s2").option == "Wrong object"
+    assert classify_keywords("put two copper plates on the top row but should put them on the left column"
+                             ).option == "Wrong action"
+    assert classify_keywords("pour much water but should pour about 15 ml").option == "Wrong action"
+    assert classify_keywords("microwaved it for 2 minutes instead of 1 minute").option == "Wrong action"
+    assert classify_keywords("used a fork instead of a spoon").option == "Wrong object"

@@ -184,17 +184,36 @@ def test_public_layout_videos_cover_windows(tmp_path):
         assert fs.sample(tmp_path / "captaincook4d/9_9_360p.mp4", -1, -1, 2).shape[0] == 2
 
 
-@pytest.mark.skipif(len(BACKENDS) < 2 or "decord" not in BACKENDS, reason="needs decord and a fallback backend")
-def test_auto_falls_back_when_decord_cannot_decode(videos, monkeypatch):
+@pytest.mark.skipif(len(BACKENDS) < 2, reason="needs two video backends")
+def test_auto_falls_back_when_first_backend_cannot_decode(videos, monkeypatch):
     from ego_adr import video
 
-    def broken_read(self, indices, transform):  # stands in for a file decord opens but cannot decode
+    first = next(b for b in video.AUTO_ORDER if b in BACKENDS)
+
+    def broken_read(self, indices, transform):  # stands in for a file a library opens but cannot decode
         raise RuntimeError("simulated decode failure")
 
-    monkeypatch.setattr(video._DecordReader, "read", broken_read)
+    monkeypatch.setattr(video._READERS[first], "read", broken_read)
     with FrameSampler("auto") as fs:
         arr, info = fs.sample_with_info(videos["h264"], 2.0, 5.0, 8)
-        assert info.backend != "decord" and decoded_indices(arr) == info.indices
+        assert info.backend != first and decoded_indices(arr) == info.indices
         assert fs.reader(videos["h264"]).backend == info.backend  # the working reader serves later samples
-    with FrameSampler("decord") as fs, pytest.raises(VideoError, match="simulated decode failure"):
+    with FrameSampler(first) as fs, pytest.raises(VideoError, match="simulated decode failure"):
         fs.sample(videos["h264"], 2.0, 5.0, 8)
+
+
+def test_public_layout_videos_for_real_annotations(tmp_path):
+    """The real Epic-Tent annotations (4 long videos, windows up to ~720 s) run on generated videos."""
+    from pathlib import Path
+
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "egoerrorvqa"
+    if not shared.is_dir():
+        pytest.skip(f"EgoErrorVQA annotations not found at {shared}")
+    egoerrorvqa = pytest.importorskip("ego_adr.data.egoerrorvqa")
+    samples = egoerrorvqa.load_samples(shared, sources=["epic_tent"], video_root=tmp_path)
+    made = make_public_layout_videos(samples, tmp_path, fps=1)
+    assert len(made) == len({s.video_path for s in samples}) and all(Path(p).is_file() for p in made)
+    with FrameSampler() as fs:
+        for s in samples:
+            arr, info = fs.sample_with_info(s.video_path, s.start, s.end, 4)
+            assert not info.clamped and decoded_indices(arr) == info.indices

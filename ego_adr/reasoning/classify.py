@@ -75,6 +75,30 @@ def _hits(text: str, phrases: tuple[str, ...]) -> list[str]:
     return [p for p in phrases if re.search(r"(?<![a-z])" + re.escape(p) + r"(?![a-z])", t)]
 
 
+_SHOULD = re.compile(r"\b(?:but|and|,)?\s*(?:should have|should|instead of)\b", re.I)
+_QUANTITY = re.compile(r"^(?:about|around|approximately|only|much|little|more|less|\d)", re.I)
+_PRONOUN = {"it", "them", "this", "that", "these", "those", "one"}
+
+
+def contrast_evidence(text: str) -> tuple[str, str] | None:
+    """"X but should Y" -- the way annotators and models describe a deviation. Same verb with another
+    object -> Wrong object; another place, amount or manner (or no verb after "should") -> Wrong action."""
+    m = _SHOULD.search(text)
+    if not m:
+        return None
+    done, wanted = text[: m.start()].strip(" ,.").lower().split(), text[m.end():].strip(" ,.").lower().split()
+    if not done or not wanted:
+        return None
+    if m.group(0).lower().endswith("instead of"):  # "... 2 minutes instead of 1" vs "a fork instead of a spoon"
+        return ("Wrong action" if _QUANTITY.match(wanted[0]) else "Wrong object"), m.group(0).strip()
+    if done[0] == wanted[0] and len(wanted) > 1:  # same verb: compare what it acts on
+        obj_done, obj_wanted = done[1:4], wanted[1:4]
+        if wanted[1] in _PRONOUN or _QUANTITY.match(wanted[1]) or obj_done == obj_wanted:
+            return "Wrong action", m.group(0).strip()
+        return "Wrong object", m.group(0).strip()
+    return "Wrong action", m.group(0).strip()
+
+
 def classify_keywords(narration: str | None, step_objects: list[str] | None = None) -> Classification:
     """Shallow classification of a narration by error-type vocabularies."""
     if narration is None or not narration.strip():
@@ -92,6 +116,12 @@ def classify_keywords(narration: str | None, step_objects: list[str] | None = No
         if s:
             scores[opt] = s
             evidence.append({"type": opt, "anomaly": a, "other": r})
+    for part in (anomaly, rest):
+        contrast = contrast_evidence(part) if part else None
+        if contrast:
+            scores[contrast[0]] = scores.get(contrast[0], 0.0) + (2.0 if part is anomaly else 1.5)
+            evidence.append({"type": contrast[0], "contrast": contrast[1]})
+            break
     obj = parts.get("object", "")
     if obj and step_objects and not NONE_MARKERS.search(obj):
         if not any(o and o.lower() in obj.lower() for o in step_objects):
