@@ -161,7 +161,7 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
         pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
                               narration_source=cfg.narration_source, bank_builder=cfg.bank_builder,
                               max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
-        needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")
+        needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")  # keywords only
         model = load_vlm(cfg, given_model) if needs_model else None
         pipe = EgoADR(model, pcfg, cache_dir=cfg.resolved_cache_dir())
         run_info["pipeline"] = pipe.describe()
@@ -171,11 +171,15 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     rows = [r for r in store.rows() if r.get("sample_id") in {s.sample_id for s in samples}]
     metrics = compute_mc_metrics(rows)
     write_metrics_json(metrics, out)
-    title = f"{cfg.model or 'embedded tiny model (random weights)'} - {cfg.mode} - {cfg.frames} frames"
+    model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
+    label = "no model" if model_free else (cfg.model or "embedded tiny model (random weights)")
+    title = f"{label} - {cfg.mode} - {'reference narration' if model_free else f'{cfg.frames} frames'}"
     notes = []
     if cfg.narration_source == "reference":
-        notes.append("Diagnostic upper bound: narration replaced by the annotations' reference descriptions.")
-    if cfg.model is None:
+        notes.append("Diagnostic upper bound: narration replaced by the annotations' reference descriptions "
+                     "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
+                     "samples; never a label field), so only the classification stage is measured.")
+    if cfg.model is None and not model_free:
         notes.append("Demo model has random weights: these numbers only show that the machinery works.")
     write_report(metrics, out, title=title, notes=notes)
     run_info.update({
