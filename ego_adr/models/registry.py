@@ -33,8 +33,8 @@ ALIASES: dict[str, ModelSpec] = {
     "internvl3.5": ModelSpec("OpenGVLab/InternVL3_5-8B-HF", "internvl", "8B sibling of the paper's 38B"),
     "internvl3.5-38b": ModelSpec("OpenGVLab/InternVL3_5-38B-HF", "internvl", "paper Tables 3-4; needs > 24 GB"),
     # Text-only judges of the open-ended evaluation (paper Section 4.2).
-    "qwen2.5-7b": ModelSpec("Qwen/Qwen2.5-7B-Instruct", "text-llm", "open-ended judge (Section 4.2)"),
-    "deepseek-7b": ModelSpec("deepseek-ai/deepseek-llm-7b-chat", "text-llm", "open-ended judge (Section 4.2)"),
+    "qwen2.5-7b": ModelSpec("Qwen/Qwen2.5-7B-Instruct", "text-llm", "open-ended judge (Section 3.4)"),
+    "deepseek-7b": ModelSpec("deepseek-ai/deepseek-llm-7b-chat", "text-llm", "open-ended judge (Section 3.4)"),
     # Offline random models of real architectures, for tests and demos.
     "tiny": ModelSpec("tiny-qwen2.5-vl", "tiny", "random tiny Qwen2.5-VL built locally; random text"),
     "tiny-qwen2.5-vl": ModelSpec("tiny-qwen2.5-vl", "tiny", "random tiny Qwen2.5-VL built locally"),
