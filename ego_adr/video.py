@@ -33,12 +33,13 @@ import numpy as np
 
 BACKENDS = ("decord", "pyav", "opencv")
 # Order tried by backend="auto", per file; the next one is used when a library is missing or cannot open or
-# decode a file. PyAV first on evidence: scripts/bench_frames.py (10-min 640x360 H.264, GOP 225, random 30-s
-# windows, readers reused) measured PyAV's GOP-aware reader (below) equal to or faster than decord-with-reuse
-# (mean ms/sample, 8/16/32 frames: PyAV 821/1503/1019 vs decord 1426/1297/1383; a second run 748/-/946 vs
-# 1286/-/1131; a direct A/B at 16 frames: a tie, 815 vs 815) at the same CPU time, on a shared 2-core machine.
-# decord also opens faster (~0.2 vs ~0.45 s per 10-min video, amortised over a video's samples) but is
-# unmaintained (0.6.0, no wheels for newer Pythons/ARM); it is the first fallback.
+# decode a file. PyAV first on evidence from scripts/bench_frames.py (10-min 640x360 H.264, GOP 225, 6 random
+# 30-s windows, readers reused, methods interleaved; a shared, loaded 2-core machine, so +-20% noise):
+# wall ms/sample for 8/16/32 frames -- PyAV (the GOP-aware reader below) 648/686/667, decord reused
+# 655/820/1181, OpenCV seek+grab 993/863/709, decord reopened per sample (public agent) 991/1107/1684; earlier
+# runs agreed (PyAV <= decord). decord used ~15% less CPU at 16/32 frames and indexes a file faster (~0.16 vs
+# ~0.29 s per 10-min video, amortised over that video's samples); it is unmaintained (0.6.0, no wheels for newer
+# Pythons/ARM), so it is the first fallback.
 AUTO_ORDER = ("pyav", "decord", "opencv")
 _DECODE_BUDGET_BYTES = 256 * 2**20  # full-resolution frames held at once before resizing (4K: ~10 frames)
 

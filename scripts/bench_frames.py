@@ -1,0 +1,130 @@
+"""Benchmark: frame sampling from windows of one long H.264 video, the EgoErrorVQA access pattern.
+
+Many samples share one 10-30 min recording, each asking for N uniform frames from a window of tens of seconds.
+This generates a 10-minute 640x360 H.264 video with a long GOP (225 frames at 30 fps, like the source datasets'
+files) once into the cache, then times, per sample (mean over the same random 30-s windows):
+
+* ``FrameSampler("auto")`` with its reader reused across samples -- what ego_adr does (its backend is named);
+* each other backend through FrameSampler, reader reused: decord (batch ``get_batch``), OpenCV seek + grab,
+  PyAV keyframe seek + decode forward within the GOP;
+* decord opening the video for every sample -- what the public white agent does.
+
+Wall time is noisy on a shared machine, so methods take turns on each window and the CPU time (all threads)
+is printed too. The measurements behind ``ego_adr.video.AUTO_ORDER`` came from this script.
+Every returned frame's index is read back from the picture (the video encodes it), so a wrong frame shows up as
+a mismatch count. Prints a markdown table and the fastest method per frame count.
+
+    python scripts/bench_frames.py [--windows 6] [--frames 8 16 32] [--minutes 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from ego_adr.data.demo import cache_root  # noqa: E402
+from ego_adr.synth import make_test_video, read_frame_index  # noqa: E402
+from ego_adr.video import FrameSampler, available_backends, plan_indices  # noqa: E402
+
+
+def bench_video(minutes: float, fps: int = 30, gop: int = 225) -> Path:
+    path = cache_root() / "bench" / f"long_v2_{minutes:g}min_640x360_gop{gop}.mp4"
+    if not path.exists():
+        t = time.perf_counter()
+        print(f"generating {path} ({minutes:g} min, 640x360, {fps} fps, GOP {gop}) ...", flush=True)
+        make_test_video(path, minutes * 60, fps=fps, size=(640, 360), codec="h264", gop=gop, textured=True,
+                        preset="ultrafast", crf=28)
+        print(f"  done in {time.perf_counter() - t:.1f} s ({path.stat().st_size / 2**20:.1f} MiB)", flush=True)
+    return path
+
+
+def decord_reopen(path: Path, start: float, end: float, n: int) -> tuple[np.ndarray, list[int]]:
+    import decord
+
+    vr = decord.VideoReader(str(path), ctx=decord.cpu(0))
+    idx, _, _ = plan_indices(len(vr), vr.get_avg_fps(), start, end, n)
+    return vr.get_batch(idx).asnumpy(), idx
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--windows", type=int, default=6, help="30-s windows per setting (same for every method)")
+    ap.add_argument("--frames", type=int, nargs="+", default=[8, 16, 32])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--window-seconds", type=float, default=30.0)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    path = bench_video(args.minutes)
+    rng = random.Random(args.seed)
+    span = args.minutes * 60 - args.window_seconds
+    windows = [(s, s + args.window_seconds) for s in (rng.uniform(0, span) for _ in range(args.windows))]
+
+    auto_backend = FrameSampler("auto").reader(path).backend
+    labels = {"decord": "decord", "pyav": "PyAV keyframe seek", "opencv": "OpenCV seek+grab"}
+    samplers = {f"FrameSampler auto = {labels[auto_backend]} (reused)": FrameSampler("auto")}
+    for backend in available_backends():
+        if backend != auto_backend:
+            samplers[f"{labels[backend]} (reused)"] = FrameSampler(backend)
+    opens = {}
+    for name, fs in samplers.items():
+        t = time.perf_counter()
+        fs.reader(path)
+        opens[name] = time.perf_counter() - t
+
+    def run_sampler(fs):
+        return lambda s, e, n: (lambda a, i: (a, i.indices))(*fs.sample_with_info(path, s, e, n))
+
+    methods = {name: run_sampler(fs) for name, fs in samplers.items()}
+    if "decord" in available_backends():
+        methods["decord reopen per sample (public agent)"] = lambda s, e, n: decord_reopen(path, s, e, n)
+
+    # Methods take turns on each window (rotating who goes first), so load changes on a shared machine hit
+    # every method alike.
+    from tqdm import tqdm
+
+    names = list(methods)
+    times = {(n, m): [] for n in args.frames for m in names}
+    cpu = {k: [] for k in times}  # CPU seconds of all threads: robust to other load on a shared machine
+    wrong = dict.fromkeys(times, 0)
+    with tqdm(total=len(args.frames) * len(names) * len(windows), desc="samples", leave=False) as bar:
+        for n in args.frames:
+            for w, (s, e) in enumerate(windows):
+                for k in range(len(names)):
+                    name = names[(w + k) % len(names)]
+                    t, c = time.perf_counter(), time.process_time()
+                    arr, idx = methods[name](s, e, n)
+                    times[(n, name)].append(time.perf_counter() - t)
+                    cpu[(n, name)].append(time.process_time() - c)
+                    wrong[(n, name)] += sum(read_frame_index(f) != i for f, i in zip(arr, idx, strict=True))
+                    bar.update(1)
+    rows = [(n, m, 1000 * statistics.mean(times[(n, m)]), 1000 * statistics.median(times[(n, m)]),
+             1000 * statistics.mean(cpu[(n, m)]), wrong[(n, m)]) for n in args.frames for m in names]
+    for fs in samplers.values():
+        fs.close()
+
+    print(f"\nvideo: {path.name}; {len(windows)} random {args.window_seconds:g}-s windows per row; "
+          f"auto backend = {auto_backend}")
+    print("open (index) once: " + ", ".join(f"{k.split(' (')[0]} {1000 * v:.0f} ms" for k, v in opens.items()))
+    print("\n| frames | method | ms/sample (mean) | ms/sample (median) | CPU ms/sample | wrong frames |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: |")
+    for n, name, mean, med, cpu_ms, bad in rows:
+        print(f"| {n} | {name} | {mean:.0f} | {med:.0f} | {cpu_ms:.0f} | {bad} |")
+    print()
+    for n in args.frames:
+        best = min((r for r in rows if r[0] == n), key=lambda r: r[2])
+        lean = min((r for r in rows if r[0] == n), key=lambda r: r[4])
+        print(f"fastest for {n} frames: {best[1]} ({best[2]:.0f} ms/sample); "
+              f"least CPU: {lean[1]} ({lean[4]:.0f} ms)")
+
+
+if __name__ == "__main__":
+    main()
