@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ego_adr.video_readers import _READERS, _Reader, available_backends  # noqa: F401 (re-exported)
+
 BACKENDS = ("decord", "pyav", "opencv")
 # Order tried by backend="auto", per file; the next one is used when a library is missing or cannot open or
 # decode a file. PyAV first on evidence from scripts/bench_frames.py (10-min 640x360 H.264, GOP 225, 6 random
@@ -41,7 +43,6 @@ BACKENDS = ("decord", "pyav", "opencv")
 # ~0.29 s per 10-min video, amortised over that video's samples); it is unmaintained (0.6.0, no wheels for newer
 # Pythons/ARM), so it is the first fallback.
 AUTO_ORDER = ("pyav", "decord", "opencv")
-_DECODE_BUDGET_BYTES = 256 * 2**20  # full-resolution frames held at once before resizing (4K: ~10 frames)
 
 
 class VideoError(Exception):
@@ -134,187 +135,6 @@ def target_size(width: int, height: int, max_side: int | None, max_pixels: int |
     if scale >= 1.0:
         return width, height
     return max(1, int(round(width * scale))), max(1, int(round(height * scale)))
-
-
-# --------------------------------------------------------------------------------------------------- readers
-class _Reader:
-    backend = ""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.lock = threading.Lock()
-        self.closed = False
-        self.num_frames = 0
-        self.fps = 0.0
-        self.width = 0
-        self.height = 0
-
-    def read(self, indices: list[int], transform) -> list[np.ndarray]:
-        """Decode the sorted distinct ``indices``; ``transform`` is applied to each RGB frame right away."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class _DecordReader(_Reader):
-    backend = "decord"
-
-    def __init__(self, path: str):
-        super().__init__(path)
-        import decord
-
-        self._vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=0)
-        self.num_frames = len(self._vr)
-        self.fps = float(self._vr.get_avg_fps())
-        h, w = self._vr[0].shape[:2] if self.num_frames else (0, 0)
-        self._vr.seek(0)
-        self.width, self.height = int(w), int(h)
-
-    def read(self, indices, transform):
-        per = max(1, _DECODE_BUDGET_BYTES // max(1, self.width * self.height * 3))
-        out: list[np.ndarray] = []
-        for i in range(0, len(indices), per):
-            batch = self._vr.get_batch(list(indices[i : i + per])).asnumpy()
-            out.extend(transform(f) for f in batch)
-        return out
-
-    def close(self):
-        super().close()
-        self._vr = None
-
-
-class _PyAVReader(_Reader):
-    """Frame-exact random access with PyAV: the packets are indexed once (demux only, no decoding), then a
-    target frame is reached by seeking to its keyframe and decoding forward -- only when it is not reachable by
-    decoding forward from the current position within the same GOP."""
-
-    backend = "pyav"
-
-    def __init__(self, path: str):
-        super().__init__(path)
-        import av
-
-        self._c = av.open(path)
-        st = self._c.streams.video[0]
-        st.thread_type = "AUTO"
-        self._st = st
-        pts, keys = [], []
-        for pkt in self._c.demux(st):
-            if pkt.pts is None or pkt.size == 0:
-                continue
-            pts.append(int(pkt.pts))
-            if pkt.is_keyframe:
-                keys.append(int(pkt.pts))
-        if not pts:
-            raise RuntimeError("no video packets")
-        self._pts = np.array(sorted(pts), dtype=np.int64)
-        self._keys = np.array(sorted(keys) or [int(self._pts[0])], dtype=np.int64)
-        self.num_frames = len(self._pts)
-        rate = st.average_rate or st.guessed_rate
-        if rate:
-            self.fps = float(rate)
-        else:
-            span = float((self._pts[-1] - self._pts[0]) * st.time_base) or 1.0
-            self.fps = (self.num_frames - 1) / span
-        self.width, self.height = st.codec_context.width, st.codec_context.height
-        self._gen = None
-        self._last_pts: int | None = None
-
-    def _seek(self, key_pts: int):
-        self._c.seek(int(key_pts), backward=True, any_frame=False, stream=self._st)
-        self._gen = self._c.decode(self._st)
-        self._last_pts = None
-
-    def read(self, indices, transform):
-        out = []
-        for i in indices:
-            target = int(self._pts[i])
-            key = int(self._keys[np.searchsorted(self._keys, target, side="right") - 1])
-            if self._gen is None or self._last_pts is None or target <= self._last_pts or key > self._last_pts:
-                self._seek(key)
-            frame = None
-            for fr in self._gen:
-                if fr.pts is None:
-                    continue
-                self._last_pts = int(fr.pts)
-                if fr.pts >= target:
-                    frame = fr
-                    break
-            if frame is None:
-                self._gen = None
-                raise RuntimeError(f"frame {i} (pts {target}) could not be decoded")
-            out.append(transform(frame.to_ndarray(format="rgb24")))
-        return out
-
-    def close(self):
-        super().close()
-        try:
-            self._c.close()
-        finally:
-            self._gen = None
-
-
-class _OpenCVReader(_Reader):
-    """OpenCV: seek (``CAP_PROP_POS_FRAMES``) for a far target, ``grab()`` forward for a near one."""
-
-    backend = "opencv"
-    GRAB_AHEAD = 64  # frames; beyond this a seek (to the previous keyframe) is usually no slower
-
-    def __init__(self, path: str):
-        super().__init__(path)
-        import cv2
-
-        self._cv2 = cv2
-        cap = cv2.VideoCapture(path)
-        if not cap.isOpened():
-            raise RuntimeError("OpenCV could not open the file")
-        self._cap = cap
-        self.num_frames = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
-        self.fps = float(cap.get(cv2.CAP_PROP_FPS))
-        self.width = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH))
-        self.height = int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
-        if self.num_frames <= 0 or self.fps <= 0:
-            raise RuntimeError("OpenCV reports no frame count / fps")
-        self._next = 0  # index of the frame the next read() returns
-
-    def read(self, indices, transform):
-        cv2 = self._cv2
-        out = []
-        for i in indices:
-            if i < self._next or i - self._next > self.GRAB_AHEAD:
-                self._cap.set(cv2.CAP_PROP_POS_FRAMES, i)
-                self._next = i
-            while self._next < i:
-                if not self._cap.grab():
-                    raise RuntimeError(f"could not grab frame {self._next}")
-                self._next += 1
-            ok, bgr = self._cap.read()
-            if not ok:
-                self._next = -(10**9)  # force a seek next time
-                raise RuntimeError(f"could not read frame {i}")
-            self._next = i + 1
-            out.append(transform(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
-        return out
-
-    def close(self):
-        super().close()
-        self._cap.release()
-
-
-_READERS = {"decord": _DecordReader, "pyav": _PyAVReader, "opencv": _OpenCVReader}
-
-
-def available_backends() -> list[str]:
-    """Backends whose library imports here."""
-    out = []
-    for name, mod in (("decord", "decord"), ("pyav", "av"), ("opencv", "cv2")):
-        try:
-            __import__(mod)
-            out.append(name)
-        except Exception:  # noqa: BLE001 - any import failure means "not available"
-            pass
-    return out
 
 
 # --------------------------------------------------------------------------------------------------- sampler
