@@ -1,0 +1,391 @@
+"""The EgoErrorVQA green agent: evaluates any white agent over A2A (paper Section 1, Appendix B).
+
+``python -m ego_adr.agents.green [--host 127.0.0.1] [--port 9001] [--token T]``
+
+It accepts the public task message, ``<white_agent_url>URL</white_agent_url>`` and
+``<eval_config>{json}</eval_config>``. ``eval_config`` keys (public ones first):
+
+- ``video_root``, ``json_root`` (annotation folder), ``procedure_json_path`` (its procedures replace those of
+  ``json_root/procedure.json`` where both name a task), ``datasets`` (``captaincook4d``, ``epic_tent`` /
+  ``epic-tent``, ``assembly101``, ``egooops``, ``demo``), ``task_type`` (``multiple-choice`` | ``open-end``);
+- judges for open-ended: ``judge_model_path`` / ``deepseek_model_path`` (the public pair) or ``judges``
+  (``["NAME=MODEL[@hf|@openai]", ...]`` or ``"tiny"``), ``judge_device``; default: the paper's two 7B judges
+  (Section 3.4), or two tiny random judges when only the demo set is evaluated;
+- ours: ``output_dir`` (default ``runs/a2a-<task>``), ``concurrency`` (requests in flight, default 4),
+  ``limit`` (samples per run, spread over the datasets), ``seed``, ``qa_selection`` (``all`` | ``one``),
+  ``white_token`` (bearer token for the white agent), ``timeout`` (seconds per request).
+
+Differences from the public evaluator, on purpose: every requested dataset is evaluated and scored (the public
+one scores only the last dataset in open-ended mode and fails building its multiple-choice summary); answers
+are normalised with :func:`ego_adr.taxonomy.normalize_option` and an answer that names no option is recorded
+as ``unparseable`` rather than counted as an error claim; a failed request is a failed sample, never a crash.
+Rows go to ``output_dir/predictions.jsonl`` in the runner's format (resume-safe: finished samples are skipped on
+a rerun), then metrics (:func:`ego_adr.eval.mc.compute_mc_metrics` or the open-ended judges) and the report are
+written beside it; the reply is a Message with the summary table and the metrics as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ego_adr.agents.protocol import (
+    MULTIPLE_CHOICE,
+    OPEN_END,
+    ProtocolError,
+    mc_question,
+    open_question,
+    parse_green_message,
+    white_message,
+)
+
+log = logging.getLogger("ego_adr.agents.green")
+
+DATASET_NAMES = {"captaincook4d": "captaincook4d", "epic_tent": "epic_tent", "epic-tent": "epic_tent",
+                 "epictent": "epic_tent", "assembly101": "assembly101", "egooops": "egooops", "demo": "demo"}
+PUBLIC_DATASETS = ["captaincook4d", "epic_tent", "assembly101", "egooops"]
+
+
+@dataclass
+class EvalConfig:
+    video_root: str
+    json_root: str
+    task_type: str = MULTIPLE_CHOICE
+    datasets: list[str] = field(default_factory=lambda: list(PUBLIC_DATASETS))
+    procedure_json_path: str | None = None
+    output_dir: str | None = None
+    concurrency: int = 4
+    limit: int | None = None
+    seed: int = 0
+    qa_selection: str = "all"
+    judges: list[str] | str | None = None
+    judge_device: str | None = None
+    white_token: str | None = None
+    timeout: float = 600.0
+
+    @staticmethod
+    def from_dict(d: dict) -> EvalConfig:
+        for k in ("video_root", "json_root"):
+            if not isinstance(d.get(k), str) or not d[k]:
+                raise ProtocolError(f"eval_config needs {k!r} (a folder path)")
+        task = d.get("task_type", "open-end")  # the public evaluator's default
+        if task not in (MULTIPLE_CHOICE, OPEN_END):
+            raise ProtocolError(f"task_type must be 'multiple-choice' or 'open-end', got {task!r}")
+        raw = d.get("datasets") or list(PUBLIC_DATASETS)
+        if isinstance(raw, str):
+            raw = [s for s in raw.split(",") if s.strip()]
+        bad = [s for s in raw if str(s).strip().lower() not in DATASET_NAMES]
+        if bad:
+            raise ProtocolError(f"unknown dataset(s) {bad}; expected some of {sorted(DATASET_NAMES)}")
+        datasets = list(dict.fromkeys(DATASET_NAMES[str(s).strip().lower()] for s in raw))
+        judges = d.get("judges")
+        if judges is None and (d.get("judge_model_path") or d.get("deepseek_model_path")):
+            judges = []
+            if d.get("judge_model_path"):
+                judges.append(f"qwen2.5-7b-instruct={d['judge_model_path']}")
+            if d.get("deepseek_model_path"):
+                judges.append(f"deepseek-llm-7b-chat={d['deepseek_model_path']}")
+        try:
+            cfg = EvalConfig(video_root=d["video_root"], json_root=d["json_root"], task_type=task, datasets=datasets,
+                             procedure_json_path=d.get("procedure_json_path"), output_dir=d.get("output_dir"),
+                             concurrency=int(d.get("concurrency") or 4), limit=d.get("limit"),
+                             seed=int(d.get("seed") or 0), qa_selection=d.get("qa_selection", "all"),
+                             judges=judges, judge_device=d.get("judge_device"), white_token=d.get("white_token"),
+                             timeout=float(d.get("timeout") or 600.0))
+        except (TypeError, ValueError) as e:
+            raise ProtocolError(f"bad eval_config value: {e}") from None
+        if cfg.concurrency < 1 or cfg.concurrency > 64:
+            raise ProtocolError("concurrency must be between 1 and 64")
+        if cfg.limit is not None and (not isinstance(cfg.limit, int) or cfg.limit < 1):
+            raise ProtocolError("limit must be a positive integer")
+        if cfg.qa_selection not in ("all", "one"):
+            raise ProtocolError("qa_selection must be 'all' or 'one'")
+        return cfg
+
+
+def load_eval_samples(cfg: EvalConfig) -> list:
+    """The samples to ask (procedures from ``procedure_json_path`` where it has them; ``limit`` per source)."""
+    from ego_adr.data.egoerrorvqa import DataError, load_samples
+
+    try:
+        samples = load_samples(cfg.json_root, task=cfg.task_type, sources=cfg.datasets, video_root=cfg.video_root)
+    except (DataError, ValueError) as e:
+        raise ProtocolError(str(e)) from None
+    if cfg.procedure_json_path:
+        try:
+            procs = json.loads(Path(cfg.procedure_json_path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ProtocolError(f"cannot read procedure_json_path: {e}") from None
+        for s in samples:
+            if isinstance(procs, dict) and isinstance(procs.get(s.task_id), str):
+                s.procedure = procs[s.task_id]
+    if cfg.limit:
+        per: dict[str, list] = {}
+        for s in samples:
+            per.setdefault(s.source, []).append(s)
+        k = max(1, -(-cfg.limit // max(1, len(per))))
+        keep = {id(s) for v in per.values() for s in v[:k]}
+        samples = [s for s in samples if id(s) in keep][: cfg.limit]
+    return samples
+
+
+def _video_problem(s) -> str | None:
+    if not s.video_path:
+        return "no video path"
+    if not os.path.isfile(s.video_path):
+        return f"video not found: {s.video_path}"
+    return None
+
+
+async def _ask(client, sem, text: str) -> tuple[object, str | None, float]:
+    async with sem:
+        t0 = time.perf_counter()
+        try:
+            reply = await client.send(text)
+            return reply, None, time.perf_counter() - t0
+        except Exception as e:  # noqa: BLE001 -- any transport/JSON-RPC failure is this sample's failure
+            return None, f"white agent error: {type(e).__name__}: {e}", time.perf_counter() - t0
+
+
+def _mc_row(s, white_url: str, reply, error: str | None, seconds: float) -> dict:
+    from ego_adr.taxonomy import normalize_option
+
+    text = getattr(reply, "text", None)
+    pred = normalize_option(text) if text is not None else None
+    failure = error or (None if pred is not None else ("unparseable" if text else "empty answer"))
+    return {"sample_id": s.sample_id, "source": s.source, "task_id": s.task_id, "video_id": s.video_id,
+            "window": [s.start, s.end], "action": s.action, "ground_truth": list(s.ground_truth),
+            "prediction": pred if failure is None else None, "failure": failure, "raw": text, "route": "a2a",
+            "mode": "a2a", "white": {"url": white_url, "protocol": getattr(reply, "protocol", None),
+                                     "kind": getattr(reply, "kind", None),
+                                     "metadata": getattr(reply, "metadata", None)},
+            "timings": {"a2a_s": round(seconds, 4)}}
+
+
+async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> dict:
+    """Run one evaluation; returns ``{"metrics", "summary", "output_dir"}``."""
+    from tqdm import tqdm
+
+    from ego_adr.agents.launch import AgentClient
+    from ego_adr.store import JsonlStore
+
+    out = Path(cfg.output_dir or Path("runs") / f"a2a-{cfg.task_type}")
+    out.mkdir(parents=True, exist_ok=True)
+    samples = await asyncio.to_thread(load_eval_samples, cfg)
+    if not samples:
+        raise ProtocolError(f"no samples in {cfg.datasets} under {cfg.json_root}")
+    store = JsonlStore(out / "predictions.jsonl")
+    sem = asyncio.Semaphore(cfg.concurrency)
+    try:
+        async with AgentClient(white_url, cfg.white_token, cfg.timeout) as client:
+            if cfg.task_type == MULTIPLE_CHOICE:
+                await _run_mc(client, sem, samples, store, white_url, progress, tqdm)
+            else:
+                await _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm)
+        rows = store.rows()
+    finally:
+        store.close()
+    if cfg.task_type == MULTIPLE_CHOICE:
+        return await asyncio.to_thread(_score_mc, rows, samples, out, white_url)
+    return await asyncio.to_thread(_score_open, rows, samples, out, cfg)
+
+
+async def _run_mc(client, sem, samples, store, white_url, progress, tqdm) -> None:
+    done = store.done_ids()
+    todo = [s for s in samples if s.sample_id not in done]
+    bar = tqdm(total=len(todo), desc="a2a multiple-choice", unit="sample", disable=not progress)
+
+    async def one(s):
+        problem = _video_problem(s)
+        if problem:
+            row = _mc_row(s, white_url, None, problem, 0.0)
+        else:
+            msg = white_message(s.video_path, mc_question(s.procedure, s.action), s.start, s.end)
+            reply, err, secs = await _ask(client, sem, msg)
+            row = _mc_row(s, white_url, reply, err, secs)
+        store.append(row)
+        bar.update(1)
+
+    try:
+        await asyncio.gather(*(one(s) for s in todo))
+    finally:
+        bar.close()
+
+
+async def _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm) -> None:
+    from ego_adr.eval.open_end import select_qa, selection_label
+
+    selection = selection_label(cfg.qa_selection, cfg.seed)
+    done = {(r.get("sample_id"), r.get("qa_index")) for r in store.rows()}
+    pairs = [(s, q) for s, q in select_qa(samples, cfg.qa_selection, cfg.seed) if (s.sample_id, q) not in done]
+    bar = tqdm(total=len(pairs), desc="a2a open-ended", unit="question", disable=not progress)
+
+    async def one(s, qi):
+        qa = s.qa_pairs[qi]
+        problem = _video_problem(s)
+        reply, err, secs = None, problem, 0.0
+        if not problem:
+            msg = white_message(s.video_path, open_question(s.procedure, qa.question), s.start, s.end)
+            reply, err, secs = await _ask(client, sem, msg)
+        answer = getattr(reply, "text", None)
+        failure = err or (None if (answer or "").strip() else "empty answer")
+        store.append({"task": OPEN_END, "sample_id": s.sample_id, "qa_index": qi, "source": s.source,
+                      "task_id": s.task_id, "question": qa.question, "reference": qa.answer, "answer": answer,
+                      "error": failure, "failure": failure, "model": white_url, "method": "a2a", "frames": None,
+                      "qa_selection": selection, "white": {"url": white_url,
+                                                           "protocol": getattr(reply, "protocol", None)},
+                      "timings": {"a2a_s": round(secs, 4)}})
+        bar.update(1)
+
+    try:
+        await asyncio.gather(*(one(s, q) for s, q in pairs))
+    finally:
+        bar.close()
+
+
+def _score_mc(rows: list[dict], samples, out: Path, white_url: str) -> dict:
+    from ego_adr.eval.mc import compute_mc_metrics
+    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
+
+    wanted = {s.sample_id for s in samples}
+    rows = [r for r in rows if r.get("sample_id") in wanted]
+    metrics = compute_mc_metrics(rows)
+    write_metrics_json(metrics, out)
+    write_report(metrics, out, title=f"Multiple-choice VQA over A2A: {white_url}",
+                 notes="Answers collected by the ego_adr green agent; scored by ego_adr.eval.mc.")
+    o = metrics["overall"]
+    summary = (summary_table(metrics) + f"\n\nTP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}  "
+               f"unparseable {o['n_unparseable']}  no answer {o['n_failed']}")
+    return {"metrics": metrics, "summary": summary, "output_dir": str(out)}
+
+
+def _judges(cfg: EvalConfig, demo_only: bool) -> tuple[dict, str]:
+    from ego_adr.config import RunConfig
+    from ego_adr.run_open import DEFAULT_JUDGE_NAMES, load_judges
+
+    j = cfg.judges
+    if j == "tiny" or (j is None and demo_only):
+        return load_judges(RunConfig(model=None, judges=list(DEFAULT_JUDGE_NAMES)))
+    if isinstance(j, str):
+        j = [j]
+    return load_judges(RunConfig(model="a2a", judges=list(j or DEFAULT_JUDGE_NAMES),
+                                 device=cfg.judge_device or "auto"))
+
+
+def _score_open(rows: list[dict], samples, out: Path, cfg: EvalConfig) -> dict:
+    from ego_adr.cache import StageCache
+    from ego_adr.config import cache_root
+    from ego_adr.eval.open_end import judge_rows, render_open_end_report, score_open_end_rows, select_qa
+    from ego_adr.eval.report import write_metrics_json
+    from ego_adr.store import JsonlStore
+
+    wanted = {(s.sample_id, q) for s, q in select_qa(samples, cfg.qa_selection, cfg.seed)}
+    answers = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
+    judges, note = _judges(cfg, demo_only=cfg.datasets == ["demo"])
+    with JsonlStore(out / "judgements.jsonl") as js:
+        judged = judge_rows(answers, judges, js, StageCache(cache_root() / "stage_cache.sqlite"), progress=False)
+    judged = [r for r in judged if (r.get("sample_id"), r.get("qa_index")) in wanted]
+    metrics = score_open_end_rows(judged)
+    metrics["judges_note"] = note
+    write_metrics_json(metrics, out)
+    report = render_open_end_report(metrics)
+    (out / "report.md").write_text("# Open-ended VQA over A2A\n\n" + report + f"\n\n- Judges: {note}.\n")
+    return {"metrics": metrics, "summary": report, "output_dir": str(out)}
+
+
+def make_executor(max_running: int = 1):
+    from a2a.helpers import get_message_text, new_text_message
+    from a2a.server.agent_execution import AgentExecutor
+    from a2a.utils.errors import InternalError, InvalidParamsError
+
+    state = {"running": 0}
+
+    class GreenExecutor(AgentExecutor):
+        async def execute(self, context, event_queue) -> None:
+            text = get_message_text(context.message) if context.message else ""
+            try:
+                url, raw = parse_green_message(text)
+                cfg = EvalConfig.from_dict(raw)
+            except ProtocolError as e:
+                raise InvalidParamsError(message=str(e)) from None
+            if state["running"] >= max_running:
+                raise InternalError(message="busy: an evaluation is already running; retry when it finishes")
+            state["running"] += 1
+            try:
+                res = await evaluate(url, cfg)
+            except ProtocolError as e:
+                raise InvalidParamsError(message=str(e)) from None
+            except Exception as e:  # noqa: BLE001 -- report, keep serving
+                log.exception("evaluation failed")
+                raise InternalError(message=f"evaluation failed: {type(e).__name__}: {e}") from None
+            finally:
+                state["running"] -= 1
+            head = {k: v for k, v in res["metrics"].items() if k in ("overall", "simple_average", "avg_sim",
+                                                                      "macro_avg", "n_rows", "n_scored")}
+            body = (f"Evaluation complete ({cfg.task_type}, datasets {', '.join(cfg.datasets)}).\n\n"
+                    f"{res['summary']}\n\nResults in {res['output_dir']} (predictions.jsonl, metrics.json, "
+                    f"report.md)\n\n```json\n{json.dumps(head, indent=1, default=str)}\n```")
+            msg = new_text_message(body, context_id=context.context_id)
+            msg.metadata.update(json.loads(json.dumps({"output_dir": res["output_dir"], "metrics": head},
+                                                      default=str)))
+            await event_queue.enqueue_event(msg)
+
+        async def cancel(self, context, event_queue) -> None:
+            from a2a.utils.errors import UnsupportedOperationError
+
+            raise UnsupportedOperationError(message="cancel is not supported")
+
+    return GreenExecutor()
+
+
+SKILLS = [{"id": "egoerrorvqa-evaluation", "name": "EgoErrorVQA evaluation",
+           "description": "Send <white_agent_url>URL</white_agent_url> and <eval_config>{json}</eval_config> "
+                          "(video_root, json_root, procedure_json_path, datasets, task_type multiple-choice|"
+                          "open-end, judges, output_dir, concurrency, limit, seed). Asks the white agent every "
+                          "question, scores the answers and replies with the metrics.",
+           "tags": ["benchmark", "evaluation", "EgoErrorVQA", "egocentric video"]}]
+
+
+def build_green_app(url: str, token: str | None = None, max_body: int = 256 * 1024):
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.tasks import InMemoryTaskStore
+
+    from ego_adr import __version__
+    from ego_adr.agents.launch import agent_card, build_app
+
+    card = agent_card("EgoErrorVQA green agent (ego_adr)",
+                      "Evaluates a white agent on EgoErrorVQA multiple-choice or open-ended VQA over A2A.",
+                      url, SKILLS, __version__, token)
+    handler = DefaultRequestHandler(agent_executor=make_executor(), task_store=InMemoryTaskStore(), agent_card=card)
+    return build_app(card, handler, token, max_body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ego_adr.agents.launch import bind_socket, check_bind, serve_forever, url_of
+
+    p = argparse.ArgumentParser(prog="python -m ego_adr.agents.green", description=__doc__.split("\n\n")[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=9001, help="0 = any free port")
+    p.add_argument("--token", default=os.environ.get("EGO_ADR_AGENT_TOKEN"),
+                   help="require 'Authorization: Bearer TOKEN' (default: $EGO_ADR_AGENT_TOKEN)")
+    p.add_argument("--allow-unauthenticated", action="store_true")
+    p.add_argument("--public-url", default=None)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        stream=sys.stderr)
+    check_bind(a.host, a.token, a.allow_unauthenticated)
+    sock = bind_socket(a.host, a.port)
+    url = a.public_url or url_of(sock, a.host)
+    serve_forever(build_green_app(url, a.token), sock, url, "EgoErrorVQA green agent")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
