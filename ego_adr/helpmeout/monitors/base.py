@@ -1,0 +1,74 @@
+"""What a streaming monitor is, and the harness that feeds it an episode one step at a time.
+
+A monitor sees the task name and the initial scene at :meth:`Monitor.reset`, then each observed action in PDDL
+notation (the last one is ``(task-end)``) through :meth:`Monitor.step` -- never a later step (Figure 1c). Per
+step it returns an error probability and, when it alarms, the onset step it blames and an error type. The
+harness records nothing but those outputs, so metrics are pure functions of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ego_adr.helpmeout.domain import TASK_END
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """What the system is given (Figure 1c): task name and initial scene -- not the goal, not the labels."""
+
+    episode_id: str
+    task: str
+    initial_scene: tuple[str, ...]
+
+
+@dataclass
+class StepOutput:
+    prob: float
+    onset: int | None = None
+    category: str | None = None
+    evidence: dict = field(default_factory=dict)
+
+
+class Monitor:
+    name = "monitor"
+    timed_out = False
+
+    def fit(self, train: list[dict]) -> None:  # noqa: B027 - optional hook
+        """Learn from training episodes (only the learned and change-point monitors need it)."""
+
+    def reset(self, ctx: EpisodeContext) -> None:
+        raise NotImplementedError
+
+    def step(self, t: int, action: str) -> StepOutput:
+        raise NotImplementedError
+
+
+def context_of(ep: dict) -> EpisodeContext:
+    return EpisodeContext(ep["id"], ep["task"], tuple(ep["initial_scene"]))
+
+
+def run_monitor(monitor: Monitor, episodes: list[dict], progress: bool = True) -> list[dict]:
+    """Stream every episode through ``monitor``; one output row per episode."""
+    from tqdm import tqdm
+
+    rows = []
+    for ep in tqdm(episodes, disable=not progress, desc=f"monitor {monitor.name}"):
+        monitor.timed_out = False
+        monitor.reset(context_of(ep))
+        probs, cats, onsets, evidence = [], [], [], []
+        for t, action in enumerate(ep["observed"]):
+            out = monitor.step(t, action)
+            p = float(out.prob)
+            if not 0.0 <= p <= 1.0 or p != p:
+                raise ValueError(f"monitor {monitor.name} returned probability {p} at {ep['id']} step {t}")
+            probs.append(p)
+            cats.append(out.category)
+            onsets.append(out.onset)
+            if out.evidence:
+                evidence.append({"t": t, **out.evidence})
+        if ep["observed"][-1] != TASK_END:
+            raise ValueError(f"episode {ep['id']} does not end with {TASK_END}")
+        rows.append({"id": ep["id"], "probs": probs, "categories": cats, "onsets": onsets,
+                     "timed_out": bool(monitor.timed_out), "evidence": evidence})
+    return rows
