@@ -47,9 +47,6 @@ def decode_image(url: str) -> np.ndarray:
         raise BadRequest(f"malformed data URL: {e}") from e
     if ";base64" not in header:
         raise BadRequest("image data URLs must be base64-encoded")
-    from ego_adr.models.openai_api import warm_image_codecs
-
-    warm_image_codecs()
     img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_COLOR)
     if img is None:
         raise BadRequest("could not decode an image_url")

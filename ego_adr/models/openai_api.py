@@ -62,40 +62,10 @@ def is_loopback(base_url: str) -> bool:
     return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
-_CODECS_READY = False
-_CODECS_LOCK = threading.Lock()
-
-
-def warm_image_codecs() -> None:
-    """Run one PNG and one JPEG round trip before any concurrent use.
-
-    OpenCV's bundled zlib initialises itself lazily on first use; two threads doing that first call at once were
-    seen to fail with "libpng error: bad parameters to zlib" (a served test clip came out undecodable). One
-    serialized warm-up per process removes the race.
-    """
-    global _CODECS_READY
-    if _CODECS_READY:
-        return
-    with _CODECS_LOCK:
-        if _CODECS_READY:
-            return
-        import cv2
-        import numpy as np
-
-        img = np.zeros((8, 8, 3), np.uint8)
-        for ext in (".png", ".jpg"):
-            ok, buf = cv2.imencode(ext, img)
-            if ok:
-                cv2.imdecode(buf, cv2.IMREAD_COLOR)
-        _CODECS_READY = True
-
-
 def encode_frame(frame, *, max_side: int | None = 512, image_format: str = "jpeg", quality: int = 85) -> str:
     """RGB uint8 ``(H, W, 3)`` → ``data:`` URL. Downscales so the longer side is at most ``max_side``
     (hosted APIs bill and tile per pixel; 512 keeps "low" detail at its single-tile price)."""
     import cv2
-
-    warm_image_codecs()
 
     h, w = frame.shape[:2]
     if max_side and max(h, w) > max_side:
