@@ -10,6 +10,22 @@ import threading
 
 import numpy as np
 
+def import_decord():
+    """Import decord, with OpenCV loaded first.
+
+    decord's wheel carries its own zlib; when decord is loaded before OpenCV, OpenCV's PNG codec binds to that
+    zlib and every PNG encode/decode fails ("libpng error: bad parameters to zlib"), which broke e.g. the
+    OpenAI-compatible server's image decoding in the same process. Loading OpenCV first keeps its own zlib.
+    """
+    try:
+        import cv2  # noqa: F401
+    except ImportError:
+        pass
+    import decord
+
+    return decord
+
+
 _DECODE_BUDGET_BYTES = 256 * 2**20  # full-resolution frames held at once before resizing (4K: ~10 frames)
 
 
@@ -39,7 +55,7 @@ class _DecordReader(_Reader):
 
     def __init__(self, path: str):
         super().__init__(path)
-        import decord
+        decord = import_decord()
 
         self._vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=0)
         self.num_frames = len(self._vr)
@@ -185,10 +201,10 @@ _READERS = {"decord": _DecordReader, "pyav": _PyAVReader, "opencv": _OpenCVReade
 def available_backends() -> list[str]:
     """Backends whose library imports here."""
     out = []
-    for name, mod in (("decord", "decord"), ("pyav", "av"), ("opencv", "cv2")):
+    for name, mod in (("opencv", "cv2"), ("decord", "decord"), ("pyav", "av")):  # cv2 first: see import_decord
         try:
             __import__(mod)
             out.append(name)
         except Exception:  # noqa: BLE001 - any import failure means "not available"
             pass
-    return out
+    return [b for b in ("decord", "pyav", "opencv") if b in out]

@@ -47,7 +47,9 @@ def bench_video(minutes: float, fps: int = 30, gop: int = 225) -> Path:
 
 
 def decord_reopen(path: Path, start: float, end: float, n: int) -> tuple[np.ndarray, list[int]]:
-    import decord
+    from ego_adr.video_readers import import_decord
+
+    decord = import_decord()
 
     vr = decord.VideoReader(str(path), ctx=decord.cpu(0))
     idx, _, _ = plan_indices(len(vr), vr.get_avg_fps(), start, end, n)

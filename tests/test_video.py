@@ -217,3 +217,17 @@ def test_public_layout_videos_for_real_annotations(tmp_path):
         for s in samples:
             arr, info = fs.sample_with_info(s.video_path, s.start, s.end, 4)
             assert not info.clamped and decoded_indices(arr) == info.indices
+
+
+def test_loading_decord_does_not_break_opencv_png(tmp_path):
+    """decord's bundled zlib must not capture OpenCV's PNG codec (seen as 'bad parameters to zlib')."""
+    import subprocess
+    import sys
+
+    if "decord" not in available_backends():
+        pytest.skip("decord not installed")
+    code = ("from ego_adr.video_readers import import_decord; import_decord(); import cv2, numpy as np; "
+            "ok, buf = cv2.imencode('.png', np.zeros((8, 8, 3), np.uint8)); "
+            "assert ok and cv2.imdecode(buf, cv2.IMREAD_COLOR) is not None")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
