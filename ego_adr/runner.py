@@ -228,9 +228,7 @@ def _flush(pipe, batch, store, bar) -> None:
     wall = time.perf_counter() - t0
     for row in rows:
         row["timings"]["pipeline_s"] = round(wall / len(rows), 4)
-        row["timings"]["model_s"] = round(sum(v for k, v in row["timings"].items()
-                                              if k.endswith("_s") and k not in ("decode_s", "pipeline_s",
-                                                                                   "match_s", "classify_s")), 4)
+        row["timings"]["model_s"] = round(sum(v for k, v in row["timings"].items() if k.startswith("model_")), 4)
         store.append(row)
     bar.update(len(rows))
 

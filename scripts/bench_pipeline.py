@@ -58,7 +58,7 @@ def bench_overlap(root: Path, n: int, latency: float, frames: int) -> str:
         wall = (time.perf_counter() - t0) / n
         preds = [json.loads(x) for x in (Path(cfg.output_dir) / "predictions.jsonl").read_text().splitlines()]
         dec = sum(p["timings"]["decode_s"] for p in preds) / n
-        mod = sum(p["timings"].get("direct_s", 0.0) for p in preds) / n
+        mod = sum(p["timings"]["model_s"] for p in preds) / n
         rows.append(f"| {label} | {frames} | {dec * 1000:.0f} | {mod * 1000:.0f} | {wall * 1000:.0f} | "
                     f"{wall / max(dec, mod):.2f} |")
     head = ("| decoding | frames | decode ms/sample | model ms/sample | wall ms/sample | wall / max(decode, model) |\n"

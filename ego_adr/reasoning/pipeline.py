@@ -124,7 +124,9 @@ class EgoADR:
         wall = time.perf_counter() - t0
         out: list[str | None] = []
         for it, g in zip(items, gens):
-            it.timings[f"{stage}_s"] = round(g.seconds or wall / len(reqs), 4)
+            # model seconds are keyed model_<stage>_s; a pre-narration and the narration add up
+            key = f"model_{stage}_s"
+            it.timings[key] = round(it.timings.get(key, 0.0) + (g.seconds or wall / len(reqs)), 4)
             if not g.ok:
                 if fatal:
                     it.failure = it.failure or f"model_error[{stage}]: {g.error}"
@@ -224,7 +226,7 @@ class EgoADR:
             matches = self._match(items, queries)
             for it, m in zip(items, matches):
                 it.stages["match"] = {**m.to_dict(), "query": it.sample.action and "action" or "narration"}
-                it.timings.setdefault("match_s", round((time.perf_counter() - t0) / max(1, len(items)), 5))
+                it.timings.setdefault("tfidf_match_s", round((time.perf_counter() - t0) / max(1, len(items)), 5))
             steps = [m.step for m in matches]
             contexts = [P.CONTEXT_MATCHED.render(previous=m.previous or "none (this is the first step)",
                                                  step=m.step, next=m.next or "none (this is the last step)")
@@ -256,7 +258,7 @@ class EgoADR:
             for i in live:
                 t = time.perf_counter()
                 items[i].result = classify_keywords(items[i].stages.get("narration"), objects[i])
-                items[i].timings["classify_s"] = round(time.perf_counter() - t, 5)
+                items[i].timings["keywords_s"] = round(time.perf_counter() - t, 5)
             return
         reqs = [self._text_request(P.CLASSIFY_DEEP, "classify", context=contexts[i],
                                    narration=items[i].stages.get("narration") or "(no description)",
