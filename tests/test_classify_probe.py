@@ -136,3 +136,14 @@ def test_but_should_contrast_separates_object_from_action():
     assert classify_keywords("pour much water but should pour about 15 ml").option == "Wrong action"
     assert classify_keywords("microwaved it for 2 minutes instead of 1 minute").option == "Wrong action"
     assert classify_keywords("used a fork instead of a spoon").option == "Wrong object"
+
+
+def test_the_tiny_random_model_fails_the_probe_with_evidence(tiny_model_dir, tmp_path):
+    from ego_adr.models import load_model
+
+    model = load_model(str(tiny_model_dir), device="cpu")
+    res = cached_probe(model, tmp_path, trials=2)
+    assert res.route == SHALLOW
+    assert res.stage1["answer"] is not None or res.stage1["error"]
+    # either stage 1 saw abnormal output, or stage 2 recorded trials that were not all right
+    assert res.stage1.get("abnormal") or (res.trials and not all(t["passed"] for t in res.trials))
