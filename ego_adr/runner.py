@@ -105,30 +105,36 @@ def write_json(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
+def decode_item(sampler, sample: Sample, num_frames: int):
+    """A pipeline :class:`~ego_adr.reasoning.pipeline.Item` with the sample's frames, or the reason there are none."""
+    from ego_adr.reasoning.pipeline import Item
+
+    item = Item(sample)
+    if not sample.video_path:
+        item.frames_error = "no video path (pass --video-root; see README 'Running a real model')"
+        return item
+    t0 = time.perf_counter()
+    try:
+        item.frames = sampler.sample_clip(sample.video_path, sample.start, sample.end, num_frames)
+        info = getattr(item.frames, "info", None)
+        item.frames_info = info.to_dict() if info is not None else {}
+    except Exception as e:  # noqa: BLE001 -- any decoder failure is this sample's failure
+        item.frames_error = f"{type(e).__name__}: {e}"
+    item.timings["decode_s"] = round(time.perf_counter() - t0, 4)
+    return item
+
+
 def _decode(sampler, num_frames: int, needs_frames: bool):
     from ego_adr.data.egoerrorvqa import sample_problem
-    def fn(sample: Sample):
-        from ego_adr.reasoning.pipeline import Item
+    from ego_adr.reasoning.pipeline import Item
 
-        item = Item(sample)
+    def fn(sample: Sample):
         problem = sample_problem(sample)
         if problem:
+            item = Item(sample)
             item.failure = f"data: {problem}"
             return item
-        if not needs_frames:
-            return item
-        if not sample.video_path:
-            item.frames_error = "no video path (pass --video-root; see README 'Getting the videos')"
-            return item
-        t0 = time.perf_counter()
-        try:
-            item.frames = sampler.sample_clip(sample.video_path, sample.start, sample.end, num_frames)
-            info = getattr(item.frames, "info", None)
-            item.frames_info = info.to_dict() if info is not None else {}
-        except Exception as e:  # noqa: BLE001 -- any decoder failure is this sample's failure
-            item.frames_error = f"{type(e).__name__}: {e}"
-        item.timings["decode_s"] = round(time.perf_counter() - t0, 4)
-        return item
+        return decode_item(sampler, sample, num_frames) if needs_frames else Item(sample)
 
     return fn
 

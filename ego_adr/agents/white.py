@@ -33,7 +33,6 @@ import hashlib
 import logging
 import os
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,23 +145,14 @@ class WhiteAgent:
 
     def _item(self, q: WhiteQuery, path: Path):
         from ego_adr.data.sample import Sample
-        from ego_adr.reasoning.pipeline import Item
+        from ego_adr.runner import decode_item
 
         digest = hashlib.sha256(q.text.encode("utf-8", "replace")).hexdigest()[:16]
         task_id = "a2a-" + hashlib.sha256(q.procedure.encode()).hexdigest()[:12] if q.procedure else "a2a"
         sample = Sample(source="a2a", task=q.kind, sample_id=f"a2a/{digest}", task_id=task_id,
                         procedure=q.procedure, video_id=str(path), video_path=str(path), start=q.start, end=q.end,
                         action=q.step, action_field="current_step")
-        item = Item(sample)
-        t0 = time.perf_counter()
-        try:
-            item.frames = self.sampler.sample_clip(str(path), q.start, q.end, self.frames)
-            info = getattr(item.frames, "info", None)
-            item.frames_info = info.to_dict() if info is not None else {}
-        except Exception as e:  # noqa: BLE001 -- an undecodable video is this request's failure
-            item.frames_error = f"{type(e).__name__}: {e}"
-        item.timings["decode_s"] = round(time.perf_counter() - t0, 4)
-        return item
+        return decode_item(self.sampler, sample, self.frames)
 
     def _run_mc(self, item) -> Answer:
         row = self.pipe.process([item])[0]
