@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 
+
 def import_decord():
     """Import decord, with OpenCV loaded first.
 
