@@ -173,7 +173,9 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
         run_info["pipeline"] = pipe.describe()
         run_info["model"] = {"id": model.model_id, "fingerprint": model.fingerprint} if model else None
         write_json(out / "run.json", run_info)
+        t_loop = time.perf_counter()
         _process(pipe, cfg, pending, store, progress, tqdm)
+        run_info["processing_s"] = round(time.perf_counter() - t_loop, 3)  # decode + model loop, no scoring
     rows = [r for r in store.rows() if r.get("sample_id") in {s.sample_id for s in samples}]
     metrics = compute_mc_metrics(rows)
     write_metrics_json(metrics, out)
