@@ -170,6 +170,23 @@ JUDGE = Prompt(
     'Reply with JSON only: {{"score": <0-5>, "reason": "<one sentence>"}}',
 )
 
+# --- HelpMeOut streaming monitor, deep mode (ego_adr.helpmeout.monitors.egoadr_stream) --------------------
+HELPMEOUT_CLASSIFY_PROMPT = Prompt(
+    name="helpmeout_classify",
+    version="v1",
+    template=(
+        "You monitor a person carrying out a household task, one symbolic action at a time.\n"
+        "Task: {task}\n"
+        "Procedure (subgoal blocks):\n{procedure}\n\n"
+        "Actions so far (PDDL notation, oldest first):\n{history}\n\n"
+        "Current action: {action}\n"
+        "It best matches procedure block: {block}\n"
+        "Why it was flagged: {evidence}\n\n"
+        "Which error category does the current action show? Categories:\n{categories}\n\n"
+        "Answer with one line: Category: <one category name>"
+    ),
+)
+
 ALL: tuple[Prompt, ...] = (
     PROBE_TEXT,
     PROBE_STEP_FORMULA,
@@ -185,5 +202,6 @@ ALL: tuple[Prompt, ...] = (
     COT,
     OPEN_END,
     JUDGE,
+    HELPMEOUT_CLASSIFY_PROMPT,
 )
 VERSIONS = {p.name: p.version for p in ALL}

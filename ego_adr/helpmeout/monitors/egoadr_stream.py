@@ -12,7 +12,7 @@ HelpMeOut categories:
   the block's additions, or a block started before its predecessors -> sequence; an action no block needs ->
   action addition; unmet goals at the task end -> omission);
 - **deep** mode: the same detector, but each alarm's type is decided by a model through the project's one model
-  protocol (a text-only :class:`~ego_adr.models.base.Request`), with :data:`HELPMEOUT_CLASSIFY_PROMPT`; an
+  protocol (a text-only :class:`~ego_adr.models.base.Request`), with :data:`ego_adr.reasoning.prompts.HELPMEOUT_CLASSIFY_PROMPT`; an
   unparseable answer falls back to the rule's type and is recorded in the evidence.
 """
 
@@ -26,24 +26,9 @@ from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE, stranger
 from ego_adr.helpmeout.operators import ACTION_CONFUSIONS, apply_action, check_action
 from ego_adr.helpmeout.planner import PlanError, plan
 from ego_adr.helpmeout.templates import Scene, template_by_name
-from ego_adr.reasoning.prompts import Prompt
+from ego_adr.reasoning.prompts import HELPMEOUT_CLASSIFY_PROMPT
 
 # Named, versioned prompt (kept here; the lead may move it to ego_adr.reasoning.prompts).
-HELPMEOUT_CLASSIFY_PROMPT = Prompt(
-    name="helpmeout_classify",
-    version="v1",
-    template=(
-        "You monitor a person carrying out a household task, one symbolic action at a time.\n"
-        "Task: {task}\n"
-        "Procedure (subgoal blocks):\n{procedure}\n\n"
-        "Actions so far (PDDL notation, oldest first):\n{history}\n\n"
-        "Current action: {action}\n"
-        "It best matches procedure block: {block}\n"
-        "Why it was flagged: {evidence}\n\n"
-        "Which error category does the current action show? Categories:\n{categories}\n\n"
-        "Answer with one line: Category: <one category name>"
-    ),
-)
 CATEGORY_DEFINITIONS = {
     "omission": "a required subgoal block is never carried out (confirmed at the task end)",
     "sequence": "steps done in the wrong order, e.g. stirring before all ingredients are added",
