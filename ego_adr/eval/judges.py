@@ -231,20 +231,15 @@ def build_tiny_text_lm(out_dir: str | os.PathLike, seed: int = 0, tokenizer=None
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config
 
-    from ego_adr.models.tiny import build_tokenizer
+    from ego_adr.models.tiny import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tok = tokenizer if tokenizer is not None else build_tokenizer()
     pad, eos = tok.convert_tokens_to_ids("<|endoftext|>"), tok.convert_tokens_to_ids("<|im_end|>")
-    vocab = len(tok) + (-len(tok) % 64)
     cfg = Qwen2Config(
-        vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        vocab_size=tiny_vocab_size(tok),
+        **TINY_TEXT_DIMS,
         max_position_embeddings=4096,
         bos_token_id=pad,
         eos_token_id=eos,

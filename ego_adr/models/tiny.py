@@ -124,17 +124,21 @@ def build_tokenizer(vocab_size: int = 1500):
     return fast
 
 
+# The tiny language model's shape (STACK-NOTES: hidden 64, 2 layers, 4 heads, 2 KV heads); also the tiny judges'.
+TINY_TEXT_DIMS = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2)
+
+
+def tiny_vocab_size(tokenizer) -> int:
+    """The tokenizer's size rounded up to a multiple of 64, as real checkpoints' embedding sizes are."""
+    return len(tokenizer) + (-len(tokenizer) % 64)
+
+
 def _model_config(arch: str, tokenizer):
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    vocab = len(tokenizer)
-    vocab += -vocab % 64  # a round embedding size, as real checkpoints have
     text = dict(
-        vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        vocab_size=tiny_vocab_size(tokenizer),
+        **TINY_TEXT_DIMS,
         max_position_embeddings=8192,
         # mrope_section must sum to head_dim / 2 = 8 (STACK-NOTES).
         rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [2, 3, 3]},
