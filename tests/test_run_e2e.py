@@ -147,3 +147,21 @@ def test_open_end_run_answers_and_two_judges_then_rescoring_is_free(tmp_path, ti
     assert run2["model_calls"] == 0
     assert all(s["model_calls"] == 0 for s in run2["judge_calls"].values())
     assert m2["avg_sim"] == m["avg_sim"]
+
+
+def test_a_data_problem_is_recorded_as_such_not_as_a_video_error(tmp_path, shared_data, tiny_model_dir):
+    """A sample whose task has no procedure text fails with that reason, even when its video is missing too."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(shared_data, data)
+    procs = json.loads((data / "procedure.json").read_text())
+    del procs["ion"]
+    (data / "procedure.json").write_text(json.dumps(procs))
+    out = tmp_path / "out"
+    execute(RunConfig(data_root=str(data), video_root=str(tmp_path), sources=["egooops"], mode="shallow",
+                      output_dir=str(out), **FAST), progress=False)
+    rows = _rows(out)
+    ion = [r for r in rows if r["task_id"] == "ion"]
+    assert ion and all(r["failure"].startswith("data:") for r in ion)
+    assert all(r["failure"].startswith("video:") for r in rows if r["task_id"] != "ion")

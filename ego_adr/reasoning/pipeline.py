@@ -188,6 +188,8 @@ class EgoADR:
     def process(self, items: list[Item]) -> list[dict]:
         """Run every stage on a batch of items and return one predictions row per item."""
         for it in items:
+            if it.failure is not None:  # already failed upstream (e.g. a data problem): keep that reason
+                continue
             if it.frames_error and self.needs_frames:
                 it.failure = f"video: {it.frames_error}"
             elif it.frames is None and self.needs_frames:
