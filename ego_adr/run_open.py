@@ -18,24 +18,75 @@ from ego_adr.data.sample import Sample
 DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
 
 
-def load_judges(cfg: RunConfig) -> tuple[dict, str]:
+def judge_loaders(cfg: RunConfig) -> tuple[dict, str]:
+    """``{name: () -> VLM}`` for the configured judges (nothing is loaded yet) and a line for the report."""
     from ego_adr.eval.judges import DEFAULT_JUDGES, JudgeSpec, build_tiny_text_lm, load_judge
 
     if cfg.model is None and list(cfg.judges) == DEFAULT_JUDGE_NAMES:
         root = cfg.resolved_cache_dir()
-        judges = {}
-        for seed, name in enumerate(("tiny-judge-a", "tiny-judge-b")):
+
+        def tiny(name: str, seed: int):
             folder = root / f"{name}-v1"
             if not (folder / "config.json").exists():
                 build_tiny_text_lm(folder, seed=seed)
-            judges[name] = load_judge(JudgeSpec(name, str(folder)), device="cpu")
-        return judges, "two tiny random text LMs stand in for the default judges (demo only)"
+            return load_judge(JudgeSpec(name, str(folder)), device="cpu")
+
+        loaders = {n: (lambda n=n, s=s: tiny(n, s)) for s, n in enumerate(("tiny-judge-a", "tiny-judge-b"))}
+        return loaders, "two tiny random text LMs stand in for the default judges (demo only)"
     defaults = {j.name: j for j in DEFAULT_JUDGES}
     specs = [defaults.get(j) or JudgeSpec.parse(j) for j in cfg.judges]
     if cfg.judge_backend == "openai":
         specs = [JudgeSpec(s.name, s.model, "openai", base_url=cfg.base_url) for s in specs]
     dev = None if cfg.device == "auto" else cfg.device
-    return {s.name: load_judge(s, device=dev) for s in specs}, ", ".join(f"{s.name}={s.model}" for s in specs)
+    loaders = {s.name: (lambda s=s: load_judge(s, device=dev)) for s in specs}
+    return loaders, ", ".join(f"{s.name}={s.model}" for s in specs)
+
+
+class _Released:
+    """Stands in for a judge whose answers are all in the stage cache and whose weights were freed."""
+
+    def __init__(self, model) -> None:
+        self.model_id, self.fingerprint, self.capabilities = model.model_id, model.fingerprint, model.capabilities
+
+    def generate(self, requests):
+        from ego_adr.models.base import Generation
+
+        return [Generation(None, error="judge already released; its first pass did not answer this") for _ in requests]
+
+
+def free_memory() -> None:
+    import gc
+    import sys
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def judge_one_at_a_time(loaders: dict, rows: list[dict], cache, backend: str, progress: bool) -> tuple[dict, dict]:
+    """Load each judge alone, let it answer every pending request (into the stage cache), then free it.
+
+    Two 7B judges next to each other need ~30 GB in bf16; one at a time fits a 24 GB GPU (Section 6.1's budget).
+    The returned judges answer from the cache only, so the combined judging pass asks nobody again.
+    """
+    from tqdm import tqdm
+
+    from ego_adr.cache import CachedModel
+    from ego_adr.eval.open_end import judge_request
+
+    reqs = [judge_request(r) for r in rows if not r.get("error") and (r.get("answer") or "").strip()]
+    released, stats = {}, {}
+    for name, load in loaders.items():
+        judge = CachedModel(load(), cache, backend)
+        bs = max(1, judge.capabilities.max_batch_size)
+        for i in tqdm(range(0, len(reqs), bs), desc=f"judge {name}", disable=not progress or not reqs):
+            judge.generate(reqs[i:i + bs])
+        stats[name] = judge.stats()
+        released[name] = CachedModel(_Released(judge.model), cache, backend)
+        del judge
+        free_memory()
+    return released, stats
 
 
 def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True,
@@ -107,11 +158,25 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
             sampler.close()
     wanted = {(s.sample_id, qi) for s, qi in pairs}
     answer_rows = [r for r in answers.rows() if (r.get("sample_id"), r.get("qa_index")) in wanted]
-    judges, judge_note = load_judges(cfg)
+    answer_calls = {"model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0)}
+    model = given_model = pipe = None  # the answering model is done: free it before the judges load
+    free_memory()
+    loaders, judge_note = judge_loaders(cfg)
     cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
-    judges = {n: CachedModel(j, cache, cfg.judge_backend if cfg.model else "hf") for n, j in judges.items()}
+    backend = cfg.judge_backend if cfg.model else "hf"
     with JsonlStore(out / "judgements.jsonl") as jstore:
-        rows = judge_rows(answer_rows, judges, jstore, cache, progress=progress)
+        done = {(r.get("sample_id"), r.get("qa_index")) for r in jstore.rows()}
+        pending = [r for r in answer_rows if (r.get("sample_id"), r.get("qa_index")) not in done]
+        if cache is not None and pending:
+            judges, judge_stats = judge_one_at_a_time(loaders, pending, cache, backend, progress)
+        elif pending:  # without the cache the judges must be held together
+            judges = {n: CachedModel(load(), None, backend) for n, load in loaders.items()}
+            judge_stats = None
+        else:
+            judges, judge_stats = {}, {}
+        rows = judge_rows(answer_rows, judges, jstore, cache, progress=progress) if judges else jstore.rows()
+        if judge_stats is None:
+            judge_stats = {n: j.stats() for n, j in judges.items()}
     rows = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
     metrics = score_open_end_rows(rows, selection=selection)
     metrics["judges_note"] = judge_note
@@ -122,8 +187,7 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     (out / "report.md").write_text("# Open-ended VQA results\n\n" + render_open_end_report(metrics) + "\n\n"
                                    + "\n".join(f"- {n}" for n in notes) + "\n")
     run_info.update({"finished": datetime.now(timezone.utc).isoformat(), "wall_s": round(time.perf_counter() - t0, 3),
-                     "model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0),
-                     "judges": judge_note, "judge_calls": {n: j.stats() for n, j in judges.items()}})
+                     **answer_calls, "judges": judge_note, "judge_calls": judge_stats})
     write_json(out / "run.json", run_info)
     answers.close()
     return metrics

@@ -142,6 +142,10 @@ def test_open_end_run_answers_and_two_judges_then_rescoring_is_free(tmp_path, ti
     assert m["qa_selection"] == "all QA pairs" and "avg_sim" in m
     run1 = json.loads((out / "run.json").read_text())
     assert run1["model_calls"] == len(answers)
+    answered = [a for a in answers if (a["answer"] or "").strip() and not a["error"]]
+    # judges run one at a time (each alone in memory), every answer asked once per judge
+    assert {n: s["model_calls"] for n, s in run1["judge_calls"].items()} == {
+        "tiny-judge-a": len(answered), "tiny-judge-b": len(answered)}
     _, m2 = execute(RunConfig(**cfg), progress=False)
     run2 = json.loads((out / "run.json").read_text())
     assert run2["model_calls"] == 0
