@@ -89,13 +89,35 @@ def judge_one_at_a_time(loaders: dict, rows: list[dict], cache, backend: str, pr
     return released, stats
 
 
+def judge_answers(cfg: RunConfig, answer_rows: list[dict], path: Path, cache, progress: bool = True
+                  ) -> tuple[list[dict], str, dict]:
+    """The judge stage: judgement rows in ``path`` (resumable), a line naming the judges, per-judge call counts."""
+    from ego_adr.cache import CachedModel
+    from ego_adr.eval.open_end import judge_rows
+    from ego_adr.store import JsonlStore
+
+    loaders, note = judge_loaders(cfg)
+    backend = cfg.judge_backend if cfg.model else "hf"
+    with JsonlStore(path) as jstore:
+        done = {(r.get("sample_id"), r.get("qa_index")) for r in jstore.rows()}
+        pending = [r for r in answer_rows if (r.get("sample_id"), r.get("qa_index")) not in done]
+        if not pending:
+            return jstore.rows(), note, {}
+        if cache is not None:
+            judges, stats = judge_one_at_a_time(loaders, pending, cache, backend, progress)
+        else:  # without the cache the judges must be held together
+            judges = {n: CachedModel(load(), None, backend) for n, load in loaders.items()}
+            stats = None
+        rows = judge_rows(answer_rows, judges, jstore, cache, progress=progress)
+    return rows, note, stats if stats is not None else {n: j.stats() for n, j in judges.items()}
+
+
 def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True,
                  model=None) -> dict:
     from tqdm import tqdm
 
-    from ego_adr.cache import CachedModel, StageCache
+    from ego_adr.cache import StageCache
     from ego_adr.eval.open_end import (
-        judge_rows,
         render_open_end_report,
         score_open_end_rows,
         select_qa,
@@ -161,22 +183,8 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     answer_calls = {"model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0)}
     model = given_model = pipe = None  # the answering model is done: free it before the judges load
     free_memory()
-    loaders, judge_note = judge_loaders(cfg)
     cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
-    backend = cfg.judge_backend if cfg.model else "hf"
-    with JsonlStore(out / "judgements.jsonl") as jstore:
-        done = {(r.get("sample_id"), r.get("qa_index")) for r in jstore.rows()}
-        pending = [r for r in answer_rows if (r.get("sample_id"), r.get("qa_index")) not in done]
-        if cache is not None and pending:
-            judges, judge_stats = judge_one_at_a_time(loaders, pending, cache, backend, progress)
-        elif pending:  # without the cache the judges must be held together
-            judges = {n: CachedModel(load(), None, backend) for n, load in loaders.items()}
-            judge_stats = None
-        else:
-            judges, judge_stats = {}, {}
-        rows = judge_rows(answer_rows, judges, jstore, cache, progress=progress) if judges else jstore.rows()
-        if judge_stats is None:
-            judge_stats = {n: j.stats() for n, j in judges.items()}
+    rows, judge_note, judge_stats = judge_answers(cfg, answer_rows, out / "judgements.jsonl", cache, progress)
     rows = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
     metrics = score_open_end_rows(rows, selection=selection)
     metrics["judges_note"] = judge_note

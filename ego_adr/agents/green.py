@@ -266,31 +266,30 @@ def _score_mc(rows: list[dict], samples, out: Path, white_url: str) -> dict:
     return {"metrics": metrics, "summary": summary, "output_dir": str(out)}
 
 
-def _judges(cfg: EvalConfig, demo_only: bool) -> tuple[dict, str]:
-    from ego_adr.config import RunConfig
-    from ego_adr.run_open import DEFAULT_JUDGE_NAMES, load_judges
+def _judge_config(cfg: EvalConfig, demo_only: bool):
+    from ego_adr.config import RunConfig, cache_root
+    from ego_adr.run_open import DEFAULT_JUDGE_NAMES
 
     j = cfg.judges
     if j == "tiny" or (j is None and demo_only):
-        return load_judges(RunConfig(model=None, judges=list(DEFAULT_JUDGE_NAMES)))
+        return RunConfig(model=None, judges=list(DEFAULT_JUDGE_NAMES), cache_dir=str(cache_root()))
     if isinstance(j, str):
         j = [j]
-    return load_judges(RunConfig(model="a2a", judges=list(j or DEFAULT_JUDGE_NAMES),
-                                 device=cfg.judge_device or "auto"))
+    return RunConfig(model="a2a", judges=list(j or DEFAULT_JUDGE_NAMES), device=cfg.judge_device or "auto",
+                     cache_dir=str(cache_root()))
 
 
 def _score_open(rows: list[dict], samples, out: Path, cfg: EvalConfig) -> dict:
     from ego_adr.cache import StageCache
-    from ego_adr.config import cache_root
-    from ego_adr.eval.open_end import judge_rows, render_open_end_report, score_open_end_rows, select_qa
+    from ego_adr.eval.open_end import render_open_end_report, score_open_end_rows, select_qa
     from ego_adr.eval.report import write_metrics_json
-    from ego_adr.store import JsonlStore
+    from ego_adr.run_open import judge_answers
 
     wanted = {(s.sample_id, q) for s, q in select_qa(samples, cfg.qa_selection, cfg.seed)}
     answers = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
-    judges, note = _judges(cfg, demo_only=cfg.datasets == ["demo"])
-    with JsonlStore(out / "judgements.jsonl") as js:
-        judged = judge_rows(answers, judges, js, StageCache(cache_root() / "stage_cache.sqlite"), progress=False)
+    jcfg = _judge_config(cfg, demo_only=cfg.datasets == ["demo"])
+    cache = StageCache(jcfg.resolved_cache_dir() / "stage_cache.sqlite")
+    judged, note, _ = judge_answers(jcfg, answers, out / "judgements.jsonl", cache, progress=False)
     judged = [r for r in judged if (r.get("sample_id"), r.get("qa_index")) in wanted]
     metrics = score_open_end_rows(judged)
     metrics["judges_note"] = note
