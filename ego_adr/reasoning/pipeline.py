@@ -204,17 +204,19 @@ class EgoADR:
         return [self._row(it) for it in items]
 
     def _one_pass(self, items: list[Item]) -> None:
-        prompt = P.COT if self.route == "cot" else P.DIRECT
-        reqs = [self._video_request(it.frames, prompt, self.route, procedure=it.sample.procedure,
+        stage = "cot" if self.route == "cot" else "direct"
+        prompt = P.COT if stage == "cot" else P.DIRECT
+        reqs = [self._video_request(it.frames, prompt, stage, procedure=it.sample.procedure,
                                     step=it.sample.action or "None", definitions=P.DEFINITIONS,
                                     options=P.OPTION_LIST) for it in items]
-        for it, text in zip(items, self._call(items, reqs, self.route)):
+        for it, text in zip(items, self._call(items, reqs, stage)):
             if text is not None:
                 it.result = classify_answer(text)
 
     def _decoupled(self, items: list[Item]) -> None:
         cfg = self.config
-        self.banks.prepare({it.sample.task_id: it.sample.procedure for it in items}, self)
+        if cfg.match:  # without key-step matching there is no procedure bank to build
+            self.banks.prepare({it.sample.task_id: it.sample.procedure for it in items}, self)
         # Key-step match. Without an action text (Epic-Tent "unknown action", EgoOops without a usable index),
         # the step is found from a narration made without step guidance.
         need_first = [it for it in items if not it.sample.action and cfg.match]
@@ -235,12 +237,12 @@ class EgoADR:
                         for m in matches]
             objects = [self.bank_for(it.sample.task_id, it.sample.procedure).steps[m.index].objects
                        for it, m in zip(items, matches)]
+            for it in items:
+                it.stages["bank"] = self.bank_for(it.sample.task_id, it.sample.procedure).builder
         else:
             steps = [it.sample.action or "unknown" for it in items]
             contexts = [P.CONTEXT_FULL.render(procedure=it.sample.procedure, step=s) for it, s in zip(items, steps)]
             objects = [[] for _ in items]
-        for it in items:
-            it.stages["bank"] = self.bank_for(it.sample.task_id, it.sample.procedure).builder
         live = [i for i, it in enumerate(items) if it.failure is None]
         if not cfg.narration:
             if not cfg.match:  # Table 6 row 1 is the one-pass baseline
