@@ -77,11 +77,13 @@ def bench_cache(root: Path, limit: int) -> str:
     cells += [{"label": "cot", "mode": "cot"}, {"label": "direct", "mode": "direct"}]
     exp = {"name": "grid", "table": "table6", "base": {"model": "scripted-double"}, "cells": cells}
     lines = ["| grid pass | cells | model calls | cache hits |", "|---|---:|---:|---:|"]
-    for old in ("nocache", "first", "second", "grid-cache"):  # a fresh grid and an empty cache
+    for old in ("nocache", "first", "second", "grid-cache", "grid-nocache"):  # a fresh grid and an empty cache
         shutil.rmtree(root / old, ignore_errors=True)
     for label, use_cache, sub in (("no cache", False, "nocache"), ("cache, first pass", True, "first"),
                                   ("cache, second pass", True, "second")):
-        over = {"limit": limit, "cache_dir": str(root / "grid-cache"), "use_cache": use_cache}
+        # the no-cache pass gets its own cache folder so that not even its procedure banks are reused later
+        cache_dir = root / ("grid-cache" if use_cache else "grid-nocache")
+        over = {"limit": limit, "cache_dir": str(cache_dir), "use_cache": use_cache}
         _, res = run_experiment(exp, over, root / sub, progress=False, model=ScriptedModelDouble())
         lines.append(f"| {label} | {len(res)} | {sum(r['model_calls'] for r in res)} | "
                      f"{sum(r['cache_hits'] for r in res)} |")
