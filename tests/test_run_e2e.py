@@ -169,3 +169,22 @@ def test_a_data_problem_is_recorded_as_such_not_as_a_video_error(tmp_path, share
     ion = [r for r in rows if r["task_id"] == "ion"]
     assert ion and all(r["failure"].startswith("data:") for r in ion)
     assert all(r["failure"].startswith("video:") for r in rows if r["task_id"] != "ion")
+
+
+def test_merged_shards_equal_an_unsharded_run(tmp_path, tiny_model_dir, demo_root):
+    """Issue 5: data-parallel shards merged with `eval merge` give the same predictions and metrics."""
+    from ego_adr.eval.mc import compute_mc_metrics, load_predictions
+    from ego_adr.eval.merge import merge_predictions
+
+    common = dict(mode="shallow", max_new_tokens=16, batch_size=1, use_cache=False)  # no cache: really recompute
+    execute(RunConfig(output_dir=str(tmp_path / "whole"), **common), progress=False)
+    for i in range(3):
+        execute(RunConfig(output_dir=str(tmp_path / f"shard-{i}"), num_shards=3, shard_index=i, **common),
+                progress=False)
+    merge_predictions([tmp_path / f"shard-{i}" / "predictions.jsonl" for i in range(3)], tmp_path / "merged.jsonl")
+    whole = load_predictions(tmp_path / "whole" / "predictions.jsonl")
+    merged = load_predictions(tmp_path / "merged.jsonl")
+    key = lambda r: (r["prediction"], r["failure"], r["raw"])  # noqa: E731
+    assert {r["sample_id"]: key(r) for r in merged} == {r["sample_id"]: key(r) for r in whole}
+    a, b = compute_mc_metrics(whole, n_boot=50), compute_mc_metrics(merged, n_boot=50)
+    assert a["overall"] == b["overall"] and a["per_type_accuracy"] == b["per_type_accuracy"]
