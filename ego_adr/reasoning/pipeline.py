@@ -10,6 +10,7 @@ the others.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -326,7 +327,5 @@ class EgoADR:
 
 
 def _first_int(text: str | None) -> int | None:
-    import re
-
     m = re.search(r"\d+", text or "")
     return int(m.group(0)) if m else None

@@ -127,25 +127,22 @@ CONTEXT_FULL = Prompt(
 )
 
 # --- one-pass baselines (the public evaluator's question; Appendix C) --------------------------------------
-DIRECT = Prompt(
-    "direct_mc",
-    "1",
+_ONE_PASS_QUESTION = (
     "You are watching an egocentric video of a person doing a procedural task. Decide whether the person made "
     "an error in the current step and, if so, which type.\n"
     "Error types:\n{definitions}\n\n"
     "Task Procedure: {procedure}\n"
     'Current Step: "{step}"\n\n'
-    "Answer with exactly one of: {options}.",
+)
+DIRECT = Prompt(
+    "direct_mc",
+    "1",
+    _ONE_PASS_QUESTION + "Answer with exactly one of: {options}.",
 )
 COT = Prompt(
     "cot_mc",
     "1",
-    "You are watching an egocentric video of a person doing a procedural task. Decide whether the person made "
-    "an error in the current step and, if so, which type.\n"
-    "Error types:\n{definitions}\n\n"
-    "Task Procedure: {procedure}\n"
-    'Current Step: "{step}"\n\n'
-    "Let's think step by step: first describe what the person does, then compare it with the current step. "
+    _ONE_PASS_QUESTION + "Let's think step by step: first describe what the person does, then compare it with the current step. "
     "End with a last line of the form \"Answer: <option>\", where <option> is exactly one of: {options}.",
 )
 
