@@ -10,7 +10,7 @@ files) once into the cache, then times, per sample (mean over the same random 30
 * decord opening the video for every sample -- what the public white agent does.
 
 Wall time is noisy on a shared machine, so methods take turns on each window and the CPU time (all threads)
-is printed too. The measurements behind ``ego_adr.video.AUTO_ORDER`` came from this script.
+is printed too. The measurements behind ``ego_adr.video.sampler.AUTO_ORDER`` came from this script.
 Every returned frame's index is read back from the picture (the video encodes it), so a wrong frame shows up as
 a mismatch count. Prints a markdown table and the fastest method per frame count.
 
@@ -31,8 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from ego_adr.data.demo import cache_root  # noqa: E402
-from ego_adr.synth import make_test_video, read_frame_index  # noqa: E402
-from ego_adr.video import FrameSampler, available_backends, plan_indices  # noqa: E402
+from ego_adr.video.sampler import FrameSampler, available_backends, plan_indices  # noqa: E402
+from ego_adr.video.synth import make_test_video, read_frame_index  # noqa: E402
 
 
 def bench_video(minutes: float, fps: int = 30, gop: int = 225) -> Path:
@@ -47,7 +47,7 @@ def bench_video(minutes: float, fps: int = 30, gop: int = 225) -> Path:
 
 
 def decord_reopen(path: Path, start: float, end: float, n: int) -> tuple[np.ndarray, list[int]]:
-    from ego_adr.video_readers import import_decord
+    from ego_adr.video.readers import import_decord
 
     decord = import_decord()
 

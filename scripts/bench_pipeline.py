@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def _long_video(root: Path, minutes: float = 10.0) -> Path:
-    from ego_adr.synth import make_test_video
+    from ego_adr.video.synth import make_test_video
 
     path = root / "bench_long_h264.mp4"
     if not path.exists():
@@ -44,9 +44,9 @@ def _samples(video: Path, n: int, window: float = 30.0):
 
 
 def bench_overlap(root: Path, n: int, latency: float, frames: int) -> str:
-    from ego_adr.config import RunConfig
-    from ego_adr.doubles import ScriptedModelDouble
-    from ego_adr.runner import run_multiple_choice
+    from ego_adr.models.doubles import ScriptedModelDouble
+    from ego_adr.run.config import RunConfig
+    from ego_adr.run.runner import run_multiple_choice
 
     video = _long_video(root)
     rows = []
@@ -72,8 +72,8 @@ def bench_overlap(root: Path, n: int, latency: float, frames: int) -> str:
 
 
 def bench_cache(root: Path, limit: int) -> str:
-    from ego_adr.doubles import ScriptedModelDouble
-    from ego_adr.experiments import run_experiment
+    from ego_adr.models.doubles import ScriptedModelDouble
+    from ego_adr.run.experiments import run_experiment
 
     cells = [{"label": f"{m}_match-{a}_narr-{b}", "mode": m, "match": a, "narration": b}
              for m in ("deep", "shallow") for a in (True, False) for b in (True, False)]

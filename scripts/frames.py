@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from ego_adr.experiments import main
+from ego_adr.run.experiments import main
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiments" / "frames.yaml"
 

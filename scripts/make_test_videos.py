@@ -11,9 +11,9 @@ The selection (sources, --limit spread over the sources) is the runner's own, so
 
 import argparse
 
-from ego_adr.config import RunConfig
-from ego_adr.runner import load_dataset
-from ego_adr.synth import make_public_layout_videos
+from ego_adr.run.config import RunConfig
+from ego_adr.run.runner import load_dataset
+from ego_adr.video.synth import make_public_layout_videos
 
 
 def main() -> None:

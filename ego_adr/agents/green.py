@@ -267,8 +267,8 @@ def _score_mc(rows: list[dict], samples, out: Path, white_url: str) -> dict:
 
 
 def _judge_config(cfg: EvalConfig, demo_only: bool):
-    from ego_adr.config import RunConfig, cache_root
-    from ego_adr.run_open import DEFAULT_JUDGE_NAMES
+    from ego_adr.run.config import RunConfig, cache_root
+    from ego_adr.run.open_end import DEFAULT_JUDGE_NAMES
 
     j = cfg.judges
     if j == "tiny" or (j is None and demo_only):
@@ -280,10 +280,10 @@ def _judge_config(cfg: EvalConfig, demo_only: bool):
 
 
 def _score_open(rows: list[dict], samples, out: Path, cfg: EvalConfig) -> dict:
-    from ego_adr.cache import StageCache
     from ego_adr.eval.open_end import render_open_end_report, score_open_end_rows, select_qa
     from ego_adr.eval.report import write_metrics_json
-    from ego_adr.run_open import judge_answers
+    from ego_adr.models.cache import StageCache
+    from ego_adr.run.open_end import judge_answers
 
     wanted = {(s.sample_id, q) for s, q in select_qa(samples, cfg.qa_selection, cfg.seed)}
     answers = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]

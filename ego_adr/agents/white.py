@@ -124,7 +124,7 @@ class WhiteAgent:
     def __init__(self, model, video_roots: list, mode: str = "auto", frames: int = 8, cache_dir=None,
                  max_pending: int = 8, decode_workers: int = 2, max_new_tokens: int = 256):
         from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-        from ego_adr.video import FrameSampler
+        from ego_adr.video.sampler import FrameSampler
 
         self.guard = VideoGuard(video_roots)
         self.frames = frames
@@ -145,7 +145,7 @@ class WhiteAgent:
 
     def _item(self, q: WhiteQuery, path: Path):
         from ego_adr.data.sample import Sample
-        from ego_adr.runner import decode_item
+        from ego_adr.run.runner import decode_item
 
         digest = hashlib.sha256(q.text.encode("utf-8", "replace")).hexdigest()[:16]
         task_id = "a2a-" + hashlib.sha256(q.procedure.encode()).hexdigest()[:12] if q.procedure else "a2a"
@@ -251,8 +251,8 @@ def build_white_app(agent: WhiteAgent, url: str, token: str | None = None, max_b
 
 def load_agent_model(name: str, device: str = "auto", backend: str = "hf", cache_dir: str | None = None,
                      use_cache: bool = True, base_url: str | None = None):
-    from ego_adr.config import RunConfig
-    from ego_adr.runner import load_vlm
+    from ego_adr.run.config import RunConfig
+    from ego_adr.run.runner import load_vlm
 
     cfg = RunConfig(model=None if name == "tiny" else name, device=device, backend=backend, cache_dir=cache_dir,
                     use_cache=use_cache, base_url=base_url)
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     sock = bind_socket(a.host, a.port)
     url = a.public_url or url_of(sock, a.host)
     model = load_agent_model(a.model, a.device, a.backend, a.cache_dir, base_url=a.base_url)
-    from ego_adr.config import cache_root
+    from ego_adr.run.config import cache_root
 
     agent = WhiteAgent(model, guard_roots, a.mode, a.frames, Path(a.cache_dir) if a.cache_dir else cache_root(),
                        a.max_pending, max_new_tokens=a.max_new_tokens)

@@ -282,7 +282,7 @@ def _qa(step_text: str, label: str, desc: str | None, objs: list[str] | None) ->
 
 
 def _build(dest: Path, procs: dict[str, dict]) -> None:
-    from ego_adr.synth import write_video
+    from ego_adr.video.synth import write_video
 
     (dest / "annotations").mkdir(parents=True)
     vdir = dest / "videos" / "demo"

@@ -230,7 +230,7 @@ def judge_rows(
     ``config`` defaults to the paper's judge decoding (greedy, 256 new tokens; Appendix H); it is part of the
     cache key, so a different setting never reuses outputs of another.
     """
-    from ego_adr.cache import CachedModel
+    from ego_adr.models.cache import CachedModel
 
     named = {
         n: (j if isinstance(j, CachedModel) else CachedModel(j, cache, _backend_of(j)))

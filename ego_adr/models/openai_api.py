@@ -1,9 +1,9 @@
-"""OpenAI-compatible chat backend: GPT-4o, Gemini's OpenAI endpoint, vLLM / SGLang servers, ``ego_adr.serve``.
+"""OpenAI-compatible chat backend: GPT-4o, Gemini's OpenAI endpoint, vLLM / SGLang servers, ``ego_adr.models.serve``.
 
 Why a separate backend rather than an HF wrapper: hosted models and multi-GPU inference servers are reached over
 HTTP, and the chat-completions wire format is the one they all share. Video is not part of that format, so a
 :class:`~ego_adr.models.base.Frames` clip travels as a short text note ("N frames sampled uniformly ... at X fps")
-followed by N ``image_url`` parts holding base64 JPEG (or PNG) frames. Our own server (:mod:`ego_adr.serve`)
+followed by N ``image_url`` parts holding base64 JPEG (or PNG) frames. Our own server (:mod:`ego_adr.models.serve`)
 recognises the note and rebuilds the clip with its frame rate, so a served HF model sees the same input as a local
 one.
 
@@ -36,7 +36,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"}
 RETRY_STATUS = {408, 409, 429}
 
-#: The note placed before a clip's frames. ``ego_adr.serve`` parses it back (keep the two in sync via
+#: The note placed before a clip's frames. ``ego_adr.models.serve`` parses it back (keep the two in sync via
 #: :func:`frames_note` / :func:`parse_frames_note`).
 _NOTE_RE = re.compile(
     r"^The following (\d+) frames? (?:are|is) sampled uniformly from the video clip at ([0-9.]+) frames per second\.$"

@@ -3,7 +3,7 @@
 Why: one GPU node running vLLM batches hundreds of requests with paged attention and tensor parallelism, which is
 what a full EgoErrorVQA run over several models needs. The pipeline is unchanged; only the backend differs.
 
-Frames are sampled by *our* sampler (``ego_adr.video``) so every backend sees the same frames; they are passed to
+Frames are sampled by *our* sampler (``ego_adr.video.sampler``) so every backend sees the same frames; they are passed to
 vLLM as one video per :class:`Frames` part, as ``(array, metadata)`` with ``frames_indices = 0..N-1`` and
 ``fps = Frames.fps`` (the rate of the sampled frames), plus ``mm_processor_kwargs = {"fps": ..., "do_sample_frames":
 False}``. Both carriers are needed across versions: with transformers 4.x the Qwen2.5-VL processor takes the frame

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ego_adr.procedures import ProcedureBank, parse_model_bank, rule_based_bank
 from ego_adr.reasoning import prompts as P
+from ego_adr.reasoning.procedures import ProcedureBank, parse_model_bank, rule_based_bank
 
 if TYPE_CHECKING:
     from ego_adr.reasoning.pipeline import EgoADR

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from ego_adr.data.sample import Sample
-from ego_adr.matching import TAU, KeyStepMatcher, StepMatch
 from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request
 from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.banks import BankStore
 from ego_adr.reasoning.classify import Classification, classify_answer, classify_keywords
+from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
 from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
 
 MODES = ("auto", "deep", "shallow", "cot", "direct")

@@ -77,7 +77,7 @@ class EgoADRStreamMonitor(Monitor):
         self.name = "egoadr" if mode == "shallow" else "egoadr-deep"
 
     def reset(self, ctx: EpisodeContext) -> None:
-        from ego_adr.matching import KeyStepMatcher
+        from ego_adr.reasoning.matching import KeyStepMatcher
 
         self.ctx = ctx
         self.t = template_by_name(ctx.task, self.templates_dir)

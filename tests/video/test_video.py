@@ -7,14 +7,21 @@ import threading
 import numpy as np
 import pytest
 
-from ego_adr.synth import (
+from ego_adr.video.sampler import (
+    FrameSampler,
+    VideoError,
+    available_backends,
+    clip_info,
+    plan_indices,
+    target_size,
+)
+from ego_adr.video.synth import (
     index_frame,
     make_public_layout_videos,
     make_test_video,
     read_frame_index,
     write_video,
 )
-from ego_adr.video import FrameSampler, VideoError, available_backends, clip_info, plan_indices, target_size
 
 BACKENDS = available_backends()
 FPS = 8
@@ -186,7 +193,7 @@ def test_public_layout_videos_cover_windows(tmp_path):
 
 @pytest.mark.skipif(len(BACKENDS) < 2, reason="needs two video backends")
 def test_auto_falls_back_when_first_backend_cannot_decode(videos, monkeypatch):
-    from ego_adr import video
+    from ego_adr.video import sampler as video
 
     first = next(b for b in video.AUTO_ORDER if b in BACKENDS)
 
@@ -206,7 +213,7 @@ def test_public_layout_videos_for_real_annotations(tmp_path):
     """The real Epic-Tent annotations (4 long videos, windows up to ~720 s) run on generated videos."""
     from pathlib import Path
 
-    shared = Path(__file__).resolve().parents[1].parent / "shared" / "egoerrorvqa"
+    shared = Path(__file__).resolve().parents[2].parent / "shared" / "egoerrorvqa"
     if not shared.is_dir():
         pytest.skip(f"EgoErrorVQA annotations not found at {shared}")
     egoerrorvqa = pytest.importorskip("ego_adr.data.egoerrorvqa")
@@ -226,7 +233,7 @@ def test_loading_decord_does_not_break_opencv_png(tmp_path):
 
     if "decord" not in available_backends():
         pytest.skip("decord not installed")
-    code = ("from ego_adr.video_readers import import_decord; import_decord(); import cv2, numpy as np; "
+    code = ("from ego_adr.video.readers import import_decord; import_decord(); import cv2, numpy as np; "
             "ok, buf = cv2.imencode('.png', np.zeros((8, 8, 3), np.uint8)); "
             "assert ok and cv2.imdecode(buf, cv2.IMREAD_COLOR) is not None")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -18,7 +18,7 @@ import pytest
 from ego_adr.agents.protocol import green_message
 from ego_adr.taxonomy import OPTIONS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # A white agent written against the a2a-sdk 0.3.21 server API, standing in for a public/AgentBeats-style agent:
 # it answers every question with the same option.

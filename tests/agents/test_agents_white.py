@@ -24,7 +24,7 @@ import pytest
 from ego_adr.agents.protocol import mc_question, open_question, white_message
 from ego_adr.taxonomy import OPTIONS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROC = ("First, fill the kettle with water at the tap, then switch it on. Next, put a tea bag into the cup, then "
         "pour the hot water into the cup.")
 

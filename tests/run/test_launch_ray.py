@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.launch_ray import shard_command, split_run_args
+from ego_adr.run.launch_ray import shard_command, split_run_args
 
 RUN_ARGS = ["--limit", "3", "--mode", "direct", "--frames", "4", "--max-new-tokens", "8", "--no-cache"]
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _launch(args):
     """Run from the repository root, so the shards import this checkout's ego_adr."""
     return subprocess.run(
-        [sys.executable, "-m", "ego_adr.launch_ray", *args],
+        [sys.executable, "-m", "ego_adr.run.launch_ray", *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -43,8 +43,8 @@ def test_split_run_args_takes_output_dir_and_refuses_shard_flags(tmp_path):
 
 @pytest.mark.slow
 def test_local_shards_cover_the_run_once_and_merge(tmp_path, demo_root, tiny_model_dir):
-    from ego_adr.config import RunConfig
-    from ego_adr.runner import load_dataset
+    from ego_adr.run.config import RunConfig
+    from ego_adr.run.runner import load_dataset
 
     out = tmp_path / "run"
     r = _launch(["--local", "--num-shards", "2", "--", *RUN_ARGS, "--output-dir", str(out)])

@@ -15,7 +15,7 @@ import pytest
 from ego_adr.eval.__main__ import main
 from ego_adr.taxonomy import OPTIONS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -1,8 +1,8 @@
 """Data-parallel shards of one run, as Ray tasks or local processes, then one merged and scored result.
 
-    python -m ego_adr.launch_ray --num-shards 8 --gpus-per-shard 1 -- --model qwen2.5-vl --data-root D \\
+    python -m ego_adr.run.launch_ray --num-shards 8 --gpus-per-shard 1 -- --model qwen2.5-vl --data-root D \\
         --video-root V --output-dir runs/q25
-    python -m ego_adr.launch_ray --local --num-shards 2 --devices 0,1 -- <ego_adr.run args>
+    python -m ego_adr.run.launch_ray --local --num-shards 2 --devices 0,1 -- <ego_adr.run args>
 
 Why subprocesses of ``python -m ego_adr.run`` rather than calling the pipeline inside Ray workers: each shard is
 then exactly the command a user could run by hand (``--num-shards K --shard-index i --output-dir OUT/shard-i``),
@@ -61,8 +61,8 @@ def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
 
 def default_output_dir(run_args: list[str]) -> Path:
     """The folder ``ego_adr.run`` would pick for these arguments (so sharded and unsharded runs agree)."""
-    from ego_adr.run import config_from_args
-    from ego_adr.runner import default_output_dir as runner_default
+    from ego_adr.run.cli import config_from_args
+    from ego_adr.run.runner import default_output_dir as runner_default
 
     cfg, _ = config_from_args(run_args)
     return Path(runner_default(cfg))
@@ -135,10 +135,10 @@ def merge_and_score(out: Path, num_shards: int, score: bool = True) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m ego_adr.launch_ray",
+        prog="python -m ego_adr.run.launch_ray",
         description="Run `python -m ego_adr.run` as K data-parallel shards (Ray tasks or local processes), "
         "then merge and score. Arguments after '--' go to ego_adr.run.",
-        usage="python -m ego_adr.launch_ray --num-shards K [options] -- <ego_adr.run arguments>",
+        usage="python -m ego_adr.run.launch_ray --num-shards K [options] -- <ego_adr.run arguments>",
     )
     p.add_argument("--num-shards", type=int, required=True, help="number of shards K")
     p.add_argument("--local", action="store_true", help="run shards as local processes (no Ray needed)")

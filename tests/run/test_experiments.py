@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.doubles import ScriptedModelDouble
-from ego_adr.experiments import load_experiment, run_experiment
+from ego_adr.models.doubles import ScriptedModelDouble
+from ego_adr.run.experiments import load_experiment, run_experiment
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "experiments"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "experiments"
 
 
 @pytest.mark.parametrize("name", ["table5", "table6", "frames"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ego_adr.config import RunConfig
+from ego_adr.run.config import RunConfig
 
 
 def _bool(v: str) -> bool:
@@ -94,11 +94,11 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ego_adr.config import ConfigError
+    from ego_adr.run.config import ConfigError
 
     try:
         cfg, args = config_from_args(argv)
-        from ego_adr.runner import execute
+        from ego_adr.run.runner import execute
 
         out, metrics = execute(cfg, progress=not args.quiet)
     except ConfigError as e:

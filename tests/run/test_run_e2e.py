@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.config import RunConfig
-from ego_adr.runner import execute
+from ego_adr.run.config import RunConfig
+from ego_adr.run.runner import execute
 from ego_adr.taxonomy import OPTIONS
 
 FAST = dict(max_new_tokens=24, batch_size=4)  # the random model never stops by itself: keep calls short
@@ -72,14 +72,14 @@ def test_full_forced_mode_runs_with_the_tiny_model(tmp_path, tiny_model_dir, dem
 
 def test_real_annotations_with_generated_videos_on_all_four_sources(tmp_path, tiny_model_dir, shared_data):
     from ego_adr.data.egoerrorvqa import load_samples
-    from ego_adr.synth import make_public_layout_videos
+    from ego_adr.video.synth import make_public_layout_videos
 
     vroot = tmp_path / "videos"
     cfg = RunConfig(data_root=str(shared_data), video_root=str(tmp_path), limit=12, mode="shallow",
                     output_dir=str(tmp_path / "real"), **FAST)
     samples = load_samples(shared_data, video_root=tmp_path)
     vroot.mkdir()
-    from ego_adr.runner import load_dataset
+    from ego_adr.run.runner import load_dataset
 
     chosen, _ = load_dataset(cfg)
     make_public_layout_videos(chosen, tmp_path, fps=0.5, size=(96, 72))

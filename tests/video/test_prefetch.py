@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from ego_adr.prefetch import Prefetcher
-from ego_adr.synth import make_test_video, read_frame_index
-from ego_adr.video import FrameSampler
+from ego_adr.video.prefetch import Prefetcher
+from ego_adr.video.sampler import FrameSampler
+from ego_adr.video.synth import make_test_video, read_frame_index
 
 
 def _prefetch_threads() -> list[threading.Thread]:

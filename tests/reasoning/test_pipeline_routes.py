@@ -3,10 +3,10 @@ tests are about the pipeline around the model)."""
 
 import json
 
-from ego_adr.config import RunConfig
-from ego_adr.doubles import ScriptedModelDouble
 from ego_adr.models.base import Capabilities
-from ego_adr.runner import execute
+from ego_adr.models.doubles import ScriptedModelDouble
+from ego_adr.run.config import RunConfig
+from ego_adr.run.runner import execute
 
 
 class FrameRecordingDouble(ScriptedModelDouble):

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.cache import CachedModel, StageCache
 from ego_adr.data.sample import OPEN_END, QAPair, Sample
 from ego_adr.eval.open_end import (
     PARSE_FAILURES,
@@ -19,9 +18,10 @@ from ego_adr.eval.open_end import (
     select_qa,
 )
 from ego_adr.models.base import Generation, GenerationConfig
+from ego_adr.models.cache import CachedModel, StageCache
 from ego_adr.store import JsonlStore
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "egoerrorvqa"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "egoerrorvqa"
 
 
 # --- parse_score on realistic judge replies -----------------------------------------------------------------

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ego_adr.cache import CachedModel, StageCache, frames_digest, request_key
 from ego_adr.models.base import Capabilities, Frames, GenerationConfig, Message, Request
+from ego_adr.models.cache import CachedModel, StageCache, frames_digest, request_key
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class CountingModelDouble:
@@ -177,7 +177,7 @@ def test_four_threads_share_one_cache_consistently(tmp_path):
 
 def test_two_processes_share_the_cache_file(tmp_path):
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from ego_adr.cache import StageCache\n"
+        "import sys; sys.path.insert(0, sys.argv[1]); from ego_adr.models.cache import StageCache\n"
         "c = StageCache(sys.argv[2])\n"
         "for i in range(200): c.put(f'{sys.argv[3]}-{i}', 'x' * 100)\n"
     )

@@ -37,7 +37,7 @@ class ScriptedModelDouble:
         self._lock = threading.Lock()
 
     def generate(self, requests: list[Request]) -> list[Generation]:
-        from ego_adr.cache import messages_digest
+        from ego_adr.models.cache import messages_digest
 
         out = []
         if self.per_batch and self.latency:

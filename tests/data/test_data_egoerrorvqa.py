@@ -23,7 +23,7 @@ from ego_adr.data.sample import MULTIPLE_CHOICE, OPEN_END, Sample
 from ego_adr.data.sources import clean_cc4d_description
 from ego_adr.taxonomy import OPTIONS, canonical
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "egoerrorvqa"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "egoerrorvqa"
 # Sample counts of the developer split, from ../shared/egoerrorvqa/README.md.
 COUNTS = {
     MULTIPLE_CHOICE: {"captaincook4d": 702, "assembly101": 327, "egooops": 145, "epic_tent": 124},

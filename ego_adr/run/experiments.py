@@ -1,4 +1,4 @@
-"""The paper's ablations from one YAML each: ``python -m ego_adr.experiments configs/experiments/table6.yaml``.
+"""The paper's ablations from one YAML each: ``python -m ego_adr.run.experiments configs/experiments/table6.yaml``.
 
 An experiment file has ``name``, ``table`` (``table4`` = frame sweep in Table 3/4 layout, ``table5`` = deep /
 shallow / CoT per model, ``table6`` = match x narration), ``base`` (run settings shared by every cell, any
@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from ego_adr.config import ConfigError, RunConfig
+from ego_adr.run.config import ConfigError, RunConfig
 
 TABLES = ("table4", "table5", "table6")
 
@@ -54,7 +54,7 @@ def run_experiment(exp: dict, overrides: dict | None = None, out_root: Path | No
                    model=None) -> tuple[str, list[dict]]:
     """Run every cell (resuming finished ones) and return the rendered table and per-cell results."""
     from ego_adr.eval.mc import compute_mc_metrics, load_predictions
-    from ego_adr.runner import execute
+    from ego_adr.run.runner import execute
 
     results = []
     for cell, cfg in cell_configs(exp, overrides, out_root):
@@ -95,7 +95,7 @@ def render(exp: dict, results: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ego_adr.experiments",
+    p = argparse.ArgumentParser(prog="python -m ego_adr.run.experiments",
                                 description="Run a paper ablation grid from configs/experiments/*.yaml")
     p.add_argument("experiment", help="YAML file, e.g. configs/experiments/table6.yaml")
     p.add_argument("--out", help="root folder of the cells (default runs/experiments/<name>)")

@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible server that runs any of our VLMs: ``python -m ego_adr.serve --model M --port P``.
+"""A small OpenAI-compatible server that runs any of our VLMs: ``python -m ego_adr.models.serve --model M --port P``.
 
 Why: it puts a model behind the same wire format as GPT-4o or a vLLM server, so the OpenAI backend, the A2A
 agents and remote evaluators can use a local HF model unchanged, and the tests exercise the whole HTTP path with the
@@ -26,8 +26,8 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from .models.base import Frames, GenerationConfig, Message, Request
-from .models.openai_api import is_loopback, parse_frames_note
+from ego_adr.models.base import Frames, GenerationConfig, Message, Request
+from ego_adr.models.openai_api import is_loopback, parse_frames_note
 
 
 class BadRequest(ValueError):
@@ -177,7 +177,7 @@ def create_app(model, model_name: str | None = None, default_fps: float = 1.0, b
         if not isinstance(body, dict):
             return error(400, "body must be a JSON object", "invalid_request_error")
         if body.get("stream"):
-            return error(400, "streaming is not supported by ego_adr.serve", "invalid_request_error")
+            return error(400, "streaming is not supported by ego_adr.models.serve", "invalid_request_error")
         try:
             messages = parse_messages(body.get("messages"), default_fps)
             max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 256
@@ -185,7 +185,7 @@ def create_app(model, model_name: str | None = None, default_fps: float = 1.0, b
             config = GenerationConfig(max_new_tokens=int(max_tokens), do_sample=bool(temperature))
         except (BadRequest, ValueError, TypeError) as e:
             return error(400, str(e), "invalid_request_error")
-        fut = batcher.submit(Request(messages, config, meta={"source": "ego_adr.serve"}))
+        fut = batcher.submit(Request(messages, config, meta={"source": "ego_adr.models.serve"}))
         try:
             gen = await asyncio.wrap_future(fut)
         except Exception as e:
@@ -253,7 +253,7 @@ class BackgroundServer:
         deadline = time.monotonic() + timeout
         while not self.server.started:
             if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("ego_adr.serve did not start")
+                raise RuntimeError("ego_adr.models.serve did not start")
             time.sleep(0.02)
         self.port = self.server.servers[0].sockets[0].getsockname()[1]
         return self
@@ -276,7 +276,7 @@ class BackgroundServer:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
-        prog="python -m ego_adr.serve",
+        prog="python -m ego_adr.models.serve",
         description="Serve a VLM behind an OpenAI-compatible /v1/chat/completions endpoint.",
     )
     ap.add_argument("--model", required=True, help="hub id, local folder or registry alias")
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import uvicorn
 
-    from .models import load_model
+    from ego_adr.models import load_model
 
     if not is_loopback(f"http://{args.host}"):
         print(f"warning: listening on {args.host} without authentication")

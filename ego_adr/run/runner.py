@@ -20,8 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ego_adr import __version__
-from ego_adr.config import ConfigError, RunConfig
 from ego_adr.data.sample import Sample
+from ego_adr.run.config import ConfigError, RunConfig
 
 
 def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
@@ -66,7 +66,7 @@ def load_vlm(cfg: RunConfig, model=None):
 
     ``model``: an already constructed VLM to use instead (library use, benchmarks, tests with a model double).
     """
-    from ego_adr.cache import CachedModel, StageCache
+    from ego_adr.models.cache import CachedModel, StageCache
 
     cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
     if model is not None:
@@ -204,8 +204,8 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
 
 
 def _process(pipe, cfg: RunConfig, pending: list[Sample], store, progress: bool, tqdm) -> None:
-    from ego_adr.prefetch import Prefetcher
-    from ego_adr.video import FrameSampler
+    from ego_adr.video.prefetch import Prefetcher
+    from ego_adr.video.sampler import FrameSampler
 
     sampler = FrameSampler()
     decode = _decode(sampler, cfg.frames, pipe.needs_frames)
@@ -263,7 +263,7 @@ def execute(cfg: RunConfig, progress: bool = True, model=None) -> tuple[Path, di
     if not samples:
         raise ConfigError(f"no samples to run (sources {info['sources']} under {info['data_root']})")
     if cfg.task == "open-end":
-        from ego_adr.run_open import run_open_end
+        from ego_adr.run.open_end import run_open_end
 
         return out, run_open_end(cfg, out, samples, info, progress=progress, model=model)
     return out, run_multiple_choice(cfg, out, samples, info, progress=progress, model=model)

@@ -205,4 +205,4 @@ def load_yaml_procedures(folder: str | Path) -> dict[str, dict]:
 
 def repo_root() -> Path:
     """The checkout's root (``procedures/`` and ``configs/`` live there; the package is installed editable)."""
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""OpenAIChatModel against real HTTP servers: ego_adr.serve running a model, and a scripted stdlib server for
+"""OpenAIChatModel against real HTTP servers: ego_adr.models.serve running a model, and a scripted stdlib server for
 retries, errors and the concurrency limit."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from ego_adr.models.base import VLM, Capabilities, Frames, Generation, GenerationConfig, Message, Request
 from ego_adr.models.openai_api import OpenAIChatModel, frames_note, parse_frames_note, to_openai_messages
-from ego_adr.serve import BackgroundServer
+from ego_adr.models.serve import BackgroundServer
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -259,7 +259,7 @@ def test_payload_is_greedy_with_max_tokens(scripted):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# the whole path with a real model: tiny Qwen2.5-VL behind ego_adr.serve, reached through OpenAIChatModel
+# the whole path with a real model: tiny Qwen2.5-VL behind ego_adr.models.serve, reached through OpenAIChatModel
 def test_served_tiny_model_matches_local_model():
     from ego_adr.models import load_model
 

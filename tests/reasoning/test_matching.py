@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.matching import TAU, KeyStepMatcher
-from ego_adr.procedures import parse_model_bank, rule_based_bank, split_steps
+from ego_adr.reasoning.matching import TAU, KeyStepMatcher
+from ego_adr.reasoning.procedures import parse_model_bank, rule_based_bank, split_steps
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "egoerrorvqa"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "egoerrorvqa"
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ego_adr.config import RunConfig
 from ego_adr.data.sample import Sample
+from ego_adr.run.config import RunConfig
 
 DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
 
@@ -72,8 +72,8 @@ def judge_one_at_a_time(loaders: dict, rows: list[dict], cache, backend: str, pr
     """
     from tqdm import tqdm
 
-    from ego_adr.cache import CachedModel
     from ego_adr.eval.open_end import judge_request
+    from ego_adr.models.cache import CachedModel
 
     reqs = [judge_request(r) for r in rows if not r.get("error") and (r.get("answer") or "").strip()]
     released, stats = {}, {}
@@ -92,8 +92,8 @@ def judge_one_at_a_time(loaders: dict, rows: list[dict], cache, backend: str, pr
 def judge_answers(cfg: RunConfig, answer_rows: list[dict], path: Path, cache, progress: bool = True
                   ) -> tuple[list[dict], str, dict]:
     """The judge stage: judgement rows in ``path`` (resumable), a line naming the judges, per-judge call counts."""
-    from ego_adr.cache import CachedModel
     from ego_adr.eval.open_end import judge_rows
+    from ego_adr.models.cache import CachedModel
     from ego_adr.store import JsonlStore
 
     loaders, note = judge_loaders(cfg)
@@ -116,7 +116,6 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
                  model=None) -> dict:
     from tqdm import tqdm
 
-    from ego_adr.cache import StageCache
     from ego_adr.eval.open_end import (
         render_open_end_report,
         score_open_end_rows,
@@ -124,11 +123,12 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
         selection_label,
     )
     from ego_adr.eval.report import write_metrics_json
-    from ego_adr.prefetch import Prefetcher
+    from ego_adr.models.cache import StageCache
     from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-    from ego_adr.runner import _decode, _versions, load_vlm, write_json
+    from ego_adr.run.runner import _decode, _versions, load_vlm, write_json
     from ego_adr.store import JsonlStore
-    from ego_adr.video import FrameSampler
+    from ego_adr.video.prefetch import Prefetcher
+    from ego_adr.video.sampler import FrameSampler
 
     out.mkdir(parents=True, exist_ok=True)
     selection = selection_label(cfg.qa_selection, cfg.seed)

@@ -9,7 +9,7 @@ import pytest
 
 from ego_adr.data.demo import VERSION, demo_paths, ensure_demo, load_procedures
 from ego_adr.taxonomy import OPTIONS
-from ego_adr.video import FrameSampler
+from ego_adr.video.sampler import FrameSampler
 
 
 @pytest.fixture(scope="module")

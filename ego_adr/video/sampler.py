@@ -4,7 +4,7 @@ Why a reader cache: the EgoErrorVQA samples of one source share long recordings 
 CaptainCook4D), and opening a file costs 0.05-0.5 s because the reader indexes every packet (STACK-NOTES, video
 decoding; scripts/bench_frames.py). Many samples of one video therefore reuse one reader; a bounded LRU
 (``max_open``) keeps memory and file handles in check; each reader has its own lock, so threads (see
-:mod:`ego_adr.prefetch`) can decode different videos at the same time.
+:mod:`ego_adr.video.prefetch`) can decode different videos at the same time.
 
 Sampling rule (the same for every backend): the window ``[start, end)`` holds the frames whose timestamps
 ``i / fps`` fall inside it; that run of ``M`` frames is cut into ``N`` equal segments and the *centre* frame of each
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ego_adr.video_readers import _READERS, _Reader, available_backends  # noqa: F401 (re-exported)
+from ego_adr.video.readers import _READERS, _Reader, available_backends  # noqa: F401 (re-exported)
 
 BACKENDS = ("decord", "pyav", "opencv")
 # Order tried by backend="auto", per file; the next one is used when a library is missing or cannot open or

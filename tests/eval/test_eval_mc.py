@@ -11,7 +11,7 @@ import pytest
 from ego_adr.eval.mc import compute_mc_metrics, dedup_rows
 from ego_adr.taxonomy import OPTIONS
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "egoerrorvqa"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "egoerrorvqa"
 WO, WA, WOR, OM, UA = "Wrong object", "Wrong action", "Wrong order", "Omission", "Unintended and unnecessary action"
 
 

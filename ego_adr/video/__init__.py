@@ -1,0 +1,1 @@
+"""Frames from video: the sampler, its decoders, background prefetch and the synthetic demo clips."""
