@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.run.launch_ray import LaunchError, chunk_command, split_run_args
+from ego_adr.run.launch_ray import LaunchError, _check_plan, chunk_command, split_run_args
 
 # shallow mode: the model narrates, the keyword classifier decides, so every row carries real model text;
 # batch 1 and no stage cache, so each chunk really computes its rows (nothing is copied from the baseline)
@@ -105,18 +105,23 @@ def test_ray_cluster_runs_chunks_and_a_crashed_chunk_resumes(tmp_path, unsharded
 
 
 @pytest.mark.slow
-def test_local_chunks_retry_a_crash_and_equal_the_unsharded_run(tmp_path, unsharded):
+def test_local_chunk_that_keeps_failing_stops_the_merge_and_a_rerun_resumes(tmp_path, unsharded):
     out = tmp_path / "local"
-    r = _launch(["--local", "--chunk-size", "1", "--retries", "0", "--test-crash-chunk", "2", "--",
+    r = _launch(["--local", "--num-chunks", "2", "--retries", "0", "--test-crash-chunk", "1", "--",
                  *RUN_ARGS, "--output-dir", str(out)])
-    assert r.returncode == 1 and "chunk(s) 2 failed after 1 attempt(s)" in r.stderr, r.stdout + r.stderr
+    assert r.returncode == 1 and "chunk(s) 1 failed after 1 attempt(s)" in r.stderr, r.stdout + r.stderr
     assert not (out / "predictions.jsonl").exists()  # nothing merged from an incomplete run
-    assert (out / "chunk-0" / "predictions.jsonl").exists() and (out / "chunk-1" / "predictions.jsonl").exists()
-    r = _launch(["--local", "--chunk-size", "1", "--", *RUN_ARGS, "--output-dir", str(out)])  # rerun resumes
+    assert len(_rows(out / "chunk-0" / "predictions.jsonl")) == 1  # the other chunk finished regardless
+    r = _launch(["--local", "--num-chunks", "2", "--", *RUN_ARGS, "--output-dir", str(out)])  # rerun resumes
     assert r.returncode == 0, r.stdout + r.stderr
-    _assert_same_as_unsharded(out, unsharded, 3)
-    r = _launch(["--local", "--chunk-size", "2", "--", *RUN_ARGS, "--output-dir", str(out)])
-    assert r.returncode == 2 and "3 samples in 3 chunks" in r.stderr  # another cut of the same folder: refused
+    _assert_same_as_unsharded(out, unsharded, 2)
+
+
+def test_a_rerun_must_cut_the_run_the_same_way(tmp_path):
+    _check_plan(tmp_path, {"num_chunks": 3, "n_samples": 3, "run_args": []})
+    _check_plan(tmp_path, {"num_chunks": 3, "n_samples": 3, "run_args": []})  # same cut: resumes
+    with pytest.raises(LaunchError, match="3 samples in 3 chunks, this one is 3 samples in 2 chunks"):
+        _check_plan(tmp_path, {"num_chunks": 2, "n_samples": 3, "run_args": []})
 
 
 def test_ray_mode_without_ray_says_how_to_install(tmp_path):
