@@ -105,16 +105,21 @@ def test_ray_cluster_runs_chunks_and_a_crashed_chunk_resumes(tmp_path, unsharded
 
 
 @pytest.mark.slow
-def test_local_chunk_that_keeps_failing_stops_the_merge_and_a_rerun_resumes(tmp_path, unsharded):
+def test_local_processes_retry_a_crashed_chunk_and_equal_the_unsharded_run(tmp_path, unsharded):
     out = tmp_path / "local"
-    r = _launch(["--local", "--num-chunks", "2", "--retries", "0", "--test-crash-chunk", "1", "--",
-                 *RUN_ARGS, "--output-dir", str(out)])
-    assert r.returncode == 1 and "chunk(s) 1 failed after 1 attempt(s)" in r.stderr, r.stdout + r.stderr
-    assert not (out / "predictions.jsonl").exists()  # nothing merged from an incomplete run
-    assert len(_rows(out / "chunk-0" / "predictions.jsonl")) == 1  # the other chunk finished regardless
-    r = _launch(["--local", "--num-chunks", "2", "--", *RUN_ARGS, "--output-dir", str(out)])  # rerun resumes
+    r = _launch(["--local", "--num-chunks", "2", "--test-crash-chunk", "1", "--", *RUN_ARGS, "--output-dir", str(out)])
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "chunk 1/2: ok" in r.stdout and "attempt 2" in r.stdout
     _assert_same_as_unsharded(out, unsharded, 2)
+
+
+def test_a_chunk_failing_every_attempt_is_reported_and_the_rest_finish(tmp_path):
+    from ego_adr.run.launch_ray import run_local
+
+    ok, bad = [sys.executable, "-c", "pass"], [sys.executable, "-c", "raise SystemExit(3)"]
+    results = run_local([bad, ok, ok], tmp_path, 1, None, 2, {}, lambda res: None)
+    assert [r["rc"] for r in results] == [3, 0, 0] and [r["attempt"] for r in results] == [3, 1, 1]
+    assert (tmp_path / "chunk-0.log").read_text().count("--- attempt") == 3
 
 
 def test_a_rerun_must_cut_the_run_the_same_way(tmp_path):
@@ -129,3 +134,23 @@ def test_ray_mode_without_ray_says_how_to_install(tmp_path):
         pytest.skip("ray is installed here")
     r = _launch(["--num-chunks", "2", "--", "--output-dir", str(tmp_path / "o")])
     assert r.returncode == 2 and "pip install 'ego-adr[ray]'" in r.stderr and "--local" in r.stderr
+
+
+def test_local_slots_take_the_next_chunk_while_a_slow_one_runs(tmp_path):
+    """Scheduling alone, with plain processes as chunks: while chunk 0 runs, the other slot runs all the rest."""
+    from ego_adr.run.launch_ray import run_local
+
+    show = "import os; print('GPU', os.environ['CUDA_VISIBLE_DEVICES'])"
+    last = tmp_path / "chunk-4.log"  # the slow chunk runs until the last fast chunk has run (60 s at most)
+    wait = (f"; import time, pathlib; p = pathlib.Path({str(last)!r}); t = time.time()\n"
+            "while time.time() - t < 60 and 'GPU' not in (p.read_text() if p.exists() else ''): time.sleep(0.05)\n"
+            "raise SystemExit(0 if 'GPU' in p.read_text() else 1)")
+    slow = [sys.executable, "-c", show + wait]
+    fast = [sys.executable, "-c", show]
+    done: list[int] = []
+    results = run_local([slow, fast, fast, fast, fast], tmp_path, 2, ["7", "9"], 0, {},
+                        lambda res: done.append(res["index"]))
+    assert [r["rc"] for r in results] == [0] * 5  # chunk 0 saw chunk 4 run while it was still running
+    assert sorted(done) == [0, 1, 2, 3, 4] and done.index(0) >= 3 and [r["index"] for r in results] == [0, 1, 2, 3, 4]
+    gpu = [(tmp_path / f"chunk-{i}.log").read_text().split("GPU ")[1].split()[0] for i in range(5)]
+    assert gpu[0] in ("7", "9") and set(gpu[1:]) == {"7", "9"} - {gpu[0]}  # a running chunk's GPU is its own
