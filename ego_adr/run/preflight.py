@@ -191,7 +191,7 @@ def preflight(cfg) -> dict:
         src["largest_size"] = size
         src["visual_tokens"] = _visual_tokens(arch, budget, cfg.frames, size)
     return {"config": cfg, "info": info, "n_samples": len(samples), "family": family, "family_how": family_how,
-            "per_source": per, "plan": plan, "memory_note": mem_note}
+            "per_source": per, "plan": plan, "arch": arch, "memory_note": mem_note}
 
 
 def _fmt_fps(c: Counter) -> str:
@@ -256,6 +256,10 @@ def render(rep: dict) -> str:
         out.append(format_plans([plan]))
         if not plan.fits:
             out.append(f"The run would stop here: {plan.reason}")
+    arch = rep.get("arch")
+    if arch is not None and arch.dynamic and arch.temporal_patch > 1 and cfg.frames % arch.temporal_patch:
+        out.append(f"Note: this family encodes frames in groups of {arch.temporal_patch}; with {cfg.frames} frames "
+                   "its processor repeats the last frame to fill the group.")
     return "\n".join(out)
 
 

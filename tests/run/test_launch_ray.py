@@ -114,7 +114,7 @@ def test_local_processes_retry_a_crashed_chunk_and_equal_the_unsharded_run(tmp_p
 
 
 def test_a_chunk_failing_every_attempt_is_reported_and_the_rest_finish(tmp_path):
-    from ego_adr.run.launch_ray import run_local
+    from ego_adr.run.chunk_runner import run_local
 
     ok, bad = [sys.executable, "-c", "pass"], [sys.executable, "-c", "raise SystemExit(3)"]
     results = run_local([bad, ok, ok], tmp_path, 1, None, 2, {}, lambda res: None)
@@ -138,7 +138,7 @@ def test_ray_mode_without_ray_says_how_to_install(tmp_path):
 
 def test_local_slots_take_the_next_chunk_while_a_slow_one_runs(tmp_path):
     """Scheduling alone, with plain processes as chunks: while chunk 0 runs, the other slot runs all the rest."""
-    from ego_adr.run.launch_ray import run_local
+    from ego_adr.run.chunk_runner import run_local
 
     show = "import os; print('GPU', os.environ['CUDA_VISIBLE_DEVICES'])"
     last = tmp_path / "chunk-4.log"  # the slow chunk runs until the last fast chunk has run (60 s at most)
@@ -154,3 +154,13 @@ def test_local_slots_take_the_next_chunk_while_a_slow_one_runs(tmp_path):
     assert sorted(done) == [0, 1, 2, 3, 4] and done.index(0) >= 3 and [r["index"] for r in results] == [0, 1, 2, 3, 4]
     gpu = [(tmp_path / f"chunk-{i}.log").read_text().split("GPU ")[1].split()[0] for i in range(5)]
     assert gpu[0] in ("7", "9") and set(gpu[1:]) == {"7", "9"} - {gpu[0]}  # a running chunk's GPU is its own
+
+
+def test_dry_run_through_the_launcher_prints_the_cut_and_the_preflight(tmp_path, capsys, demo_root):
+    from ego_adr.run.launch_ray import main
+
+    out = tmp_path / "never"
+    assert main(["--num-chunks", "2", "--", "--limit", "3", "--output-dir", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert f"launch plan: 3 samples in 2 chunks of ~2 into {out}/chunk-*" in text and "| demo | 3 |" in text
+    assert not out.exists()
