@@ -49,6 +49,7 @@ from ego_adr.run.chunk_runner import RAY_MISSING, LaunchError, run_local, run_ra
 
 DEFAULT_CHUNK_SIZE = 64  # see the module docstring ("Why processes")
 
+
 def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
     """Remove ``--output-dir`` from the ``ego_adr.run`` arguments and return it; refuse shard flags (the
     launcher sets them)."""
@@ -118,8 +119,13 @@ def merge_and_score(out: Path, num_chunks: int, score: bool = True) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # a wrong launcher flag: one line, exit 2 (as every user mistake)
+        raise LaunchError(f"{message} (see python -m ego_adr.run.launch_ray --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="python -m ego_adr.run.launch_ray",
         description="Run `python -m ego_adr.run` as many small chunks scheduled dynamically (Ray tasks or local "
         "processes), retry failed chunks, then merge and score. Arguments after '--' go to ego_adr.run.",
@@ -160,6 +166,11 @@ def _check_plan(out: Path, plan: dict) -> None:
                 f"{out} holds a launch of {old.get('n_samples')} samples in {old.get('num_chunks')} chunks, this "
                 f"one is {plan['n_samples']} samples in {plan['num_chunks']} chunks; use the same --chunk-size / "
                 "--num-chunks to resume it, or another --output-dir")
+        if old and old.get("run_args") != plan["run_args"]:
+            raise LaunchError(
+                f"{out} holds a launch of `ego_adr.run {' '.join(old.get('run_args') or [])}`, this one is "
+                f"`ego_adr.run {' '.join(plan['run_args'])}`; rerun with the same arguments to resume it, or use "
+                "another --output-dir")
     path.write_text(json.dumps(plan, indent=1))
 
 
@@ -193,6 +204,8 @@ def launch(argv: list[str]) -> int:
 
         print(f"launch plan: {n} samples in {k} chunks of ~{-(-n // k)} into {out}/chunk-*")
         return run_dry(cfg)
+    if args.test_crash_chunk is not None and not 0 <= args.test_crash_chunk < k:
+        raise LaunchError(f"--test-crash-chunk must be in 0..{k - 1} ({k} chunks)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -127,6 +127,8 @@ def test_a_rerun_must_cut_the_run_the_same_way(tmp_path):
     _check_plan(tmp_path, {"num_chunks": 3, "n_samples": 3, "run_args": []})  # same cut: resumes
     with pytest.raises(LaunchError, match="3 samples in 3 chunks, this one is 3 samples in 2 chunks"):
         _check_plan(tmp_path, {"num_chunks": 2, "n_samples": 3, "run_args": []})
+    with pytest.raises(LaunchError, match="holds a launch of `ego_adr.run `, this one is `ego_adr.run --frames 4`"):
+        _check_plan(tmp_path, {"num_chunks": 3, "n_samples": 3, "run_args": ["--frames", "4"]})
 
 
 def test_ray_mode_without_ray_says_how_to_install(tmp_path):
