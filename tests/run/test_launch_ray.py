@@ -113,6 +113,19 @@ def test_local_processes_retry_a_crashed_chunk_and_equal_the_unsharded_run(tmp_p
     _assert_same_as_unsharded(out, unsharded, 2)
 
 
+@pytest.mark.slow
+def test_chunks_that_keep_failing_stop_the_launch_before_the_merge(tmp_path):
+    out = tmp_path / "blocked"
+    out.mkdir()
+    for i in range(2):  # a file where the chunk's folder should be: ego_adr.run fails at once, every attempt
+        (out / f"chunk-{i}").write_text("in the way")
+    r = _launch(["--local", "--num-chunks", "2", "--retries", "1", "--", "--limit", "2", "--output-dir", str(out)])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "chunk(s) 0, 1 failed after 2 attempt(s)" in r.stderr
+    assert (out / "chunk-0.attempts").read_text() == "2" == (out / "chunk-1.attempts").read_text()
+    assert not (out / "predictions.jsonl").exists() and not (out / "metrics.json").exists()
+
+
 def test_a_chunk_failing_every_attempt_is_reported_and_the_rest_finish(tmp_path):
     from ego_adr.run.chunk_runner import run_local
 
