@@ -45,12 +45,11 @@ from ego_adr.agents.protocol import (
     parse_green_message,
     white_message,
 )
+from ego_adr.data import sources as source_registry
 
 log = logging.getLogger("ego_adr.agents.green")
 
-DATASET_NAMES = {"captaincook4d": "captaincook4d", "epic_tent": "epic_tent", "epic-tent": "epic_tent",
-                 "epictent": "epic_tent", "assembly101": "assembly101", "egooops": "egooops", "demo": "demo"}
-PUBLIC_DATASETS = ["captaincook4d", "epic_tent", "assembly101", "egooops"]
+PUBLIC_DATASETS = list(source_registry.names(public_only=True))
 
 
 @dataclass
@@ -81,10 +80,14 @@ class EvalConfig:
         raw = d.get("datasets") or list(PUBLIC_DATASETS)
         if isinstance(raw, str):
             raw = [s for s in raw.split(",") if s.strip()]
-        bad = [s for s in raw if str(s).strip().lower() not in DATASET_NAMES]
-        if bad:
-            raise ProtocolError(f"unknown dataset(s) {bad}; expected some of {sorted(DATASET_NAMES)}")
-        datasets = list(dict.fromkeys(DATASET_NAMES[str(s).strip().lower()] for s in raw))
+        datasets = []
+        for s in raw:
+            try:
+                datasets.append(source_registry.get(str(s)).name)
+            except KeyError:
+                raise ProtocolError(f"unknown dataset {s!r}; expected some of {', '.join(source_registry.names())}"
+                                    ) from None
+        datasets = list(dict.fromkeys(datasets))
         judges = d.get("judges")
         if judges is None and (d.get("judge_model_path") or d.get("deepseek_model_path")):
             judges = []

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ego_adr.agents.protocol import MULTIPLE_CHOICE, ProtocolError, WhiteQuery, parse_white_message
+from ego_adr.models.backends import BACKENDS, backend_help
+from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.taxonomy import OPTIONS
 
 log = logging.getLogger("ego_adr.agents.white")
@@ -262,9 +264,9 @@ def load_agent_model(name: str, device: str = "auto", backend: str = "hf", cache
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ego_adr.agents.white", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="alias, hub id or folder; 'tiny' = the embedded random model")
-    p.add_argument("--backend", default="hf", choices=["hf", "openai", "vllm"])
+    p.add_argument("--backend", default="hf", choices=list(BACKENDS), help=backend_help())
     p.add_argument("--base-url", default=None, help="openai backend: the server's URL")
-    p.add_argument("--mode", default="auto", choices=["auto", "deep", "shallow", "cot", "direct"])
+    p.add_argument("--mode", default="auto", choices=list(MODES), help=mode_help())
     p.add_argument("--frames", type=int, default=8, help="frames per clip (paper Section 6.1: 8/16/24/32)")
     p.add_argument("--video-root", action="append", required=True,
                    help="folder the agent may read videos from (repeatable); other paths are refused")

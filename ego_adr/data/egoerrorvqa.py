@@ -250,7 +250,8 @@ def _context(root: Path, source: str):
     for task in TASKS:
         name = spec.files.get(task)
         if name and (root / name).is_file():
-            records += _records(_read_json(root / name, source), root / name)
+            records += [spec.normalise(r) if spec.normalise and isinstance(r, dict) else r
+                        for r in _records(_read_json(root / name, source), root / name)]
     return spec.context(records)
 
 
@@ -300,7 +301,7 @@ def _load_file(
     records: list[dict] = []
     for n, r in enumerate(_records(_read_json(path, source), path)):
         if isinstance(r, dict):
-            records.append(r)
+            records.append(spec.normalise(r) if spec.normalise else r)
         else:
             issues.append(LoadIssue(source, task, f"{source}/record{n}", f"not a record: {r!r:.80}"))
     built: list[tuple[Sample, list[str]]] = []

@@ -86,7 +86,7 @@ def cmd_score(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from ego_adr.eval.stats import compare_runs, format_comparison
+    from ego_adr.eval.compare import compare_runs, format_comparison
 
     a, b = _load(args.a), _load(args.b)
     try:

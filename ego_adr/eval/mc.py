@@ -36,7 +36,6 @@ CM_COLUMNS: tuple[str, ...] = (*OPTIONS, UNPARSEABLE, FAILED)
 RATE_KEYS = ("accuracy", "precision", "recall", "f1")
 COUNT_KEYS = ("tp", "fp", "tn", "fn", "n", "n_failed", "n_unparseable")
 _CANON = {o.lower(): o for o in OPTIONS}
-KNOWN_SOURCES = ("captaincook4d", "epic_tent", "assembly101", "egooops")
 
 # Row statuses: a usable option, an answer that maps to no option, no answer at all.
 ANSWERED, UNPARSED, NO_ANSWER = "answered", "unparseable", "failed"
@@ -208,8 +207,11 @@ def simple_average(blocks: dict[str, dict]) -> dict:
 
 
 def source_order(source: str) -> tuple:
-    """Sort key: the paper's source order (Table 3: Cook, Tent, Toy, Hand), then any other source by name."""
-    return (KNOWN_SOURCES.index(source), "") if source in KNOWN_SOURCES else (len(KNOWN_SOURCES), source)
+    """Sort key: the source registry's order (the paper's Table 3: Cook, Tent, Toy, Hand), then any other source
+    by name."""
+    from ego_adr.data.sources import order_key  # noqa: PLC0415 -- keep `import ego_adr.eval.mc` minimal
+
+    return order_key(source)
 
 
 def _frames_label(row: dict) -> str | None:
@@ -231,7 +233,7 @@ def compute_mc_metrics(rows: list[dict], *, n_boot: int = 1000, seed: int = 0) -
     ``per_type_accuracy`` (overall and per source), ``confusion_matrix``, ``ci95`` (stratified percentile
     bootstrap of the overall rates, ``n_boot`` resamples, seeded) and bookkeeping counts.
     """
-    from ego_adr.eval.stats import bootstrap_ci  # noqa: PLC0415 -- stats imports this module
+    from ego_adr.eval.stats import bootstrap_ci  # noqa: PLC0415 -- numpy stays off `import ego_adr.eval.mc`
 
     n_rows = len(rows)
     rows = dedup_rows(rows)

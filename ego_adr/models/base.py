@@ -16,6 +16,11 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 
+class BadRequest(ValueError):
+    """A request that can never succeed (malformed message, empty clip, a client request the server cannot turn
+    into a model request — HTTP 400): it fails alone and is never retried."""
+
+
 @dataclass
 class Frames:
     """Uniformly sampled frames of one video window.

@@ -12,6 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ego_adr.data import sources as source_registry
+from ego_adr.models.backends import BACKENDS, backend_help
+from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.run.config import RunConfig
 
 
@@ -33,10 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--config", help="YAML file of settings (flags given here override it)")
     a("--model", help="alias (qwen2.5-vl, qwen2-vl, qwen3-vl, llava-onevision, video-llava, internvl3.5, ...), "
                       "hub id or local folder; default: the embedded tiny demo model")
-    a("--backend", choices=["hf", "openai", "vllm"], help="model backend (default hf)")
+    a("--backend", choices=list(BACKENDS), help=f"model backend (default hf). {backend_help()}")
     a("--task", choices=["multiple-choice", "open-end"], help="benchmark task (default multiple-choice)")
-    a("--mode", choices=["auto", "deep", "shallow", "cot", "direct"],
-      help="auto = text-only probe routes to deep/shallow; cot/direct = one-pass baselines (default auto)")
+    a("--mode", choices=list(MODES), help=f"reasoning mode (default auto). {mode_help()}")
     a("--frames", type=int, help="uniformly sampled frames per clip: 8/16/24/32 in the paper (default 8)")
     a("--match", type=_bool, help="key-step matching on/off (Table 6 ablation; default on)")
     a("--narration", type=_bool, help="video narration on/off (Table 6 ablation; default on)")
@@ -45,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--bank-builder", choices=["auto", "rule", "model"], help="procedure bank builder (default auto)")
     a("--data-root", help="folder with the EgoErrorVQA json files; default: the embedded demo set")
     a("--video-root", help="folder with the source datasets' videos in the public layout")
-    a("--sources", help="comma-separated: captaincook4d,epic_tent,assembly101,egooops (default all)")
+    a("--sources", help=f"comma-separated, some of {','.join(source_registry.names())} "
+                        f"(default {','.join(source_registry.names(public_only=True))})")
     a("--limit", type=int, help="at most N samples (spread over the sources)")
     a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f)")
     a("--device", help="auto, cpu, cuda, cuda:1 ... (default auto)")

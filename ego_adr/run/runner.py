@@ -21,7 +21,8 @@ from pathlib import Path
 
 from ego_adr import __version__
 from ego_adr.data.sample import Sample
-from ego_adr.run.config import ConfigError, RunConfig
+from ego_adr.models.backends import BACKENDS
+from ego_adr.run.config import ALL_SOURCES, ConfigError, RunConfig
 
 
 def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
@@ -38,7 +39,7 @@ def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
     else:
         data_root = Path(cfg.data_root)
         video_root = Path(cfg.video_root) if cfg.video_root else None
-        sources = cfg.sources or ["captaincook4d", "epic_tent", "assembly101", "egooops"]
+        sources = cfg.sources or list(ALL_SOURCES)
         origin = "EgoErrorVQA annotations"
     if cfg.video_root and cfg.data_root is None:
         video_root = Path(cfg.video_root)
@@ -80,12 +81,8 @@ def load_vlm(cfg: RunConfig, model=None):
         name = str(ensure_tiny("qwen2.5-vl"))
     kwargs = dict(backend=cfg.backend, device=cfg.device, dtype=cfg.dtype, batch_size=cfg.batch_size,
                   max_pixels_per_frame=cfg.max_pixels_per_frame, gpu_memory=cfg.gpu_memory)
-    if cfg.backend == "openai":
-        kwargs["base_url"] = cfg.base_url
-    if cfg.backend == "vllm":
-        kwargs["tensor_parallel_size"] = cfg.tensor_parallel_size
-    if cfg.backend == "hf":
-        kwargs["frames"] = cfg.frames  # the memory planner sizes the pixel budget for this many frames
+    # the backend's own settings (hf: frames, for which the memory planner sizes the pixel budget)
+    kwargs.update({k: getattr(cfg, k) for k in BACKENDS[cfg.backend].settings})
     model = load_model(name, **{k: v for k, v in kwargs.items() if v is not None})
     return CachedModel(model, cache, cfg.backend)
 

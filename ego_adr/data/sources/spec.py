@@ -41,7 +41,10 @@ class SourceSpec:
     context)`` reads its native fields; ``context(records)`` is built once per load from all of the
     source's records (every task's file) for sources that need cross-record tables (EgoOops' step list); ``id_prefix(record)`` adds identity before the video id (EgoOops
     video ids are unique only within a task). ``label`` heads the source's column in the Table 3/4 reports.
-    ``public`` sources are the released benchmark's and run by default; ``aliases`` are accepted spellings."""
+    ``public`` sources are the released benchmark's and run by default; ``aliases`` are accepted spellings.
+    ``normalise(record)`` maps a dataset with its own schema onto the fields the loader reads for every source
+    (``video_id``, ``task_id``, ``start_time``, ``end_time``, ``close_end_answer`` or ``qa_pairs``); the
+    EgoErrorVQA sources already use them."""
 
     name: str
     files: Mapping[str, str]
@@ -52,6 +55,7 @@ class SourceSpec:
     aliases: tuple[str, ...] = ()
     context: Callable[[list[dict]], Any] | None = None
     id_prefix: Callable[[dict], tuple[str, ...]] = _no_prefix
+    normalise: Callable[[dict], dict] | None = None
     description: str = ""
     layout: str = ""  # the video layout in words, for help texts and "video not found" hints
     extras: Mapping[str, Any] = field(default_factory=dict)
