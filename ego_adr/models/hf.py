@@ -220,6 +220,13 @@ class HFVideoLM:
                     out[i] = g
         return out  # type: ignore[return-value]
 
+    def encode(self, requests: list[Request]):
+        """What the processor (or tokenizer) makes of these requests, as one left-padded batch: the exact model
+        input, without generating. For checking a family's token layout against the memory planner."""
+        prep = [to_processor_input(r, metadata=self._metadata) if self.is_vlm else text_conversation(r)
+                for r in requests]
+        return self._encode(prep)
+
     # ---- internals ------------------------------------------------------------------------------------------
     def _run_chunk(self, items: list, request: Request) -> list[Generation]:
         t0 = time.perf_counter()
