@@ -75,6 +75,26 @@ def resolve(name: str) -> tuple[str, ModelSpec | None]:
     return key, _by_hub_id(key)
 
 
+def tiny_alias_for(name: str) -> str:
+    """The tiny model of ``name``'s own architecture (``qwen2-vl`` -> ``tiny-qwen2-vl``): for running a grid of
+    real-model cells offline. Raises ValueError for a model whose family is not known without loading it."""
+    spec = ALIASES.get(name.strip().lower()) or _by_hub_id(name.strip())
+    if spec is None:
+        from ego_adr.models.families import family_for_folder
+
+        fam = family_for_folder(os.path.expanduser(name)) if Path(os.path.expanduser(name)).is_dir() else None
+        if fam is None:
+            raise ValueError(f"no tiny model for {name!r}: its architecture is not one of the known families")
+        return fam.tiny_alias
+    return f"tiny-{spec.family}"
+
+
+def is_tiny(name: str | None) -> bool:
+    """The embedded demo model (``None``) or a ``tiny*`` alias: random weights, numbers mean nothing."""
+    spec = ALIASES.get((name or "").strip().lower())
+    return name is None or bool(spec and spec.tiny)
+
+
 def family_from_model_type(model_type: str | None) -> str | None:
     from ego_adr.models.families import family_for_model_type
 
