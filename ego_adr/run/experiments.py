@@ -37,27 +37,33 @@ def load_experiment(path: str | Path) -> dict:
     return exp
 
 
-def cell_configs(exp: dict, overrides: dict | None = None, out_root: Path | None = None) -> list[tuple[dict, RunConfig]]:
-    out_root = Path(out_root or Path("runs") / "experiments" / exp["name"])
+def cell_configs(exp: dict, overrides: dict | None = None, out_root: Path | None = None,
+                 tiny: bool = False) -> list[tuple[dict, RunConfig]]:
+    """``tiny``: each cell runs the tiny random model of its own model's architecture (see :mod:`.tiny_cells`)."""
+    out_root = Path(out_root or Path("runs") / "experiments" / (exp["name"] + ("-tiny" if tiny else "")))
     cells = []
     for cell in exp["cells"]:
         cell = dict(cell)
         label = cell.pop("label")
         run_cell = {k: v for k, v in cell.items() if k != "method"}
         values = {**exp["base"], **run_cell, **(overrides or {})}
+        if tiny:
+            from ego_adr.run.tiny_cells import tiny_cell
+
+            values = tiny_cell(values)
         values["output_dir"] = str(out_root / label.replace(" ", "_").replace("/", "-"))
         cells.append(({"label": label, **cell}, RunConfig(**values).validate()))
     return cells
 
 
 def run_experiment(exp: dict, overrides: dict | None = None, out_root: Path | None = None, progress: bool = True,
-                   model=None) -> tuple[str, list[dict]]:
+                   model=None, tiny: bool = False) -> tuple[str, list[dict]]:
     """Run every cell (resuming finished ones) and return the rendered table and per-cell results."""
     from ego_adr.eval.mc import compute_mc_metrics, load_predictions
     from ego_adr.run.runner import execute
 
     results = []
-    for cell, cfg in cell_configs(exp, overrides, out_root):
+    for cell, cfg in cell_configs(exp, overrides, out_root, tiny=tiny):
         out, _ = execute(cfg, progress=progress, model=model)
         metrics = compute_mc_metrics(load_predictions(out / "predictions.jsonl"))
         run = json.loads((out / "run.json").read_text())
@@ -106,16 +112,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--tiny", action="store_true",
+                   help="offline: every cell on the tiny random model of its own model's architecture")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
-    over = {k: v for k, v in vars(args).items() if k not in ("experiment", "out", "quiet") and v is not None}
+    over = {k: v for k, v in vars(args).items()
+            if k not in ("experiment", "out", "quiet", "tiny") and v is not None}
     try:
+        if args.tiny and args.model:
+            raise ConfigError("--tiny picks each cell's tiny model from the cell's own model; drop --model")
         exp = load_experiment(args.experiment)
-        table, results = run_experiment(exp, over, Path(args.out) if args.out else None, progress=not args.quiet)
+        table, results = run_experiment(exp, over, Path(args.out) if args.out else None, progress=not args.quiet,
+                                        tiny=args.tiny)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    title = exp.get("title", exp["name"])
+    from ego_adr.run.tiny_cells import tiny_title
+
+    title = tiny_title(exp.get("title", exp["name"]), [r["config"] for r in results])
     print(f"\n## {title}\n\n{table}")
     out_root = Path(results[0]["out"]).parent
     (out_root / "table.md").write_text(f"## {title}\n\n{table}\n")
