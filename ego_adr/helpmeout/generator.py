@@ -226,8 +226,10 @@ def candidates(category: str, inj: Injection, template: Template, scene: Scene, 
         # (b) a step-order norm: a block that should follow another by norm is done first
         for k, bid in enumerate(order):
             b = template.block(bid)
+            present = {it.block.id for it in items}  # an earlier omission may have deleted either block
             for prior in b.norm_after:
-                if prior in order and order.index(prior) < k and bid not in tagged_blocks and prior not in tagged_blocks:
+                if prior in order and order.index(prior) < k and bid not in tagged_blocks and prior not in tagged_blocks \
+                        and {bid, prior} <= present:
                     sites.append((k, ("norm", bid, prior)))
     elif category == "anticipation":
         # a placement (store/serve/pack) of an object done before the processing it needs
@@ -296,7 +298,7 @@ def candidates(category: str, inj: Injection, template: Template, scene: Scene, 
         surfaces = sorted(x for x in scene.locations if onto.type_of(x) in onto.ONTOP_LOCATIONS)
         for i in free:
             k = _block_index(items, order, i)
-            for loc in extra_locs + [x for x in scene.locations if onto.type_of(x) in onto.OPENABLE_LOCATIONS]:
+            for loc in extra_locs + [x for x in sorted(scene.locations) if onto.type_of(x) in onto.OPENABLE_LOCATIONS]:
                 if onto.type_of(loc) in onto.OPENABLE_LOCATIONS:
                     sites.append((k, ("add", i, ("open", loc))))
                 if onto.type_of(loc) in onto.SWITCHABLE_LOCATIONS and onto.type_of(loc) not in onto.CLOSED_TO_RUN:
