@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ego_adr.helpmeout.domain import TASK_END, goal_unmet, replay, state_from_facts
+from ego_adr.helpmeout.domain import TASK_END, goal_unmet, state_from_facts
 from ego_adr.helpmeout.generator import (
     CATEGORIES,
     GeneratorConfig,
@@ -31,6 +31,7 @@ from ego_adr.helpmeout.generator import (
     try_inject,
 )
 from ego_adr.helpmeout.planner import Step, plan, scene_state
+from ego_adr.helpmeout.replay import replay
 from ego_adr.helpmeout.templates import Template, instantiate_scene, load_templates
 
 SPLITS = ("train", "val", "test")

@@ -35,8 +35,9 @@ import random
 from dataclasses import dataclass, field, replace
 
 from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import State, goal_unmet, replay
+from ego_adr.helpmeout.domain import State, goal_unmet
 from ego_adr.helpmeout.planner import DEFAULT_TOOLS, PlanError, Planner, Step
+from ego_adr.helpmeout.replay import replay
 from ego_adr.helpmeout.templates import Block, Scene, Subgoal, Template
 
 CATEGORIES = ("omission", "sequence", "anticipation", "perseveration", "action_addition",
