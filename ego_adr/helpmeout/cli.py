@@ -20,6 +20,10 @@ def _generate(a: argparse.Namespace) -> int:
     assign_splits(eps, a.seed, test_size=a.test_size)
     stats = write_release(eps, Path(a.out))
     print(shares_table(stats))
+    if "paper_composition" in stats:
+        from ego_adr.helpmeout.composition import composition_table
+
+        print("\n" + composition_table(stats["paper_composition"]))
     print(f"\n{stats['episodes']} episodes ({stats['splits']}) -> {a.out} in {time.perf_counter() - t0:.1f} s; "
           f"positive-step rate {stats['positive_step_rate']}; mean length {stats['mean_observed_length']}")
     return 0

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from ego_adr.helpmeout import ontology as onto
 from ego_adr.helpmeout.domain import State, goal_unmet
+from ego_adr.helpmeout.lifting import LiftConfig
 from ego_adr.helpmeout.planner import DEFAULT_TOOLS, PlanError, Planner, Step
 from ego_adr.helpmeout.replay import replay
 from ego_adr.helpmeout.templates import Block, Scene, Subgoal, Template
@@ -78,6 +79,7 @@ class GeneratorConfig:
     max_attempts: int = 80  # template/scene redraws before an episode's category is given up
     max_sites: int = 12  # edit sites tried per draw
     p_distractor: float = 0.5  # chance that a used object gets a look-alike next to it (scene instantiation)
+    lift: LiftConfig = field(default_factory=LiftConfig)  # per-episode grounding of the lifted template
 
 
 TOOL_KEYS = {"stirred": "stir", "sliced": "sliced", "cut": "cut", "peeled": "peeled", "cooked": "cook",

