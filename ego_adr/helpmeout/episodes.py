@@ -88,14 +88,19 @@ def make_episode(spec: EpisodeSpec, seed: int, cfg: GeneratorConfig, templates: 
                  shares: dict[str, float]) -> dict:
     rng = random.Random(f"helpmeout:{seed}:{spec.index}")
     model = GoalControlModel(cfg)
-    wanted = [spec.category] if spec.category else []
+    # A correct episode is the reference of an errorful draw whose error is then not made (the pair of Figure 1b
+    # without its errorful half): its task variant is drawn exactly as an errorful one's, so trajectory length
+    # does not give away whether an episode is correct (a random monitor's M1 stays at 0.5).
+    shadow = spec.category or rng.choices(list(shares), weights=list(shares.values()))[0]
+    wanted = [shadow]
     last_error = None
     pool = [t for t in templates if t.complexity == spec.complexity] or list(templates)
     for attempt in range(2 * cfg.max_attempts):
-        # a short task variant may admit no edit of the wanted category: later draws ask for the whole template,
-        # and last of all for a template of any complexity (so that no seed can fail)
+        # a short task variant may admit no edit of the wanted category: every 20 failed draws the variant grows by
+        # a block; last of all any template of any complexity is tried whole (so that no seed can fail)
         lifted = rng.choice(pool if attempt < cfg.max_attempts else templates)
-        lift = cfg.lift if attempt < cfg.max_attempts // 2 else replace(cfg.lift, p_keep_block=1.0)
+        lift = replace(cfg.lift, extra_blocks=attempt // 20) if attempt < cfg.max_attempts else \
+            replace(cfg.lift, p_keep_block=1.0)
         t, mapping, moved, keep = ground(lifted, rng, lift)
         scene = instantiate_scene(t, rng, p_distractor=cfg.p_distractor)
         order = t.random_order(rng)
@@ -107,15 +112,15 @@ def make_episode(spec: EpisodeSpec, seed: int, cfg: GeneratorConfig, templates: 
         if len(ref) < cfg.min_length:
             continue
         state = scene_state(scene)
-        if spec.correct:
-            return _record(spec, seed, t, scene.facts, state, order, ref, ref, [], [], scene.distractors,
-                           (mapping, moved, keep))
         act = model.activations(len(order), rng)
         inj = Injection(program(t, order))
         got = try_inject(wanted[0], inj, t, scene, state, order, act, model, rng, ref, cfg.max_sites)
         if got is None:
             last_error = f"{wanted[0]} infeasible"
             continue
+        if spec.correct:
+            return _record(spec, seed, t, scene.facts, state, order, ref, ref, [], [], scene.distractors,
+                           (mapping, moved, keep))
         inj, real = got
         if model.second_error(act, rng):
             cats = list(shares)

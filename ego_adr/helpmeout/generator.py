@@ -76,7 +76,7 @@ class GeneratorConfig:
     activation_noise_std: float = 0.10  # Table 8: ACTIVATION_NOISE_STD
     min_length: int = 10  # Table 8: shorter trajectories are filtered
     correct_share: float = 188 / 500  # Table 2: 188 correct of the 500 test episodes
-    max_attempts: int = 80  # template/scene redraws before an episode's category is given up
+    max_attempts: int = 120  # template/scene redraws before an episode's category is given up
     max_sites: int = 12  # edit sites tried per draw
     p_distractor: float = 0.5  # chance that a used object gets a look-alike next to it (scene instantiation)
     lift: LiftConfig = field(default_factory=LiftConfig)  # per-episode grounding of the lifted template

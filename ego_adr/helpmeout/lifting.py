@@ -48,8 +48,9 @@ class LiftConfig:
     p_tool: float = 0.5  # a tool role takes another tool of the same job group
     p_location: float = 0.3  # a goal location takes a look-alike location
     p_out: float = 0.9  # an item stored in a cupboard/drawer starts out on the work surface instead
-    p_keep_block: float = 0.15  # a block is part of this episode's task variant (prerequisites always are)
+    p_keep_block: float = 0.05  # a block is part of this episode's task variant (prerequisites always are)
     min_blocks: int = 1  # a one-block variant admits no omission (the generator then draws a longer one)
+    extra_blocks: int = 0  # added by the generator after failed draws (a category that needs more blocks)
 
 
 def signature(name: str) -> tuple[bool, ...]:
@@ -115,7 +116,7 @@ def draw_blocks(t: Template, rng: random.Random, cfg: LiftConfig) -> tuple[str, 
     """The first ``k`` blocks of a random topological order (always closed under prerequisites); each block
     counts towards ``k`` with probability ``p_keep_block``, at least ``min_blocks``."""
     order = t.random_order(rng)
-    k = max(min(cfg.min_blocks, len(order)), sum(rng.random() < cfg.p_keep_block for _ in order))
+    k = max(min(cfg.min_blocks, len(order)), sum(rng.random() < cfg.p_keep_block for _ in order)) + cfg.extra_blocks
     keep = set(order[:k])
     return tuple(b.id for b in t.blocks if b.id in keep)
 
