@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--judge-backend", choices=["hf", "openai"], help="backend of the judges")
     a("--qa-selection", choices=["all", "one"], help="open-end: every QA pair, or one per sample (seeded)")
     a("--quiet", action="store_true", help="no progress bar")
+    a("--dry-run", action="store_true", default=argparse.SUPPRESS,
+      help="print samples, videos found/missing, frame indices and the memory plan; load no model")
     return p
 
 
@@ -100,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     from ego_adr.run.config import ConfigError
 
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        if "--dry-run" in argv:  # preflight (ego_adr/run/preflight.py): nothing is loaded or written
+            from ego_adr.run.preflight import run_dry
+
+            return run_dry(config_from_args([a for a in argv if a != "--dry-run"])[0])
         cfg, args = config_from_args(argv)
         from ego_adr.run.runner import execute
 
