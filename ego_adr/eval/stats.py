@@ -8,6 +8,11 @@ percentile-bootstrap interval and every A/B comparison with a paired test.
   samples (paper, Limitations), and a plain resample would let the error share -- and hence precision/recall --
   wander for reasons unrelated to the model.
 * Paired comparisons draw the *same* samples for both runs, so the interval is on the per-sample difference.
+* Small samples: a percentile bootstrap of a handful of samples is no interval at all (with one error sample
+  every resample has the same recall, so the interval has zero width). :func:`interval_flags` marks every
+  interval computed from fewer than :data:`SMALL_N` samples, or from a stratum of fewer than
+  :data:`SMALL_STRATUM`, and every zero-width one; reports print the flag beside the interval. The thresholds are
+  a rule of thumb of ours (the paper reports no intervals), not a number from the paper.
 * McNemar's test uses per-sample correctness (hit or not); it is exact (binomial) when fewer than 25 samples
   are discordant, where the chi-square approximation is poor, and otherwise chi-square with continuity
   correction.
@@ -18,19 +23,22 @@ from __future__ import annotations
 import numpy as np
 
 RATES = ("accuracy", "precision", "recall", "f1")
+SMALL_N = 30
+SMALL_STRATUM = 10
 
 
 def _cell_arrays(outcomes: list[dict]) -> np.ndarray:
-    """(4, n) 0/1 matrix of tp, fp, tn, fn per sample."""
+    """(5, n) 0/1 matrix of tp, fp, tn, fn and hit per sample."""
     cells = [o["cell"] for o in outcomes]
-    return np.array([[c == k for c in cells] for k in ("tp", "fp", "tn", "fn")], dtype=np.int64).reshape(4, -1)
+    rows = [[c == k for c in cells] for k in ("tp", "fp", "tn", "fn")] + [[bool(o["hit"]) for o in outcomes]]
+    return np.array(rows, dtype=np.int64).reshape(5, -1)
 
 
-def _rates_vec(tp, fp, tn, fn, n) -> dict[str, np.ndarray]:
-    """Vectorised :func:`ego_adr.eval.mc.rates` (same zero-denominator convention)."""
-    tp, fp, tn, fn = (np.asarray(x, dtype=float) for x in (tp, fp, tn, fn))
+def _rates_vec(tp, fp, tn, fn, hits, n) -> dict[str, np.ndarray]:
+    """Vectorised :func:`ego_adr.eval.mc.block` rates (accuracy = hits / n; same zero-denominator convention)."""
+    tp, fp, tn, fn, hits = (np.asarray(x, dtype=float) for x in (tp, fp, tn, fn, hits))
     with np.errstate(divide="ignore", invalid="ignore"):
-        acc = np.where(n > 0, (tp + tn) / max(n, 1), 0.0)
+        acc = np.where(n > 0, hits / max(n, 1), 0.0)
         pre = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
         rec = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
         f1 = np.where(pre + rec > 0, 2 * pre * rec / (pre + rec), 0.0)
@@ -47,7 +55,7 @@ def _draws(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndar
 
 
 def _boot_rates(cells: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
-    sums = [cells[k][draws].sum(axis=1) for k in range(4)]
+    sums = [cells[k][draws].sum(axis=1) for k in range(5)]
     return _rates_vec(*sums, n=draws.shape[1])
 
 
@@ -67,6 +75,28 @@ def bootstrap_ci(outcomes: list[dict], *, n_boot: int = 1000, seed: int = 0) -> 
     strata = np.array([o["gt_error"] for o in outcomes])
     boots = _boot_rates(_cell_arrays(outcomes), _draws(strata, n_boot, rng))
     return {k: _interval(v) for k, v in boots.items()}
+
+
+def interval_flags(outcomes: list[dict], ci: dict[str, list[float]]) -> dict:
+    """Whether the intervals in ``ci`` can be trusted: ``small_n`` (fewer than :data:`SMALL_N` samples or a
+    ground-truth stratum under :data:`SMALL_STRATUM`), the ``zero_width`` metrics, and a ``note`` for reports
+    (``None`` when nothing is flagged)."""
+    n = len(outcomes)
+    n_err = sum(bool(o["gt_error"]) for o in outcomes)
+    strata = [k for k in (n_err, n - n_err) if k]
+    small = n < SMALL_N or (bool(strata) and min(strata) < SMALL_STRATUM)
+    zero = [k for k, (lo, hi) in ci.items() if hi - lo <= 0]
+    note = None
+    if small or zero:
+        parts = []
+        if small:
+            parts.append(f"n = {n} ({n_err} error, {n - n_err} correct samples): too few for a percentile "
+                         f"bootstrap (flagged below {SMALL_N} samples or {SMALL_STRATUM} per stratum)")
+        if zero:
+            parts.append("zero-width interval for " + ", ".join(zero) + " (every resample gave the same value; "
+                         "this is not certainty)")
+        note = "; ".join(parts)
+    return {"small_n": small, "n": n, "n_error": n_err, "n_correct": n - n_err, "zero_width": zero, "note": note}
 
 
 def mcnemar_test(hit_a: list[bool], hit_b: list[bool]) -> dict:
@@ -94,13 +124,16 @@ def compare_runs(rows_a: list[dict], rows_b: list[dict], *, n_boot: int = 1000, 
     ``n_gt_mismatch`` (a sign that the two runs used different annotation files).
     """
     from ego_adr.eval.mc import block, dedup_rows, outcome  # noqa: PLC0415 -- mc imports this module lazily
+    from ego_adr.eval.scoring import screen_rows  # noqa: PLC0415
 
-    oa = {o["sample_id"]: o for o in map(outcome, dedup_rows(rows_a))}
-    ob = {o["sample_id"]: o for o in map(outcome, dedup_rows(rows_b))}
+    kept_a, scr_a = screen_rows(dedup_rows(rows_a))
+    kept_b, scr_b = screen_rows(dedup_rows(rows_b))
+    oa = {o["sample_id"]: o for o in map(outcome, kept_a)}
+    ob = {o["sample_id"]: o for o in map(outcome, kept_b)}
     common = [s for s in oa if s in ob]
     gt_mismatch = sum(sorted(oa[s]["gt"]) != sorted(ob[s]["gt"]) for s in common)
     res: dict = {"n_common": len(common), "n_only_a": len(oa) - len(common), "n_only_b": len(ob) - len(common),
-                 "n_gt_mismatch": gt_mismatch}
+                 "n_gt_mismatch": gt_mismatch, "excluded": {"a": scr_a, "b": scr_b}}
     if not common:
         res.update(a=None, b=None, diff={}, ci95={}, mcnemar=None)
         return res
@@ -124,16 +157,21 @@ def _rescore(o: dict, gt: list[str]) -> dict:
         return {}
     from ego_adr.eval.mc import outcome  # noqa: PLC0415
 
-    status_row = {"sample_id": o["sample_id"], "source": o["source"], "ground_truth": gt,
-                  "prediction": o["pred"] if o["status"] == "answered" else None,
-                  "failure": {"unparseable": "unparseable", "failed": o["failure"] or "failed"}.get(o["status"])}
-    return outcome(status_row)
+    return outcome({"sample_id": o["sample_id"], "source": o["source"], "ground_truth": gt, "answer": o["answer"],
+                    "answer_from": o["answer_from"], "failure": o["failure"]})
 
 
 def format_comparison(res: dict, label_a: str = "A", label_b: str = "B") -> str:
     """Plain-text summary of :func:`compare_runs` (percent points)."""
     lines = [f"common samples: {res['n_common']}  only in {label_a}: {res['n_only_a']}  "
              f"only in {label_b}: {res['n_only_b']}  ground-truth mismatches: {res['n_gt_mismatch']}"]
+    for side, label in (("a", label_a), ("b", label_b)):
+        scr = (res.get("excluded") or {}).get(side) or {}
+        for kind in ("excluded", "unscored"):
+            k = scr.get(kind) or {}
+            if k.get("n"):
+                lines.append(f"{label}: {k['n']} rows {kind} ({', '.join(f'{r} {c}' for r, c in k['by_reason'].items())})"
+                             f": {', '.join(k['ids'][:5])}{' ...' if len(k['ids']) > 5 else ''}")
     if not res["n_common"]:
         lines.append("no samples in common: nothing to compare")
         return "\n".join(lines)

@@ -98,10 +98,12 @@ def test_bad_input_exits_2(tmp_path, capsys):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert main(["score", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert "no prediction rows" in capsys.readouterr().err
     bad_gt = write_jsonl(tmp_path / "bad.jsonl", [{"sample_id": "x", "source": "s", "ground_truth": ["Nope"],
                                                    "prediction": "correct", "failure": None}])
-    assert main(["score", str(bad_gt), "--out", str(tmp_path / "o")]) == 2
-    assert "unknown ground-truth option" in capsys.readouterr().err
+    assert main(["score", str(bad_gt), "--out", str(tmp_path / "o")]) == 2  # nothing at all can be scored
+    err = capsys.readouterr().err
+    assert "no row can be scored" in err and "unknown ground-truth label" in err and len(err.splitlines()) == 1
     with pytest.raises(SystemExit) as e:
         main(["score"])  # missing required arguments
     assert e.value.code == 2
