@@ -122,12 +122,17 @@ class Answer:
 def method_answer(row: dict) -> str | None:
     """What the method concluded for one pipeline row, or ``None`` when it concluded nothing.
 
-    A row with an ``answer`` field (the string the method would send) is taken at its word; an older row without
-    one answers its ``prediction`` only when that is an option and the row has no failure.
+    A row with an ``answer`` field (the string the method would send) is taken at its word. Without one, a
+    one-pass baseline (``direct``/``cot``) answers its model's raw reply, as the public white agent does, and
+    Ego-ADR answers its ``prediction`` only when that is an option and the row has no failure.
     """
+    failed = bool(row.get("failure")) and row.get("failure") != "unparseable"
     if "answer" in row:
         a = row.get("answer")
-        return a if isinstance(a, str) and not (row.get("failure") and row.get("failure") != "unparseable") else None
+        return a if isinstance(a, str) and not failed else None
+    if row.get("route") in ("direct", "cot"):
+        raw = row.get("raw")
+        return raw.strip() if isinstance(raw, str) and not failed else None
     pred = row.get("prediction")
     return pred if pred in OPTIONS and not row.get("failure") else None
 

@@ -127,6 +127,10 @@ def screen(row: dict, sources: set[str] | None = None) -> tuple[str, str | None]
     if labels is None:
         return EXCLUDED, f"unknown ground-truth label {row.get('ground_truth')!r:.80}"
     if not labels:
+        failure = row.get("failure")
+        if isinstance(failure, str) and "ground-truth label" in failure:
+            # the loader dropped a label that is no option and the runner recorded why ("data: no valid ...")
+            return EXCLUDED, "unknown ground-truth label (dropped by the loader)"
         return UNSCORED, "no ground truth"
     return SCORED, None
 

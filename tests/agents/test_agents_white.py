@@ -284,3 +284,15 @@ def test_non_loopback_bind_needs_a_token():
     check_bind("0.0.0.0", "t", False)
     with pytest.raises(SystemExit):
         check_bind("0.0.0.0", None, False)
+
+
+def test_one_pass_baseline_answers_the_raw_reply_like_the_public_white_agent(white, tmp_path):
+    """``direct`` is the paper's baseline row: what goes on the wire is the model's reply as it came."""
+    from ego_adr.agents.white import WhiteAgent
+
+    agent = WhiteAgent(GibberishModelDouble(), [white.root], mode="direct", frames=2, cache_dir=tmp_path)
+    try:
+        ans = asyncio.run(agent.answer(mc_text(white.clip)))
+    finally:
+        agent.close()
+    assert ans.text == "zzz qqq" and ans.metadata["ego_adr"]["status"] == "ok"

@@ -213,3 +213,21 @@ def test_write_report_accepts_note_list_and_int_frames(tmp_path):
     text = paths["report"].read_text()
     assert "first\n\nsecond" in text and "| **Overall** | 16f |" in text
     assert all(p.is_file() for p in paths.values())
+
+
+def test_rows_with_unusable_labels_are_reported_not_fatal(tmp_path, capsys):
+    """Rows as the runner writes them when the loader dropped a label (issue 11: metrics used to crash on every
+    rerun), beside unlabelled rows and good rows: the report is written and names them."""
+    good = make_rows(seed=4)[:30]
+    odd = [{"sample_id": "cook/bad-label", "source": "captaincook4d", "ground_truth": [], "prediction": None,
+            "failure": "data: no valid ground-truth label (close_end_answer='Wrong colour')", "raw": None},
+           {"sample_id": "mine/clip1", "source": "captaincook4d", "ground_truth": [], "prediction": "Omission",
+            "failure": None, "raw": "Omission"}]
+    path = write_jsonl(tmp_path / "p.jsonl", good + odd)
+    assert main(["score", str(path), "--out", str(tmp_path / "o"), "--n-boot", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "excluded: 1 rows" in out and "cook/bad-label" in out and "unscored: 1 rows" in out
+    m = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    assert m["overall"]["n"] == 30 and m["excluded"]["ids"] == ["cook/bad-label"]
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "Excluded rows" in report and "mine/clip1" in report and "Lenient reading" in report
