@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ego_adr.eval.mc import block, dedup_rows, outcome
+from ego_adr.eval.scoring import screen_rows
 from ego_adr.eval.stats import RATES, _boot_rates, _cell_arrays, _draws, _interval
 
 
@@ -36,12 +37,14 @@ def compare_runs(rows_a: list[dict], rows_b: list[dict], *, n_boot: int = 1000, 
     ``n_gt_mismatch`` (a sign that the two runs used different annotation files).
     """
 
-    oa = {o["sample_id"]: o for o in map(outcome, dedup_rows(rows_a))}
-    ob = {o["sample_id"]: o for o in map(outcome, dedup_rows(rows_b))}
+    kept_a, scr_a = screen_rows(dedup_rows(rows_a))
+    kept_b, scr_b = screen_rows(dedup_rows(rows_b))
+    oa = {o["sample_id"]: o for o in map(outcome, kept_a)}
+    ob = {o["sample_id"]: o for o in map(outcome, kept_b)}
     common = [s for s in oa if s in ob]
     gt_mismatch = sum(sorted(oa[s]["gt"]) != sorted(ob[s]["gt"]) for s in common)
     res: dict = {"n_common": len(common), "n_only_a": len(oa) - len(common), "n_only_b": len(ob) - len(common),
-                 "n_gt_mismatch": gt_mismatch}
+                 "n_gt_mismatch": gt_mismatch, "excluded": {"a": scr_a, "b": scr_b}}
     if not common:
         res.update(a=None, b=None, diff={}, ci95={}, mcnemar=None)
         return res
@@ -64,16 +67,21 @@ def _rescore(o: dict, gt: list[str]) -> dict:
     if sorted(o["gt"]) == sorted(gt):
         return {}
 
-    status_row = {"sample_id": o["sample_id"], "source": o["source"], "ground_truth": gt,
-                  "prediction": o["pred"] if o["status"] == "answered" else None,
-                  "failure": {"unparseable": "unparseable", "failed": o["failure"] or "failed"}.get(o["status"])}
-    return outcome(status_row)
+    return outcome({"sample_id": o["sample_id"], "source": o["source"], "ground_truth": gt, "answer": o["answer"],
+                    "answer_from": o["answer_from"], "failure": o["failure"]})
 
 
 def format_comparison(res: dict, label_a: str = "A", label_b: str = "B") -> str:
     """Plain-text summary of :func:`compare_runs` (percent points)."""
     lines = [f"common samples: {res['n_common']}  only in {label_a}: {res['n_only_a']}  "
              f"only in {label_b}: {res['n_only_b']}  ground-truth mismatches: {res['n_gt_mismatch']}"]
+    for side, label in (("a", label_a), ("b", label_b)):
+        scr = (res.get("excluded") or {}).get(side) or {}
+        for kind in ("excluded", "unscored"):
+            k = scr.get(kind) or {}
+            if k.get("n"):
+                lines.append(f"{label}: {k['n']} rows {kind} ({', '.join(f'{r} {c}' for r, c in k['by_reason'].items())})"
+                             f": {', '.join(k['ids'][:5])}{' ...' if len(k['ids']) > 5 else ''}")
     if not res["n_common"]:
         lines.append("no samples in common: nothing to compare")
         return "\n".join(lines)

@@ -8,6 +8,11 @@ percentile-bootstrap interval and every A/B comparison with a paired test.
   samples (paper, Limitations), and a plain resample would let the error share -- and hence precision/recall --
   wander for reasons unrelated to the model.
 * Paired comparisons draw the *same* samples for both runs, so the interval is on the per-sample difference.
+* Small samples: a percentile bootstrap of a handful of samples is no interval at all (with one error sample
+  every resample has the same recall, so the interval has zero width). :func:`interval_flags` marks every
+  interval computed from fewer than :data:`SMALL_N` samples, or from a stratum of fewer than
+  :data:`SMALL_STRATUM`, and every zero-width one; reports print the flag beside the interval. The thresholds are
+  a rule of thumb of ours (the paper reports no intervals), not a number from the paper.
 * McNemar's test uses per-sample correctness (hit or not); it is exact (binomial) when fewer than 25 samples
   are discordant, where the chi-square approximation is poor, and otherwise chi-square with continuity
   correction.
@@ -18,19 +23,22 @@ from __future__ import annotations
 import numpy as np
 
 RATES = ("accuracy", "precision", "recall", "f1")
+SMALL_N = 30
+SMALL_STRATUM = 10
 
 
 def _cell_arrays(outcomes: list[dict]) -> np.ndarray:
-    """(4, n) 0/1 matrix of tp, fp, tn, fn per sample."""
+    """(5, n) 0/1 matrix of tp, fp, tn, fn and hit per sample."""
     cells = [o["cell"] for o in outcomes]
-    return np.array([[c == k for c in cells] for k in ("tp", "fp", "tn", "fn")], dtype=np.int64).reshape(4, -1)
+    rows = [[c == k for c in cells] for k in ("tp", "fp", "tn", "fn")] + [[bool(o["hit"]) for o in outcomes]]
+    return np.array(rows, dtype=np.int64).reshape(5, -1)
 
 
-def _rates_vec(tp, fp, tn, fn, n) -> dict[str, np.ndarray]:
-    """Vectorised :func:`ego_adr.eval.mc.rates` (same zero-denominator convention)."""
-    tp, fp, tn, fn = (np.asarray(x, dtype=float) for x in (tp, fp, tn, fn))
+def _rates_vec(tp, fp, tn, fn, hits, n) -> dict[str, np.ndarray]:
+    """Vectorised :func:`ego_adr.eval.mc.block` rates (accuracy = hits / n; same zero-denominator convention)."""
+    tp, fp, tn, fn, hits = (np.asarray(x, dtype=float) for x in (tp, fp, tn, fn, hits))
     with np.errstate(divide="ignore", invalid="ignore"):
-        acc = np.where(n > 0, (tp + tn) / max(n, 1), 0.0)
+        acc = np.where(n > 0, hits / max(n, 1), 0.0)
         pre = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
         rec = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
         f1 = np.where(pre + rec > 0, 2 * pre * rec / (pre + rec), 0.0)
@@ -47,7 +55,7 @@ def _draws(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndar
 
 
 def _boot_rates(cells: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
-    sums = [cells[k][draws].sum(axis=1) for k in range(4)]
+    sums = [cells[k][draws].sum(axis=1) for k in range(5)]
     return _rates_vec(*sums, n=draws.shape[1])
 
 
@@ -67,3 +75,25 @@ def bootstrap_ci(outcomes: list[dict], *, n_boot: int = 1000, seed: int = 0) -> 
     strata = np.array([o["gt_error"] for o in outcomes])
     boots = _boot_rates(_cell_arrays(outcomes), _draws(strata, n_boot, rng))
     return {k: _interval(v) for k, v in boots.items()}
+
+
+def interval_flags(outcomes: list[dict], ci: dict[str, list[float]]) -> dict:
+    """Whether the intervals in ``ci`` can be trusted: ``small_n`` (fewer than :data:`SMALL_N` samples or a
+    ground-truth stratum under :data:`SMALL_STRATUM`), the ``zero_width`` metrics, and a ``note`` for reports
+    (``None`` when nothing is flagged)."""
+    n = len(outcomes)
+    n_err = sum(bool(o["gt_error"]) for o in outcomes)
+    strata = [k for k in (n_err, n - n_err) if k]
+    small = n < SMALL_N or (bool(strata) and min(strata) < SMALL_STRATUM)
+    zero = [k for k, (lo, hi) in ci.items() if hi - lo <= 0]
+    note = None
+    if small or zero:
+        parts = []
+        if small:
+            parts.append(f"n = {n} ({n_err} error, {n - n_err} correct samples): too few for a percentile "
+                         f"bootstrap (flagged below {SMALL_N} samples or {SMALL_STRATUM} per stratum)")
+        if zero:
+            parts.append("zero-width interval for " + ", ".join(zero) + " (every resample gave the same value; "
+                         "this is not certainty)")
+        note = "; ".join(parts)
+    return {"small_n": small, "n": n, "n_error": n_err, "n_correct": n - n_err, "zero_width": zero, "note": note}
