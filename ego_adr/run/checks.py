@@ -173,7 +173,8 @@ def check_memory(gpu_memory: str | None) -> None:
 
 
 def check_environment(cfg) -> None:
-    """All checks of one run's settings that need no model and no data (see the module docstring)."""
+    """All checks of one run's settings that need no model and no data (see the module docstring). The model
+    name is checked by the runner (:func:`check_model_name`), unless the caller hands it a model object."""
     check_device(cfg.device, cfg.backend)
     if cfg.dtype is not None and cfg.dtype not in DTYPES:
         raise ConfigError(f"--dtype {cfg.dtype!r} is not a dtype; use one of {', '.join(DTYPES)}")
@@ -187,7 +188,6 @@ def check_environment(cfg) -> None:
     if cfg.backend == "openai" and cfg.base_url and not re.match(r"^https?://", cfg.base_url):
         raise ConfigError(f"--base-url {cfg.base_url!r} must start with http:// or https:// "
                           "(e.g. http://127.0.0.1:8000/v1)")
-    check_model_name(cfg.model, cfg.backend)
     if cfg.output_dir:
         check_writable_dir(cfg.output_dir, "--output-dir")
     check_writable_dir(cfg.resolved_cache_dir(), "--cache-dir" if cfg.cache_dir else "the cache folder "

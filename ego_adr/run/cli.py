@@ -23,8 +23,15 @@ def _bool(v: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected on/off, got {v!r}")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A wrong flag is one line (what is wrong, where the help is) and exit 2, not the whole usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m ego_adr.run",
         description="Run Ego-ADR (or a baseline) on EgoErrorVQA or the embedded demo set.",
         epilog="Exit status: 0 done; 2 a mistake in the command (one line says what to do; nothing was run); "

@@ -339,11 +339,13 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
     Raises :class:`ConfigError` for a user mistake (before any work), :class:`ProbeUnreachable` when the routing
     probe cannot reach the model (nothing is recorded or cached).
     """
-    from ego_adr.run.checks import check_writable_dir
+    from ego_adr.run.checks import check_model_name, check_writable_dir
     from ego_adr.run.failures import drop_retryable
     from ego_adr.run.identity import FolderLock, claim, run_identity
 
     cfg.validate()
+    if model is None:
+        check_model_name(cfg.model, cfg.backend)
     out = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg)
     if not cfg.output_dir:
         check_writable_dir(out, "the default output folder (choose another with --output-dir)")
