@@ -98,6 +98,9 @@ class RunConfig:
             )
         if self.video_root is not None and not Path(self.video_root).is_dir():
             raise ConfigError(f"--video-root {self.video_root} is not a folder (see README: 'Getting the videos')")
+        from ego_adr.run.checks import check_environment
+
+        check_environment(self)
         return self
 
     @staticmethod
@@ -107,13 +110,20 @@ class RunConfig:
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"--config {path}: no such file")
-        data = yaml.safe_load(p.read_text()) or {}
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except (yaml.YAMLError, OSError, UnicodeDecodeError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ConfigError(f"--config {path} is not readable YAML ({first}); fix the file") from None
         if not isinstance(data, dict):
             raise ConfigError(f"--config {path}: expected a mapping of settings")
         names = {f.name for f in fields(RunConfig)}
         unknown = sorted(set(data) - names)
         if unknown:
             raise ConfigError(f"--config {path}: unknown setting(s) {unknown}; known: {sorted(names)}")
+        from ego_adr.run.checks import check_types
+
+        check_types(data, f"--config {path}")
         return data
 
     def to_dict(self) -> dict:
