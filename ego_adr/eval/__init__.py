@@ -19,7 +19,7 @@ def __getattr__(name: str):
 
         return write_report
     if name == "compare_runs":
-        from ego_adr.eval.stats import compare_runs
+        from ego_adr.eval.compare import compare_runs
 
         return compare_runs
     if name == "agreement":

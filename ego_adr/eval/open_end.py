@@ -25,13 +25,15 @@ from ego_adr.models.base import GenerationConfig, Message, Request
 
 log = logging.getLogger(__name__)
 
-# Table 3 columns <-> data sources.
-SOURCE_COLUMNS: dict[str, str] = {
-    "captaincook4d": "Cook",
-    "epic_tent": "Tent",
-    "assembly101": "Toy",
-    "egooops": "Hand",
-}
+
+
+def source_columns() -> dict[str, str]:
+    """Table 3 columns: each public source's report label (Cook, Tent, Toy, Hand), from the source registry."""
+    from ego_adr.data import sources  # noqa: PLC0415
+
+    return {n: sources.SOURCES[n].label for n in sources.names(public_only=True)}
+
+
 SCORE_RANGE = (0.0, 5.0)  # Section 3.4
 JUDGE_CONFIG = GenerationConfig(max_new_tokens=256, do_sample=False)  # Appendix H
 PARSE_FAILURES = frozenset({"empty", "unparseable", "ambiguous", "out_of_range"})
@@ -347,10 +349,12 @@ def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> d
             if s is not None:
                 judge_scores[n][src].append(float(s))
     all_scores = [s for v in by_source.values() for s in v]
+    from ego_adr.data.sources import order_key  # noqa: PLC0415
+
+    labels = source_columns()
     per_source = {
-        src: {"column": SOURCE_COLUMNS.get(src, src), "mean": _mean(v), "n": len(v)}
-        for src, v in sorted(by_source.items(), key=lambda kv: list(SOURCE_COLUMNS).index(kv[0])
-                             if kv[0] in SOURCE_COLUMNS else 99)
+        src: {"column": labels.get(src, src), "mean": _mean(v), "n": len(v)}
+        for src, v in sorted(by_source.items(), key=lambda kv: order_key(kv[0]))
     }
     per_judge = {}
     for n, srcs in judge_scores.items():
@@ -392,9 +396,10 @@ def render_open_end_report(metrics: dict | Sequence[dict]) -> str:
     """Markdown in Table 3's layout (Method, frames, Cook, Tent, Toy, Hand, Avg-Sim.), then per-judge means,
     failure counts and the question selection of each run."""
     runs = [metrics] if isinstance(metrics, Mapping) else list(metrics)
-    extra = sorted({s for m in runs for s in m["per_source"] if s not in SOURCE_COLUMNS})
-    cols = [*SOURCE_COLUMNS, *extra]
-    head = ["Method", "frames", *[SOURCE_COLUMNS.get(c, c) for c in cols], "Avg-Sim."]
+    columns = source_columns()
+    extra = sorted({s for m in runs for s in m["per_source"] if s not in columns})
+    cols = [*columns, *extra]
+    head = ["Method", "frames", *[columns.get(c, c) for c in cols], "Avg-Sim."]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in runs:
         frames = m.get("frames")
