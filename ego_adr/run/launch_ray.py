@@ -14,7 +14,9 @@ the rest. Contiguous blocks keep the samples of one long video together (its rea
 **Failures.** A chunk whose process exits non-zero (a crash, an OOM kill, a lost node) is retried
 (``--retries``, default 2; by Ray itself with ``retry_exceptions`` in Ray mode, by the local worker otherwise).
 The retry runs the same command into the same folder, and ``ego_adr.run`` resumes from that folder's
-``predictions.jsonl``: finished samples are never redone. When a chunk still fails, the others finish, the
+``predictions.jsonl``: finished samples are never redone. Chunks always run with ``--retry-failed``, so samples
+whose failure was infrastructure (a server outage, an OOM; see ``ego_adr.run.failures``) are redone by a retry
+or a rerun of the launcher, while samples that failed on their data are kept as they are. When a chunk still fails, the others finish, the
 launcher names the failed chunks and their logs (``OUT/chunk-i.log``, every attempt appended) and exits 1 without
 merging; rerunning the same command resumes every chunk. When all chunks succeeded, ``python -m ego_adr.eval
 merge`` and ``python -m ego_adr.eval score`` write ``OUT/predictions.jsonl``, ``metrics.json`` and ``report.md``.
@@ -79,7 +81,7 @@ def resolve_run(run_args: list[str]):
     Returns (config, number of samples, default output folder)."""
     from ego_adr.run.cli import config_from_args
     from ego_adr.run.config import ConfigError
-    from ego_adr.run.runner import default_output_dir, load_dataset
+    from ego_adr.run.runner import cache_scope, default_output_dir, load_dataset
 
     err = io.StringIO()
     try:
@@ -90,7 +92,8 @@ def resolve_run(run_args: list[str]):
         raise LaunchError(f"ego_adr.run arguments: {lines[-1] if lines else e}") from None
     try:
         cfg.validate()
-        samples, _ = load_dataset(cfg)
+        with cache_scope(cfg):  # --cache-dir also holds the demo set
+            samples, _ = load_dataset(cfg)
     except (ConfigError, FileNotFoundError) as e:
         raise LaunchError(str(e)) from None
     if not samples:
@@ -101,7 +104,7 @@ def resolve_run(run_args: list[str]):
 def chunk_command(run_args: list[str], out: Path, num_chunks: int, index: int,
                   python: str = sys.executable) -> list[str]:
     return [python, "-m", "ego_adr.run", *run_args, "--output-dir", str(out / f"chunk-{index}"),
-            "--num-shards", str(num_chunks), "--shard-index", str(index), "--quiet"]
+            "--num-shards", str(num_chunks), "--shard-index", str(index), "--retry-failed", "--quiet"]
 
 
 def merge_and_score(out: Path, num_chunks: int, score: bool = True) -> int:

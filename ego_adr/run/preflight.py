@@ -14,7 +14,7 @@ It prints, per source and in total: samples, videos found/missing (with example 
 cannot be evaluated, clips whose window holds fewer frames than requested, whole-video / clamped / past-the-end
 windows, the videos' frame rates and sizes, visual tokens per request; then the frame indices and effective fps
 of the first few clips of each source, and the memory plan. Exit 0 when the run would start, 1 when the memory
-plan refuses it (the run would stop there), 2 for a user mistake.
+plan refuses it or the model is not available (the run would stop there), 2 for a user mistake.
 
 Frame counts and rates come from the container headers (exact for MP4, which stores one entry per frame); the
 run's reader counts the packets it finds, so a damaged file can still differ at run time.
@@ -72,8 +72,8 @@ def model_family(name: str | None) -> tuple[str, str]:
         return "qwen2.5-vl", "embedded tiny demo model (random Qwen2.5-VL)"
     spec = ALIASES.get(name.strip().lower()) or _by_hub_id(name.strip())
     if spec is not None:
-        if spec.family == "tiny":
-            return spec.hub_id.removeprefix("tiny-"), f"alias {name!r} (tiny random model)"
+        if spec.tiny:
+            return spec.family, f"alias {name!r} (tiny random model)"
         return spec.family, f"alias/hub id {spec.hub_id}"
     cfg = Path(os.path.expanduser(name)) / "config.json"
     if cfg.is_file():
@@ -96,10 +96,11 @@ def _memory(cfg) -> tuple[object | None, str]:
 
     name = cfg.model or "tiny"
     spec = ALIASES.get(name.lower())
-    if spec is not None and spec.family == "tiny":  # the tiny model's own config, if it was ever built
-        from ego_adr.models.tiny import TINY_VERSION, cache_dir
+    if spec is not None and spec.tiny:  # the tiny model's own config, if it was ever built (never built here)
+        from ego_adr.models.tiny import TINY_VERSION
+        from ego_adr.store import cache_root
 
-        folder = cache_dir() / f"{spec.hub_id}-{TINY_VERSION}"
+        folder = cache_root() / f"tiny-{spec.family}-{TINY_VERSION}"
         arch = planner.arch_from_folder(folder) if (folder / "config.json").is_file() else None
         if arch is None:
             return None, f"{name}: a random tiny model, not built yet (it is built on the first run)"
@@ -131,12 +132,26 @@ def _visual_tokens(arch, pixels_budget: int | None, frames: int, size: tuple[int
 
 def preflight(cfg) -> dict:
     """Everything the dry run reports, as data (the tests read it; :func:`render` prints it)."""
+    from ego_adr.run.runner import cache_scope
+
+    cfg.validate()
+    with cache_scope(cfg):  # --cache-dir: where the demo set and tiny models are
+        return _preflight(cfg)
+
+
+def _preflight(cfg) -> dict:
+    from ego_adr.run.checks import check_model_name
+    from ego_adr.run.config import ConfigError
     from ego_adr.run.runner import load_dataset
     from ego_adr.video.sampler import plan_indices
 
-    cfg.validate()
     samples, info = load_dataset(cfg)
     family, family_how = model_family(cfg.model)
+    try:  # what the runner checks before loading: is the model there at all (offline: in the local cache)?
+        check_model_name(cfg.model, cfg.backend)
+        model_problem = None
+    except ConfigError as e:
+        model_problem = str(e)
     mem, mem_note = _memory(cfg)
     arch, plan = mem if mem else (None, None)
     budget = plan.estimate.pixels_per_frame if plan is not None else cfg.max_pixels_per_frame
@@ -191,7 +206,7 @@ def preflight(cfg) -> dict:
         src["largest_size"] = size
         src["visual_tokens"] = _visual_tokens(arch, budget, cfg.frames, size)
     return {"config": cfg, "info": info, "n_samples": len(samples), "family": family, "family_how": family_how,
-            "per_source": per, "plan": plan, "arch": arch, "memory_note": mem_note}
+            "per_source": per, "plan": plan, "arch": arch, "memory_note": mem_note, "model_problem": model_problem}
 
 
 def _fmt_fps(c: Counter) -> str:
@@ -256,6 +271,8 @@ def render(rep: dict) -> str:
         out.append(format_plans([plan]))
         if not plan.fits:
             out.append(f"The run would stop here: {plan.reason}")
+    if rep["model_problem"]:
+        out.append(f"The run would stop before loading: {rep['model_problem']}")
     arch = rep.get("arch")
     if arch is not None and arch.dynamic and arch.temporal_patch > 1 and cfg.frames % arch.temporal_patch:
         out.append(f"Note: this family encodes frames in groups of {arch.temporal_patch}; with {cfg.frames} frames "
@@ -267,4 +284,4 @@ def run_dry(cfg) -> int:
     """The ``--dry-run`` entry point of ``python -m ego_adr.run``: print the report; exit code as documented."""
     rep = preflight(cfg)
     print(render(rep))
-    return 0 if rep["plan"] is None or rep["plan"].fits else 1
+    return 0 if (rep["plan"] is None or rep["plan"].fits) and not rep["model_problem"] else 1
