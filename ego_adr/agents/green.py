@@ -37,10 +37,10 @@ import json
 import logging
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ego_adr.agents.launch import ask
 from ego_adr.agents.protocol import (
     MULTIPLE_CHOICE,
     OPEN_END,
@@ -164,16 +164,6 @@ def _video_problem(s) -> str | None:
     if not os.path.isfile(s.video_path):
         return f"video not found: {s.video_path}"
     return None
-
-
-async def ask(client, sem, text: str) -> tuple[object, str | None, float]:
-    async with sem:
-        t0 = time.perf_counter()
-        try:
-            reply = await client.send(text)
-            return reply, None, time.perf_counter() - t0
-        except Exception as e:  # noqa: BLE001 -- any transport/JSON-RPC failure is this sample's failure
-            return None, f"white agent error: {type(e).__name__}: {e}", time.perf_counter() - t0
 
 
 async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> dict:
