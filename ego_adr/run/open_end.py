@@ -127,6 +127,7 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
     from ego_adr.run.runner import _decode, _versions, load_vlm, write_json
     from ego_adr.store import JsonlStore
+    from ego_adr.video.policies import policy_for
     from ego_adr.video.prefetch import Prefetcher
     from ego_adr.video.sampler import FrameSampler
 
@@ -148,7 +149,7 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
         model = load_vlm(cfg, given_model)
         pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
                       cache_dir=cfg.resolved_cache_dir(), route="open-end")
-        sampler = FrameSampler()
+        sampler = FrameSampler(policy=policy_for(cfg))
         label = cfg.model or "tiny-demo"
         bar = tqdm(total=sum(len(v) for v in todo.values()), desc="answering", unit="question",
                    disable=not progress)
