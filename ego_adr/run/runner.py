@@ -204,11 +204,10 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
 
 
 def _process(pipe, cfg: RunConfig, pending: list[Sample], store, progress: bool, tqdm) -> None:
-    from ego_adr.video.policies import policy_for
     from ego_adr.video.prefetch import Prefetcher
     from ego_adr.video.sampler import FrameSampler
 
-    sampler = FrameSampler(policy=policy_for(cfg))
+    sampler = FrameSampler()
     decode = _decode(sampler, cfg.frames, pipe.needs_frames)
     bs = cfg.batch_size
     bar = tqdm(total=len(pending), desc=f"ego_adr {pipe.route}", unit="sample", disable=not progress)

@@ -52,25 +52,43 @@ def bin_centre(total_frames: int, fps: float, start, end, num_frames: int) -> Pl
     return Plan(idx, (w.start, w.end), w.whole_video, w.clamped, m < num_frames, list(w.notes))
 
 
+def as_plan(result) -> Plan:
+    """A policy's result as a :class:`Plan`: a Plan, or :func:`ego_adr.video.sampler.plan_indices`' triple
+    ``(indices, window, flags)``, or a bare list of indices."""
+    if isinstance(result, Plan):
+        return result
+    if isinstance(result, tuple) and len(result) == 3 and isinstance(result[2], dict):
+        idx, window, flags = result
+        return Plan([int(i) for i in idx], (float(window[0]), float(window[1])),
+                    bool(flags.get("whole_video")), bool(flags.get("clamped")), bool(flags.get("duplicated")),
+                    list(flags.get("notes", [])))
+    idx = [int(i) for i in result]
+    return Plan(idx, (0.0, 0.0), duplicated=len(set(idx)) < len(idx))
+
+
+def from_rule(rule: Callable) -> Callable[..., Plan]:
+    """Wrap an index rule with ``plan_indices``' signature into a policy."""
+
+    def policy(total_frames, fps, start, end, num_frames):
+        return as_plan(rule(total_frames, fps, start, end, num_frames))
+
+    policy.__name__ = getattr(rule, "__name__", "custom")
+    return policy
+
+
 def _public(total_frames: int, fps: float, start, end, num_frames: int) -> Plan:
-    """The public white agent's index rule, from :mod:`ego_adr.video.public_policy` (its function
-    ``public_indices(total_frames, fps, start, end, num_frames)`` returns the indices, or a :class:`Plan`)."""
+    """The public white agent's index rule, :func:`ego_adr.video.public_policy.public_indices`."""
     try:
         from ego_adr.video import public_policy
     except ImportError as e:
         raise WindowError(f"sampling policy 'public' is not available here ({e})") from e
-    res = public_policy.public_indices(total_frames, fps, start, end, num_frames)
-    if isinstance(res, Plan):
-        return res
-    idx = [int(i) for i in res]
-    whole = (start is None or start < 0) and (end is None or end < 0)
-    lo, hi = (min(idx), max(idx)) if idx else (0, 0)
-    notes = ["whole video (both times negative), as the public white agent samples it"] if whole else []
-    return Plan(idx, (lo / fps, (hi + 1) / fps), whole_video=whole, duplicated=len(set(idx)) < len(idx),
-                notes=notes)
+    s = -1.0 if start is None else float(start)  # the loader's None means "no segment"; the agent sees -1
+    e = -1.0 if end is None else float(end)
+    return as_plan(public_policy.public_indices(total_frames, fps, s, e, num_frames))
 
 
-_POLICIES: dict[str, Callable[..., Plan]] = {"bin-centre": bin_centre, "public": _public}
+# "public-linspace" is the same rule under the name the protocol options use (ego_adr.reasoning.protocol).
+_POLICIES: dict[str, Callable[..., Plan]] = {"bin-centre": bin_centre, "public": _public, "public-linspace": _public}
 
 
 def register_policy(name: str, fn: Callable[..., Plan]) -> None:

@@ -39,9 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from ego_adr.video.honest import assemble, find_substitutes, read_plan
-from ego_adr.video.policies import DEFAULT_POLICY, bin_centre, get_policy
+from ego_adr.video.policies import DEFAULT_POLICY, bin_centre, from_rule, get_policy
 from ego_adr.video.readers import _READERS, Decoded, _Reader, available_backends  # noqa: F401 (re-exported)
-from ego_adr.video.window import WindowError
 
 SUBSTITUTE = ("none", "nearest")
 
@@ -131,6 +130,7 @@ class FrameSampler:
     ``max_open``: open readers kept (LRU). ``max_side`` / ``max_pixels``: bound each returned frame
     (aspect kept, never upscaled), so that e.g. 4K GoPro footage does not fill memory; ``None`` keeps the size.
     ``policy``: the sampling policy's name (:func:`ego_adr.video.policies.policy_names`).
+    ``index_rule``: instead of a name, a function with :func:`plan_indices`' signature.
     ``substitute``: ``"none"`` (a frame not decodable where requested fails the sample) or ``"nearest"`` (the
     nearest decodable frame within half a sampling segment is used and recorded).
     """
@@ -143,6 +143,7 @@ class FrameSampler:
         max_pixels: int | None = None,
         policy: str = DEFAULT_POLICY,
         substitute: str = "none",
+        index_rule=None,
     ):
         if backend != "auto" and backend not in BACKENDS:
             raise ValueError(f"unknown video backend {backend!r}; use 'auto' or one of {BACKENDS}")
@@ -150,7 +151,11 @@ class FrameSampler:
             raise ValueError("max_open must be >= 1")
         if substitute not in SUBSTITUTE:
             raise ValueError(f"substitute must be one of {SUBSTITUTE}, got {substitute!r}")
-        self._plan = get_policy(policy)  # raises ValueError for an unknown name
+        if index_rule is not None:  # a rule with plan_indices' signature, e.g. public_policy.public_indices
+            self._plan = from_rule(index_rule)
+            policy = "public" if getattr(index_rule, "__name__", "") == "public_indices" else self._plan.__name__
+        else:
+            self._plan = get_policy(policy)  # raises ValueError for an unknown name
         self.policy = policy
         self.substitute = substitute
         self.backend = backend
@@ -300,8 +305,11 @@ class FrameSampler:
         nominal = max(r.num_frames, r.declared_frames or 0)
         try:
             plan = self._plan(nominal, r.fps, start_sec, end_sec, num_frames)
-        except WindowError as e:
+        except ValueError as e:  # WindowError, or a rule's own refusal
             raise VideoError(r.path, str(e), kind="window") from None
+        except TypeError as e:  # e.g. a rule that takes no None for "no segment": not the decoder's fault
+            raise VideoError(r.path, f"sampling policy {self.policy!r} cannot plan window "
+                                     f"({start_sec}, {end_sec}): {e}", kind="window") from None
         size = target_size(r.width, r.height, max_side, max_pixels)
         return plan, read_plan(r, plan, _resizer(size, (r.width, r.height)))
 

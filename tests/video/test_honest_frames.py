@@ -109,6 +109,13 @@ def test_policy_is_recorded_and_pluggable(tmp_path):
     with pytest.raises(ValueError, match="unknown sampling policy"):
         FrameSampler(policy="linspace")
 
+    def last_frames_rule(total, fps, s, e, n):  # plan_indices' signature: (indices, window, flags)
+        return list(range(total - n, total)), ((total - n) / fps, total / fps), {"notes": ["test rule"]}
+
+    with FrameSampler(index_rule=last_frames_rule) as fs:
+        arr, info = fs.sample_with_info(path, 1.0, 2.0, 3)
+    assert info.policy == "last_frames_rule" and shown(arr) == [29, 30, 31] and info.notes == ["test rule"]
+
 
 @pytest.mark.skipif(len(available_backends()) < 2, reason="needs two video backends")
 def test_decoder_switch_is_recorded_on_every_later_sample(tmp_path, monkeypatch):
