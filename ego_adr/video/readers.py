@@ -167,7 +167,10 @@ class _PyAVReader(_Reader):
                 self._gen = None
                 out.append(Decoded(None, problem=problem or f"frame {i} (pts {target}) could not be decoded"))
                 continue
-            got = int(np.searchsorted(self._pts, int(frame.pts)))  # the frame produced, by its timestamp
+            # the frame produced, by its timestamp: frame i if it lies before the next packet's pts
+            nxt = int(self._pts[i + 1]) if i + 1 < self.num_frames else None
+            got = i if nxt is None or int(frame.pts) < nxt else int(
+                np.searchsorted(self._pts, int(frame.pts), side="right") - 1)
             out.append(Decoded(got, transform(frame.to_ndarray(format="rgb24"))))
         return out
 
