@@ -95,8 +95,7 @@ def assemble(out: Outcome, plan: Plan, fps: float, substitute: str) -> tuple[lis
         uniq = sorted(set(missing))
         first = out.problems[uniq[0]]
         span = f"{uniq[0] / fps:.2f}-{uniq[-1] / fps:.2f} s" if len(uniq) > 1 else f"{uniq[0] / fps:.2f} s"
-        how = "" if substitute == "nearest" else "; substitute='nearest' would allow a frame within half a segment"
         raise LookupError(f"{len(uniq)} of {len(set(plan.indices))} requested frames not decodable "
-                          f"(frames {uniq[0]}..{uniq[-1]}, {span}; {first}){how}")
+                          f"(frames {uniq[0]}..{uniq[-1]}, {span}; {first})")
     frames = {**out.frames, **{j: f for j, f in out.near.values()}}
     return used, np.stack([frames[j] for j in used]), subs

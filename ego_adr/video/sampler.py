@@ -259,7 +259,7 @@ class FrameSampler:
                     raise
                 except Exception as e:  # noqa: BLE001 - decoder libraries raise assorted types
                     failure = f"{type(e).__name__}: {e}"
-            switches = list(self._switches.get(r.path, []))
+            switches, errors = list(self._switches.get(r.path, [])), []
             if failure is not None or not out.complete:
                 reason = failure or next(iter(out.problems.values()))
                 best, errors = self._fallback(r, reason, switches, *args)
@@ -280,10 +280,11 @@ class FrameSampler:
             except LookupError as e:
                 nominal = max(r.num_frames, r.declared_frames or 0)
                 cut = (f"; the file holds {r.num_frames} of the {nominal} frames its header declares"
-                       if nominal > r.num_frames + 1 else "")
+                       if nominal > r.num_frames + 1 else "") + (f"; also tried {'; '.join(errors)}" if errors else "")
                 raise VideoError(path, f"{e}{cut}", kind="missing-frames") from None
-            if getattr(r, "transient", False):
-                r.close()
+            finally:
+                if getattr(r, "transient", False):
+                    r.close()
             arr = arr.astype(np.uint8, copy=False)
             notes = list(plan.notes) + [f"frame {x['requested']} replaced by frame {x['used']} ({x['reason']})"
                                         for x in subs]
