@@ -146,6 +146,9 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     given_model, model = model, None
     if todo:
         model = load_vlm(cfg, given_model)
+        from ego_adr.run.identity import confirm  # issue 11: the folder's answers are all from these weights
+
+        confirm(out, {"model_fingerprint": model.fingerprint})
         pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
                       cache_dir=cfg.resolved_cache_dir(), route="open-end")
         sampler = FrameSampler()
