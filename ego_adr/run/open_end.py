@@ -263,6 +263,9 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     given_model, model = model, None
     if todo:
         model = load_vlm(cfg, given_model)
+        from ego_adr.run.identity import confirm  # issue 11: the folder's answers are all from these weights
+
+        confirm(out, {"model_fingerprint": model.fingerprint})
         pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
                       cache_dir=cfg.resolved_cache_dir(), route="open-end")
         sampler = _sampler(cfg)
@@ -324,6 +327,11 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
                                    + "\n".join(f"- {n}" for n in notes) + "\n")
     run_info.update({"finished": datetime.now(timezone.utc).isoformat(), "wall_s": round(time.perf_counter() - t0, 3),
                      **answer_calls, "judges": judge_note, "judge_calls": judge_stats})
+    # issue 11: keep the history of earlier invocations, with cumulative counts
+    from ego_adr.run import runinfo
+
+    runinfo.close_invocation(run_info, runinfo.previous(out), {**answer_calls, "started": run_info["started"],
+                             "finished": run_info["finished"], "processed": sum(len(v) for v in todo.values())})
     write_json(out / "run.json", run_info)
     answers.close()
     return metrics
