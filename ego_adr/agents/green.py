@@ -37,10 +37,10 @@ import json
 import logging
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ego_adr.agents.launch import ask
 from ego_adr.agents.protocol import (
     MULTIPLE_CHOICE,
     OPEN_END,
@@ -166,16 +166,6 @@ def _video_problem(s) -> str | None:
     return None
 
 
-async def ask(client, sem, text: str) -> tuple[object, str | None, float]:
-    async with sem:
-        t0 = time.perf_counter()
-        try:
-            reply = await client.send(text)
-            return reply, None, time.perf_counter() - t0
-        except Exception as e:  # noqa: BLE001 -- any transport/JSON-RPC failure is this sample's failure
-            return None, f"white agent error: {type(e).__name__}: {e}", time.perf_counter() - t0
-
-
 async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> dict:
     """Run one evaluation; returns ``{"metrics", "summary", "output_dir"}``."""
     from tqdm import tqdm
@@ -185,13 +175,18 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
     from ego_adr.store import JsonlStore
 
     mc = cfg.task_type == MULTIPLE_CHOICE
-    wording = "-ego_adr-wording" if mc and cfg.question_wording != "public" else ""
+    wording = "-ego_adr-wording" if cfg.question_wording != "public" else ""
     out = Path(cfg.output_dir or Path("runs") / f"a2a-{cfg.task_type}{wording}")
     every = await asyncio.to_thread(load_all_samples, cfg)
     samples = limit_samples(every, cfg.limit)
     if not samples:
         raise ProtocolError(f"no samples in {cfg.datasets} under {cfg.json_root}")
     messages, guidance_file = (await asyncio.to_thread(green_mc.questions, cfg, every)) if mc else ({}, None)
+    if not mc and cfg.question_wording == "public":
+        from ego_adr.agents.public_mc import public_open_messages
+
+        messages = await asyncio.to_thread(public_open_messages, every, cfg.json_root, cfg.video_root,
+                                           cfg.procedure_json_path)
     out.mkdir(parents=True, exist_ok=True)
     store = JsonlStore(out / "predictions.jsonl")
     sem = asyncio.Semaphore(cfg.concurrency)
@@ -201,7 +196,7 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
                 await green_mc.run_mc(client, sem, samples, messages, store, white_url, cfg.question_wording,
                                       progress, tqdm)
             else:
-                await _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm)
+                await _run_open(client, sem, samples, messages, store, white_url, cfg, progress, tqdm)
         rows = store.rows()
     finally:
         store.close()
@@ -210,9 +205,14 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
     return await asyncio.to_thread(_score_open, rows, samples, out, cfg)
 
 
-async def _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm) -> None:
+async def _run_open(client, sem, samples, messages, store, white_url, cfg, progress, tqdm) -> None:
     from ego_adr.eval.open_end import select_qa, selection_label
 
+    public = cfg.question_wording == "public"
+    other = {r.get("question_wording", "ego_adr") for r in store.rows()} - {cfg.question_wording}
+    if other:
+        raise ProtocolError(f"output_dir {store.path.parent} holds answers to questions worded {sorted(other)[0]!r}, "
+                            f"not {cfg.question_wording!r}: use another output_dir")
     selection = selection_label(cfg.qa_selection, cfg.seed)
     done = {(r.get("sample_id"), r.get("qa_index")) for r in store.rows()}
     pairs = [(s, q) for s, q in select_qa(samples, cfg.qa_selection, cfg.seed) if (s.sample_id, q) not in done]
@@ -220,17 +220,22 @@ async def _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm)
 
     async def one(s, qi):
         qa = s.qa_pairs[qi]
-        problem = _video_problem(s)
+        if public:
+            msg, path = messages[(s.sample_id, qi)]
+            problem = None if path and os.path.exists(path) else f"video not found: {path or '(no path)'}"
+        else:
+            msg, problem = white_message(s.video_path, open_question(s.procedure, qa.question), s.start, s.end), \
+                _video_problem(s)
         reply, err, secs = None, problem, 0.0
         if not problem:
-            msg = white_message(s.video_path, open_question(s.procedure, qa.question), s.start, s.end)
             reply, err, secs = await ask(client, sem, msg)
         answer = getattr(reply, "text", None)
         failure = err or (None if (answer or "").strip() else "empty answer")
         store.append({"task": OPEN_END, "sample_id": s.sample_id, "qa_index": qi, "source": s.source,
                       "task_id": s.task_id, "question": qa.question, "reference": qa.answer, "answer": answer,
                       "error": failure, "failure": failure, "model": white_url, "method": "a2a", "frames": None,
-                      "qa_selection": selection, "white": {"url": white_url,
+                      "qa_selection": selection, "question_wording": cfg.question_wording,
+                      "white": {"url": white_url,
                                                            "protocol": getattr(reply, "protocol", None)},
                       "timings": {"a2a_s": round(secs, 4)}})
         bar.update(1)

@@ -60,8 +60,14 @@ def questions(cfg, samples: list) -> tuple[dict[str, tuple[str, str]], str | Non
 async def run_mc(client, sem, samples, messages, store, white_url, wording, progress, tqdm) -> None:
     import asyncio
 
-    from ego_adr.agents.green import ask
+    from ego_adr.agents.launch import ask
+    from ego_adr.agents.protocol import ProtocolError
 
+    # a folder holds answers to one wording only (rows written before the field existed used ours)
+    other = {r.get("question_wording", "ego_adr") for r in store.rows()} - {wording}
+    if other:
+        raise ProtocolError(f"output_dir {store.path.parent} holds answers to questions worded {sorted(other)[0]!r}, "
+                            f"not {wording!r}: use another output_dir, or question_wording {sorted(other)[0]!r}")
     done = store.done_ids()
     todo = [s for s in samples if s.sample_id not in done]
     bar = tqdm(total=len(todo), desc="a2a multiple-choice", unit="sample", disable=not progress)

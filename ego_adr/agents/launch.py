@@ -396,3 +396,15 @@ def main(argv: list[str] | None = None) -> int:
     run_launch(a.task, a.output_dir, a.frames, a.mode, a.limit, a.concurrency, a.model, a.max_new_tokens,
                question_wording=a.question_wording, public_evaluator_root=a.public_evaluator_root)
     return 0
+
+
+async def ask(client, sem, text: str) -> tuple[object, str | None, float]:
+    """Send one question under the semaphore: ``(reply, None, seconds)``, or ``(None, reason, seconds)`` when the
+    white agent could not be asked (any transport or JSON-RPC failure is that sample's failure)."""
+    async with sem:
+        t0 = time.perf_counter()
+        try:
+            reply = await client.send(text)
+            return reply, None, time.perf_counter() - t0
+        except Exception as e:  # noqa: BLE001 -- any transport/JSON-RPC failure is this sample's failure
+            return None, f"white agent error: {type(e).__name__}: {e}", time.perf_counter() - t0

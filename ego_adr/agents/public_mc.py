@@ -16,6 +16,9 @@ the default question wording (``question_wording: "public"``) is the public mess
 * the video path by the public layout, as a plain string join (see :func:`public_video_path`);
 * the tags joined by a newline and 44 spaces, the indentation of the public f-string.
 
+Open-ended questions under the same wording are the public open-ended message (:func:`public_open_messages`);
+only the choice of QA pair differs (seeded here, unseeded ``random.choice`` there).
+
 ``question_wording: "ego_adr"`` keeps our own wording (:func:`ego_adr.agents.protocol.mc_question`: our
 definitions from Appendix D, normalised window); it is a named alternative, recorded in every row and in the
 default output folder's name.
@@ -36,6 +39,7 @@ ENV_ROOT = "EGO_ADR_PUBLIC_EVALUATOR"
 GREEN_SOURCE = Path("src") / "green_agent" / "agent.py"
 GUIDANCE_NAME = "PROCEDURAL_ERROR_GUIDANCE"
 MC_SEPARATOR = "\n" + " " * 44
+OPEN_SEPARATOR = "\n" + " " * 40
 NO_PROCEDURE = "No procedure available."
 # The public agent's dataset -> (annotation file, video sub-folder); facts of its layout.
 PUBLIC_FILES = {"captaincook4d": "captaincook4d_answer.json", "epic_tent": "epic_tent_answer_sec.json",
@@ -132,23 +136,20 @@ def read_procedures(procedure_json_path: str | None, json_root: str) -> dict:
     return data
 
 
-def public_messages(samples: list, json_root: str, video_root: str, procedure_json_path: str | None,
-                    guidance: str) -> dict[str, tuple[str, str]]:
-    """``{sample_id: (message, video_path)}`` for every loaded sample (all of each source, before any limit).
+def paired_records(samples: list, json_root: str, task: str) -> dict[str, dict]:
+    """``{sample_id: raw annotation record}`` for every loaded sample (all of each source, before any limit).
 
     The raw records are re-read from the annotation files; the loader keeps one sample per JSON object in file
     order (:func:`ego_adr.data.egoerrorvqa.load_samples`), so the k-th sample of a source is its k-th record.
     """
     from ego_adr.data.egoerrorvqa import FILES
-    from ego_adr.data.sample import MULTIPLE_CHOICE
 
-    procedures = read_procedures(procedure_json_path, json_root)
     by_source: dict[str, list] = {}
     for s in samples:
         by_source.setdefault(s.source, []).append(s)
-    out: dict[str, tuple[str, str]] = {}
+    out: dict[str, dict] = {}
     for source, group in by_source.items():
-        path = Path(json_root) / FILES[(source, MULTIPLE_CHOICE)]
+        path = Path(json_root) / FILES[(source, task)]
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
@@ -156,7 +157,54 @@ def public_messages(samples: list, json_root: str, video_root: str, procedure_js
         records = [r for r in (data if isinstance(data, list) else list(data.values())) if isinstance(r, dict)]
         if len(records) != len(group):
             raise ProtocolError(f"{path}: {len(records)} records but {len(group)} samples loaded; cannot pair them")
-        for s, r in zip(group, records):
-            vp = public_video_path(video_root, source, r) if source in PUBLIC_FILES else (s.video_path or "")
-            out[s.sample_id] = (public_message(vp, public_question(guidance, procedures, r), r), vp)
+        out.update((s.sample_id, r) for s, r in zip(group, records))
+    return out
+
+
+def _path(video_root: str, s, record: dict) -> str:
+    return public_video_path(video_root, s.source, record) if s.source in PUBLIC_FILES else (s.video_path or "")
+
+
+def public_messages(samples: list, json_root: str, video_root: str, procedure_json_path: str | None,
+                    guidance: str) -> dict[str, tuple[str, str]]:
+    """``{sample_id: (message, video_path)}``: the public multiple-choice message of every loaded sample."""
+    from ego_adr.data.sample import MULTIPLE_CHOICE
+
+    procedures = read_procedures(procedure_json_path, json_root)
+    records = paired_records(samples, json_root, MULTIPLE_CHOICE)
+    out: dict[str, tuple[str, str]] = {}
+    for s in samples:
+        r = records[s.sample_id]
+        vp = _path(video_root, s, r)
+        out[s.sample_id] = (public_message(vp, public_question(guidance, procedures, r), r), vp)
+    return out
+
+
+def public_open_messages(samples: list, json_root: str, video_root: str,
+                         procedure_json_path: str | None) -> dict[tuple[str, int], tuple[str, str]]:
+    """``{(sample_id, qa_index): (message, video_path)}``: the public open-ended message of every QA pair.
+
+    As the public agent writes it: ``Task Procedure: <procedure>`` + blank line + ``Question: <question as
+    stored>``, the raw times, its tags joined by a newline and 40 spaces (its open-ended f-string's indentation).
+    ``qa_index`` counts the pairs the loader kept (a malformed pair is left out there), so the raw pairs are
+    filtered the same way. No guidance text is involved, so the public source is not needed here.
+    """
+    from ego_adr.data.sample import OPEN_END
+    from ego_adr.data.sources import text
+
+    procedures = read_procedures(procedure_json_path, json_root)
+    records = paired_records(samples, json_root, OPEN_END)
+    out: dict[tuple[str, int], tuple[str, str]] = {}
+    for s in samples:
+        r = records[s.sample_id]
+        vp = _path(video_root, s, r)
+        task_id = r.get("task_id", "unknown")
+        procedure = procedures.get(task_id, NO_PROCEDURE) if isinstance(task_id, (str, int)) else NO_PROCEDURE
+        kept = [q for q in (r.get("qa_pairs") if isinstance(r.get("qa_pairs"), list) else [])
+                if isinstance(q, dict) and text(q.get("question")) and text(q.get("answer"))]
+        for qi, qa in enumerate(kept):
+            question = f"Task Procedure: {procedure}\n\nQuestion: {qa['question']}"
+            parts = [f"<video_path>{vp}</video_path>", f"<question>{question}</question>",
+                     f"<start_ts>{r.get('start_time', '')}</start_ts>", f"<end_ts>{r.get('end_time', '')}</end_ts>"]
+            out[(s.sample_id, qi)] = (OPEN_SEPARATOR.join(parts), vp)
     return out

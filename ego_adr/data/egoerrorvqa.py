@@ -12,8 +12,13 @@ which field and why). This module handles what every source shares:
   is logged, appended to the optional ``issues`` list, and :func:`sample_problem` restates it from the sample
   alone (empty ``procedure``, no valid ground truth, no QA pairs) so a runner can record it as that sample's
   failure reason. Unknown labels are left out of ``ground_truth`` (an issue is recorded).
-* **Time window.** ``start_time``/``end_time`` in seconds; -1 (CaptainCook4D omissions), any negative value
-  (one Epic-Tent record has -3661.033), a missing value or ``end <= start`` mean "whole video": ``None, None``.
+* **Time window.** ``start_time``/``end_time`` in seconds. Both negative (-1: CaptainCook4D omissions; one
+  Epic-Tent record has -3661.033 for both) or both missing mean "no segment", the whole video: ``None, None``.
+  Anything else is kept as it is (a missing or non-numeric end becomes ``None``) and a malformed window (one end
+  missing or negative, ``end < start``) is logged as an issue: :mod:`ego_adr.video.window` holds the one rule
+  that decides what is sampled, so the sample fails with that rule's reason instead of being reinterpreted.
+* **Video id.** A record without ``video_id`` gets no video path; :func:`sample_problem` names the problem
+  (instead of a "file not found" for a path like ``captaincook4d/_360p.mp4``).
 * **Sample ids** are readable and built only from the clip's identity, never from its labels:
   ``{source}/{video_id}/{window}/{step}`` (EgoOops: ``egooops/{task}/{video}/...``), the window as
   ``{start:.3f}-{end:.3f}`` or ``whole``. Times are rounded to milliseconds because the Epic-Tent
@@ -44,6 +49,7 @@ from ego_adr.data.sample import MULTIPLE_CHOICE, OPEN_END, TASKS, QAPair, Sample
 from ego_adr.data.sources import assembly101
 from ego_adr.data.sources import spec as src
 from ego_adr.taxonomy import CORRECT, canonical
+from ego_adr.video.window import window_problem
 
 logger = logging.getLogger(__name__)
 
@@ -124,13 +130,19 @@ def load_procedures(data_root: str | os.PathLike) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items() if v is not None}
 
 
-def time_window(start: Any, end: Any) -> tuple[float | None, float | None]:
-    """Seconds, or ``(None, None)`` for the whole video (missing, negative, non-finite or empty window)."""
+def _seconds(t: Any) -> float | None:
     try:
-        s, e = float(start), float(end)
+        v = float(t)
     except (TypeError, ValueError):
-        return None, None
-    if not (math.isfinite(s) and math.isfinite(e)) or s < 0 or e <= s:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def time_window(start: Any, end: Any) -> tuple[float | None, float | None]:
+    """Seconds; ``(None, None)`` for "no segment" (both ends missing or negative). Any other window is returned
+    as given (a missing or non-numeric end as ``None``), malformed or not: see the module docstring."""
+    s, e = _seconds(start), _seconds(end)
+    if (s is None or s < 0) and (e is None or e < 0):
         return None, None
     return s, e
 
@@ -140,6 +152,8 @@ def video_path_for(source: str, record: dict, video_root: str | os.PathLike | No
     without a root."""
     if video_root is None or str(video_root) == "":
         return None
+    if not src.video_id_of(record):
+        return None  # sample_problem says "record has no video_id"
     try:
         spec = registry.get(source)
     except KeyError as e:
@@ -312,6 +326,9 @@ def _load_file(
         task_id, video_id = src.task_id_of(r), src.video_id_of(r)
         if not video_id:
             problems.append("record has no video_id")
+        bad_window = window_problem(start, end)
+        if bad_window:
+            problems.append(f"{bad_window} (start_time {r.get('start_time')!r}, end_time {r.get('end_time')!r})")
         procedure = procedures.get(task_id, "")
         if not procedure:
             problems.append(f"task_id {task_id!r} not in {PROCEDURE_FILE}")
@@ -354,8 +371,12 @@ def sample_problem(sample: Sample) -> str | None:
     """Why ``sample`` cannot be evaluated as loaded (a per-sample failure reason), or None.
 
     Restated from the sample itself so a runner needs no state from the load: no procedure text, no valid
-    ground-truth label (multiple choice), no question-answer pairs (open-ended). The video is not checked.
+    ground-truth label (multiple choice), no question-answer pairs (open-ended), no video id. The video and the
+    window are not checked here: the sampler applies the window rule (:mod:`ego_adr.video.window`) or the run's
+    sampling policy, so a malformed window fails there with that rule's reason.
     """
+    if not sample.video_id:
+        return "record has no video_id"
     if not sample.procedure:
         return f"no procedure text for task_id {sample.task_id!r}"
     if sample.task == MULTIPLE_CHOICE and not sample.ground_truth:

@@ -133,9 +133,9 @@ def write_report(metrics: dict, out_dir: str | Path, title: str = "Multiple-choi
               "## Counts", "",
               render_table(_counts_rows(metrics),
                            [("label", "Source", None), ("n", "n", "d"), ("tp", "TP", "d"), ("fp", "FP", "d"),
-                            ("tn", "TN", "d"), ("fn", "FN", "d"), ("n_unparseable", "unparseable", "d"),
+                            ("tn", "TN", "d"), ("fn", "FN", "d"), ("n_unparseable", "not an option", "d"),
                             ("n_failed", "no answer", "d")]), "",
-              "*unparseable*: answers that are no option string -- scored as error claims, never credited.", ""]
+              "*not an option*: answers that are no option string -- scored as error claims, never credited.", ""]
     parts += _lenient_part(metrics) + _screen_part(metrics)
     ci = metrics.get("ci95") or {}
     if ci:

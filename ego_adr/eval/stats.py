@@ -79,21 +79,31 @@ def bootstrap_ci(outcomes: list[dict], *, n_boot: int = 1000, seed: int = 0) -> 
 
 def interval_flags(outcomes: list[dict], ci: dict[str, list[float]]) -> dict:
     """Whether the intervals in ``ci`` can be trusted: ``small_n`` (fewer than :data:`SMALL_N` samples or a
-    ground-truth stratum under :data:`SMALL_STRATUM`), the ``zero_width`` metrics, and a ``note`` for reports
-    (``None`` when nothing is flagged)."""
+    ground-truth stratum under :data:`SMALL_STRATUM`), the ``zero_width`` metrics, the metrics whose denominator
+    (precision: TP + FP, recall: TP + FN) is under :data:`SMALL_STRATUM` (``small_denominator``), and a ``note``
+    for reports (``None`` when nothing is flagged)."""
     n = len(outcomes)
     n_err = sum(bool(o["gt_error"]) for o in outcomes)
     strata = [k for k in (n_err, n - n_err) if k]
     small = n < SMALL_N or (bool(strata) and min(strata) < SMALL_STRATUM)
     zero = [k for k, (lo, hi) in ci.items() if hi - lo <= 0]
+    cells = {c: sum(o["cell"] == c for o in outcomes) for c in ("tp", "fp", "fn")}
+    denominators = {"accuracy": n, "precision": cells["tp"] + cells["fp"], "recall": cells["tp"] + cells["fn"]}
+    denominators["f1"] = min(denominators["precision"], denominators["recall"])
+    thin = [k for k in ci if denominators.get(k, n) < SMALL_STRATUM]
     note = None
-    if small or zero:
+    if small or zero or thin:
         parts = []
         if small:
             parts.append(f"n = {n} ({n_err} error, {n - n_err} correct samples): too few for a percentile "
                          f"bootstrap (flagged below {SMALL_N} samples or {SMALL_STRATUM} per stratum)")
+        if thin:
+            parts.append("fewer than " + str(SMALL_STRATUM) + " samples behind " + ", ".join(
+                f"{k} ({denominators[k]})" for k in thin))
         if zero:
             parts.append("zero-width interval for " + ", ".join(zero) + " (every resample gave the same value; "
                          "this is not certainty)")
         note = "; ".join(parts)
-    return {"small_n": small, "n": n, "n_error": n_err, "n_correct": n - n_err, "zero_width": zero, "note": note}
+    return {"small_n": small, "n": n, "n_error": n_err, "n_correct": n - n_err, "zero_width": zero,
+            "small_denominator": thin, "denominators": denominators, "note": note}
+

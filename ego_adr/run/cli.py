@@ -3,8 +3,13 @@
 With no arguments it builds (once, cached) the embedded tiny model and demo set and runs the auto-routed
 pipeline on them, offline, on the CPU. With ``--model qwen2.5-vl --data-root DIR --video-root DIR`` it runs the
 real benchmark. Output folder: ``predictions.jsonl`` (one row per sample), ``metrics.json``, ``report.md`` with
-plots, and ``run.json`` (resolved config, versions, model calls and cache hits). Rerunning into the same folder
-resumes.
+plots, ``run.json`` (resolved config, versions, model calls and cache hits, one entry per invocation) and
+``identity.json`` (what the folder holds). Rerunning the same settings into the same folder resumes; other settings
+stop at once with one line (use another ``--output-dir`` or ``--fresh``); a second live run into the folder is
+refused. Failures on infrastructure (server down, timeout, out of memory) are retryable: the run exits 3 with a
+summary when they are most of its failures, and ``--retry-failed`` reruns exactly those samples.
+
+Exit status: 0 done, 2 a mistake in the command (nothing was run), 3 infrastructure, 130 interrupted (resumable).
 """
 
 from __future__ import annotations

@@ -79,7 +79,9 @@ class RunConfig:
             raise ConfigError("--batch-size must be >= 1")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("--limit must be >= 1")
-        if self.num_shards < 1 or not 0 <= self.shard_index < self.num_shards:
+        if self.num_shards < 1:
+            raise ConfigError("--num-shards must be >= 1")
+        if not 0 <= self.shard_index < self.num_shards:
             raise ConfigError(f"--shard-index must be in 0..{self.num_shards - 1} for --num-shards {self.num_shards}")
         if self.qa_selection not in ("all", "one"):
             raise ConfigError("--qa-selection must be 'all' or 'one'")

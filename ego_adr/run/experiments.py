@@ -85,7 +85,7 @@ def run_experiment(exp: dict, overrides: dict | None = None, out_root: Path | No
         run = json.loads((out / "run.json").read_text())
         results.append({"cell": cell, "config": cfg, "metrics": metrics, "out": str(out),
                         "model_calls": run.get("model_calls", 0), "cache_hits": run.get("cache_hits", 0),
-                        "model_from_cell": "model" not in (overrides or {})})
+                        "model_from_cell": "model" not in (overrides or {}), "failures": run.get("failures") or {}})
     return render(exp, results), results
 
 
@@ -180,6 +180,12 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     (out_root / "table.md").write_text(f"## {title}\n\n{table}\n")
     print(f"\ncells in {out_root}/ ; table in {out_root / 'table.md'}; model calls "
           f"{sum(r['model_calls'] for r in results)}, cache hits {sum(r['cache_hits'] for r in results)}")
+    outage = [r["cell"]["label"] for r in results if r["failures"].get("exit_code")]
+    if outage:
+        print(f"error: cell(s) {', '.join(outage)} failed mostly on infrastructure (model or server unreachable, "
+              "out of memory): their numbers are not results; rerun with --retry-failed once it is back",
+              file=sys.stderr)
+        return 3
     return 0
 
 

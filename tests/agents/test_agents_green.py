@@ -115,6 +115,13 @@ def test_green_evaluates_white_and_metrics_match_the_scorer(agents):
     # resume: asking again sends nothing new and keeps one row per sample
     ask_green(agents.green, agents.white, config(agents.demo, out))
     assert len(load_predictions(out / "predictions.jsonl")) == 4
+    # the same folder with the other question wording is refused, not mixed
+    from a2a.utils.errors import InvalidParamsError
+
+    used = rows[0]["question_wording"]
+    other = {"public": "ego_adr", "ego_adr": "public"}[used]
+    with pytest.raises(InvalidParamsError, match="worded|was not found"):
+        ask_green(agents.green, agents.white, config(agents.demo, out, question_wording=other))
 
 
 def test_green_open_ended_with_judges(agents):

@@ -33,6 +33,8 @@ PUBLIC = SHARED / "public-evaluator"
 DATA = SHARED / "egoerrorvqa"
 FILES = {"captaincook4d": "captaincook4d_answer.json", "epic_tent": "epic_tent_answer_sec.json",
          "assembly101": "assembly101_answers.json", "egooops": "egooops_answer.json"}
+OPEN_FILES = {"captaincook4d": "captaincook4d_qa_pairs_updated.json", "epic_tent": "epic_tent_qa_pair.json",
+              "assembly101": "assembly101_qa_pairs_updated.json", "egooops": "egooops_qa_pair.json"}
 PER_SOURCE = 9
 
 # Reply texts that are not derived from the ground truth: prose, punctuation, markdown, cues, a letter, empty,
@@ -98,6 +100,20 @@ mod.os = shim
 mod.open = lambda f, *a, **k: builtins.open(redirect(f), *a, **k)
 
 cfg = job["config"]
+if job.get("task") == "open-end":
+    class JudgeDouble:  # stands in for the two 7B judge models; the test is about the messages sent
+        def __init__(self, *a, **k):
+            pass
+        def evaluate_answer(self, question, model_answer, ground_truth):
+            return {"score": 3, "reason": "judge double"}
+        def cleanup(self):
+            pass
+    mod.QwenJudge = mod.DeepSeekJudge = JudgeDouble
+    mod.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(empty_cache=lambda: None))
+    for ds in cfg["datasets"]:  # its open-ended loop reads only the last dataset of a list: one run each
+        asyncio.run(mod.evaluate_with_white_agent("http://scripted", dict(cfg, datasets=[ds])))
+    json.dump({"sent": sent}, open(out_path, "w"))
+    sys.exit(0)
 full = asyncio.run(mod.evaluate_with_white_agent_multiple_choice("http://scripted", cfg))
 full_sent = list(sent)
 singles = []
@@ -193,6 +209,7 @@ class ScriptedWhiteDouble:
 
     def __init__(self, replies: dict):
         self.replies = replies
+        self.received: list[str] = []
 
     def app(self, url: str):
         from a2a.helpers import get_message_text, new_text_message
@@ -203,11 +220,12 @@ class ScriptedWhiteDouble:
 
         from ego_adr.agents.launch import agent_card, build_app
 
-        replies = self.replies
+        replies, received = self.replies, self.received
 
         class Executor(AgentExecutor):
             async def execute(self, context, event_queue):
-                text = replies.get(get_message_text(context.message), "NO SCRIPTED REPLY FOR THIS MESSAGE")
+                received.append(get_message_text(context.message))
+                text = replies.get(received[-1], "NO SCRIPTED REPLY FOR THIS MESSAGE")
                 if text is None:
                     raise InternalError(message="scripted")
                 await event_queue.enqueue_event(new_text_message(text, context_id=context.context_id))
@@ -285,3 +303,62 @@ def test_eval_score_and_old_files_rescore_to_the_public_numbers(parity, tmp_path
     (tmp_path / "old.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
     assert main(["score", str(tmp_path / "old.jsonl"), "--out", str(tmp_path / "o"), "--n-boot", "50"]) == 0
     assert_same_metrics(parity["public"]["summary"], json.loads((tmp_path / "o" / "metrics.json").read_text()))
+
+
+def test_open_ended_messages_equal_the_public_green_agents(tmp_path):
+    """Open-ended: the public agent draws one QA pair at random; each message it sends is ours for that pair,
+    and our green agent sends exactly those messages."""
+    lib = a2a03_dir()
+    if lib is None or not (PUBLIC / "src" / "green_agent" / "agent.py").is_file() or not DATA.is_dir():
+        pytest.skip("needs ../shared/public-evaluator, ../shared/egoerrorvqa and a2a-sdk 0.3.21 in .ci/a2a03")
+    from tqdm import tqdm
+
+    from ego_adr.agents.green import EvalConfig, _run_open, limit_samples, load_all_samples
+    from ego_adr.agents.launch import AgentClient, ServerThread, bind_socket, url_of
+    from ego_adr.agents.public_mc import public_open_messages
+    from ego_adr.store import JsonlStore
+
+    json_root, video_root = tmp_path / "json", tmp_path / "videos"
+    json_root.mkdir()
+    (json_root / "procedure.json").write_text((DATA / "procedure.json").read_text())
+    for f in OPEN_FILES.values():
+        (json_root / f).write_text(json.dumps(json.loads((DATA / f).read_text())[:4]))
+    cfg = {"video_root": str(video_root), "json_root": str(json_root),
+           "procedure_json_path": str(json_root / "procedure.json"), "datasets": list(OPEN_FILES),
+           "task_type": "open-end", "output_dir": str(tmp_path / "ours"), "qa_selection": "all"}
+    ecfg = EvalConfig.from_dict(cfg)
+    samples = load_all_samples(ecfg)
+    ours = public_open_messages(samples, ecfg.json_root, ecfg.video_root, ecfg.procedure_json_path)
+    for _, path in ours.values():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).touch()
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"config": cfg, "replies": {}, "files": OPEN_FILES, "task": "open-end"}))
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c", HARNESS, str(PUBLIC), str(job), str(tmp_path / "p.json"),
+                        str(tmp_path / "scratch")], env=dict(os.environ, PYTHONPATH=str(lib)), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    sent = json.loads((tmp_path / "p.json").read_text())["sent"]
+    assert len(sent) == len(samples)  # one per sample
+    for s, msg in zip(samples, sent):
+        assert msg in {m for (sid, _), (m, _) in ours.items() if sid == s.sample_id}
+    # what our green agent's open-ended loop puts on the wire (judging, which needs judge models, is left out)
+    white = ScriptedWhiteDouble({m: "The person skipped a step." for m, _ in ours.values()})
+    sock = bind_socket("127.0.0.1", 0)
+    server = ServerThread(white.app(url_of(sock, "127.0.0.1")), sock).start()
+    asked = limit_samples(samples, 8)
+    store = JsonlStore(tmp_path / "ours" / "predictions.jsonl")
+
+    async def ask_all():
+        async with AgentClient(url_of(sock, "127.0.0.1"), None, 60) as client:
+            await _run_open(client, asyncio.Semaphore(2), asked, ours, store, "scripted", ecfg, False, tqdm)
+
+    try:
+        asyncio.run(ask_all())
+    finally:
+        server.stop()
+        store.close()
+    want = [m for (sid, _), (m, _) in ours.items() if sid in {s.sample_id for s in asked}]
+    assert sorted(white.received) == sorted(want)
+    rows = [json.loads(line) for line in (tmp_path / "ours" / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == len(want) and all(r["question_wording"] == "public" and r["answer"] for r in rows)

@@ -212,6 +212,12 @@ def test_small_n_intervals_are_flagged():
             for i, gt in enumerate([["correct"]] * 60 + [[WO]] * 40)]
     flags = compute_mc_metrics(many, n_boot=200)["ci95_flags"]
     assert not flags["small_n"] and flags["zero_width"] == [] and flags["note"] is None
+    # enough samples, but recall rests on 5 of them (the other error samples got a wrong type)
+    thin = [row(f"t{i}", "cook", ["correct"], "correct" if i % 3 else OM) for i in range(60)]
+    thin += [row(f"e{i}", "cook", [WO], WO if i < 3 else ("correct" if i < 5 else "Others")) for i in range(40)]
+    flags = compute_mc_metrics(thin, n_boot=200)["ci95_flags"]
+    assert not flags["small_n"] and flags["denominators"]["recall"] == 5
+    assert flags["small_denominator"] == ["recall", "f1"] and "recall (5)" in flags["note"]
 
 
 def test_real_annotations_ground_truth_never_mixes_correct_and_errors():

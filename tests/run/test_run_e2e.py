@@ -51,6 +51,10 @@ def test_demo_run_writes_results_and_resumes_without_a_model(tmp_path, tiny_mode
     # issue 11: a no-op resume keeps what only the first run knew (probe evidence, fingerprint, cumulative calls)
     assert run2["pipeline"] == first["pipeline"] and run2["model"] == first["model"]
     assert run2["totals"]["model_calls"] == first["model_calls"] and len(run2["invocations"]) == 2
+    execute(RunConfig(output_dir=str(out), **FAST), progress=False)  # a second no-op rerun loses nothing either
+    run3 = json.loads((out / "run.json").read_text())
+    assert run3["pipeline"]["probe"] == first["pipeline"]["probe"] and run3["model"]["fingerprint"]
+    assert run3["totals"]["model_calls"] == first["model_calls"] and len(run3["invocations"]) == 3
     assert len(_rows(out)) == n
     assert again["overall"] == metrics["overall"]
 
