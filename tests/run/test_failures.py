@@ -99,3 +99,25 @@ def test_outage_run_is_retryable_and_retry_failed_ends_as_an_uninterrupted_run(t
     assert len((out / "predictions.retried.jsonl").read_text().splitlines()) == 6
     run = json.loads((out / "run.json").read_text())
     assert run["totals"]["retried"] == 6 and run["failures"]["n_failed"] == 0 and len(run["invocations"]) == 3
+
+
+def test_openai_backend_reports_an_outage_as_retryable_and_stops_retrying_once_it_knows(tmp_path):
+    """A dead port: the first request runs its retry sequence, later ones try once each while the endpoint is
+    known down; once the server is up again the next request gets through normally."""
+    import socket
+
+    from ego_adr.models.base import Message, Request
+    from ego_adr.models.openai_api import OpenAIChatModel
+    from ego_adr.models.serve import BackgroundServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = OpenAIChatModel("double", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2,
+                             retry_base_seconds=0.01, use_openai_sdk=False)
+    req = Request([Message.user("hello")], meta={"stage": "narrate"})
+    first, second = client.generate([req])[0], client.generate([req])[0]
+    assert first.retryable and "after 3 attempts" in first.error
+    assert second.retryable and "attempts" not in second.error  # one attempt: the outage is already known
+    with BackgroundServer(ScriptedModelDouble(), port=port, model_name="double"):
+        assert client.generate([req])[0].ok
