@@ -115,7 +115,7 @@ def run_identity(cfg, samples, info: dict) -> dict:
         "sources": list(info.get("sources") or []),
         "limit": cfg.limit,
         "shard": f"{cfg.shard_index}/{cfg.num_shards}",
-        "data": samples_digest(samples),
+        "annotations": samples_digest(samples),
         "videos": videos_digest(samples, info.get("video_root")),
     }
     if cfg.task == "open-end":
