@@ -95,7 +95,7 @@ def _reason(row: dict) -> str:
 
 def summary_line(summary: dict, out: Path) -> str:
     """One line for stderr when a run ends with infrastructure failures."""
-    why = "; ".join(f"{k} x{v}" for k, v in summary["infrastructure_reasons"].items())
+    why = "; ".join(f"{v}x {k}" for k, v in summary["infrastructure_reasons"].items())
     return (f"{summary['n_infrastructure']} of {summary['n_rows']} samples failed on infrastructure ({why}); "
             f"results in {out} are incomplete: once the model/server is back, rerun the same command with "
             "--retry-failed")

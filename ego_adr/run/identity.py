@@ -115,7 +115,7 @@ def run_identity(cfg, samples, info: dict) -> dict:
         "sources": list(info.get("sources") or []),
         "limit": cfg.limit,
         "shard": f"{cfg.shard_index}/{cfg.num_shards}",
-        "data": samples_digest(samples),
+        "annotations": samples_digest(samples),
         "videos": videos_digest(samples, info.get("video_root")),
     }
     if cfg.task == "open-end":
@@ -245,6 +245,11 @@ class FolderLock:
             os.close(fd)
             raise FolderBusy(f"another run (pid {owner}) is writing to {self.folder}; wait for it to finish "
                              "or use another --output-dir") from None
+        except OSError as e:  # a filesystem without flock (some network mounts): run unlocked, but say so
+            import logging
+
+            logging.getLogger(__name__).warning("%s: cannot lock (%s); make sure no other run writes here",
+                                                self.folder, e)
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import platform
 import sys
@@ -348,6 +349,8 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
         check_writable_dir(out, "the default output folder (choose another with --output-dir)")
     with cache_scope(cfg):
         samples, info = load_dataset(cfg)
+        if info.get("limit_note"):
+            logging.getLogger(__name__).warning("%s", info["limit_note"])
         if not samples:
             raise ConfigError(f"no samples to run (sources {info['sources']} under {info['data_root']})")
         with FolderLock(out):

@@ -20,11 +20,14 @@ class OutageModelDouble(ScriptedModelDouble):
     """Answers like :class:`ScriptedModelDouble` while ``up``; while down every request fails the way the OpenAI
     backend reports a refused connection."""
 
-    def __init__(self, up: bool = False, **kw):
+    def __init__(self, up: bool = False, down_after: int | None = None, **kw):
         super().__init__(**kw)
         self.up = up
+        self.down_after = down_after  # goes down after answering this many requests (an outage mid-run)
 
     def generate(self, requests):
+        if self.down_after is not None and len(self.asked) >= self.down_after:
+            self.up, self.down_after = False, None
         if self.up:
             return super().generate(requests)
         return [Generation(None, "ConnectError: [Errno 111] Connection refused", kind=INFRASTRUCTURE)
@@ -99,3 +102,42 @@ def test_outage_run_is_retryable_and_retry_failed_ends_as_an_uninterrupted_run(t
     assert len((out / "predictions.retried.jsonl").read_text().splitlines()) == 6
     run = json.loads((out / "run.json").read_text())
     assert run["totals"]["retried"] == 6 and run["failures"]["n_failed"] == 0 and len(run["invocations"]) == 3
+
+
+def test_openai_backend_reports_an_outage_as_retryable_and_stops_retrying_once_it_knows(tmp_path):
+    """A dead port: the first request runs its retry sequence, later ones try once each while the endpoint is
+    known down; once the server is up again the next request gets through normally."""
+    import socket
+
+    from ego_adr.models.base import Message, Request
+    from ego_adr.models.openai_api import OpenAIChatModel
+    from ego_adr.models.serve import BackgroundServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = OpenAIChatModel("double", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2,
+                             retry_base_seconds=0.01, use_openai_sdk=False)
+    req = Request([Message.user("hello")], meta={"stage": "narrate"})
+    first, second = client.generate([req])[0], client.generate([req])[0]
+    assert first.retryable and "after 3 attempts" in first.error
+    assert second.retryable and "attempts" not in second.error  # one attempt: the outage is already known
+    with BackgroundServer(ScriptedModelDouble(), port=port, model_name="double"):
+        assert client.generate([req])[0].ok
+
+
+def test_outage_in_the_middle_of_a_run_then_retry_failed(tmp_path, demo_root):
+    cfg = dict(mode="shallow", limit=6, batch_size=2, cache_dir=str(tmp_path / "cache"))
+    model = OutageModelDouble(up=True, down_after=2)  # the first batch of two is answered, then the server dies
+    out = tmp_path / "interrupted"
+    execute(RunConfig(output_dir=str(out), **cfg), progress=False, model=model)
+    kinds = [r["failure_kind"] for r in _rows(out)]
+    assert kinds.count(None) == 2 and kinds.count(INFRASTRUCTURE) == 4
+    model.up = True
+    execute(RunConfig(output_dir=str(out), **cfg), progress=False, model=model, retry_failed=True)
+    assert len(model.asked) == 6  # exactly the four failed samples were asked again
+    whole = tmp_path / "whole"
+    execute(RunConfig(output_dir=str(whole), mode="shallow", limit=6, batch_size=2,
+                      cache_dir=str(tmp_path / "cache2")), progress=False, model=ScriptedModelDouble())
+    key = lambda r: (r["prediction"], r["failure"], r["raw"], r["stages"])  # noqa: E731
+    assert {r["sample_id"]: key(r) for r in _rows(out)} == {r["sample_id"]: key(r) for r in _rows(whole)}

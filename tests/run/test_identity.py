@@ -119,3 +119,19 @@ def test_experiment_grid_uses_the_same_rule_and_labels_the_model_used(tmp_path, 
     with pytest.raises(IdentityMismatch, match="model"):
         run_experiment(exp, {**over, "model": "double-b"}, tmp_path / "grid", progress=False,
                        model=ScriptedModelDouble())
+
+
+def test_edited_annotations_are_another_identity(tmp_path, shared_data):
+    """A re-downloaded or hand-edited label file changes what the rows mean: resuming stops and says so."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(shared_data, data)
+    cfg = dict(data_root=str(data), video_root=str(tmp_path), sources=["egooops"], limit=2, mode="shallow",
+               output_dir=str(tmp_path / "X"))
+    execute(RunConfig(**cfg), progress=False, model=ScriptedModelDouble())
+    recs = json.loads((data / "egooops_answer.json").read_text())
+    recs[0]["close_end_answer"] = "Wrong order" if recs[0]["close_end_answer"] != "Wrong order" else "Omission"
+    (data / "egooops_answer.json").write_text(json.dumps(recs))
+    with pytest.raises(IdentityMismatch, match="annotations"):
+        execute(RunConfig(**cfg), progress=False, model=ScriptedModelDouble())
