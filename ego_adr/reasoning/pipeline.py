@@ -20,8 +20,9 @@ import numpy as np
 from ego_adr.data.sample import Sample
 from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request
 from ego_adr.reasoning import prompts as P
+from ego_adr.reasoning.answers import Answer, mapped_answer, raw_answer
 from ego_adr.reasoning.banks import BankStore
-from ego_adr.reasoning.classify import Classification, classify_answer, classify_keywords
+from ego_adr.reasoning.classify import Classification, classify_keywords
 from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
 from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
 
@@ -42,6 +43,14 @@ class PipelineConfig:
     max_new_tokens: int = 256  # Appendix C
     probe_trials: int = 3
     seed: int = 0
+    # protocol settings that act inside the pipeline (reasoning/protocol.py): the one-pass baselines' question
+    # (ours | public, whose guidance text is read at run time into ``guidance``), their answers (raw | lenient),
+    # and the step text (clean | raw: the stored action_annotation, printed as the public green agent prints it)
+    question: str = "ours"
+    answers: str = "raw"
+    step: str = "clean"
+    guidance: str | None = None
+    guidance_sha: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -50,6 +59,10 @@ class PipelineConfig:
             raise ValueError(f"narration_source must be one of {NARRATION_SOURCES}")
         if self.bank_builder not in ("auto", "rule", "model"):
             raise ValueError("bank_builder must be auto, rule or model")
+        if self.question not in ("ours", "public") or self.answers not in ("raw", "lenient"):
+            raise ValueError("question must be ours|public and answers raw|lenient")
+        if self.question == "public" and not self.guidance:
+            raise ValueError("question=public needs the public guidance text (reasoning/public_text.py)")
 
 
 @dataclass
@@ -64,6 +77,7 @@ class Item:
     timings: dict = field(default_factory=dict)
     failure: str | None = None
     result: Classification | None = None
+    answer: Answer | None = None
 
 
 def black_frames() -> Frames:
@@ -205,14 +219,36 @@ class EgoADR:
         return [self._row(it) for it in items]
 
     def _one_pass(self, items: list[Item]) -> None:
+        """The baselines send the model's raw reply (the public white agent); ``answers=lenient`` maps it."""
         stage = "cot" if self.route == "cot" else "direct"
         prompt = P.COT if stage == "cot" else P.DIRECT
-        reqs = [self._video_request(it.frames, prompt, stage, procedure=it.sample.procedure,
-                                    step=it.sample.action or "None", definitions=P.DEFINITIONS,
-                                    options=P.OPTION_LIST) for it in items]
+        if self.config.question == "public":
+            from ego_adr.reasoning.public_text import public_question
+
+            meta = {**P.PUBLIC_MC.meta(stage), "guidance_sha": self.config.guidance_sha}
+            reqs = [Request([Message.user(it.frames, public_question(self.config.guidance, it.sample.procedure,
+                                                                     self._public_step(it.sample)))],
+                            self._gen(), meta) for it in items]
+        else:
+            reqs = [self._video_request(it.frames, prompt, stage, procedure=it.sample.procedure,
+                                        step=it.sample.action or "None", definitions=P.DEFINITIONS,
+                                        options=P.OPTION_LIST) for it in items]
         for it, text in zip(items, self._call(items, reqs, stage)):
             if text is not None:
-                it.result = classify_answer(text)
+                it.answer = raw_answer(text) if self.config.answers == "raw" else mapped_answer(text)
+                it.result = Classification(it.answer.option, "llm" if it.answer.option else "unparseable", text)
+
+    def _public_step(self, sample: Sample) -> object:
+        """The step as the public green agent prints it: the stored value under step=raw (a null prints as
+        ``None``), else our clean step text."""
+        if self.config.step == "raw" and sample.wire:
+            return sample.wire.get("action_annotation", "")
+        return sample.action
+
+    def _classified(self, item: Item, text: str) -> None:
+        """Ego-ADR's classifier output mapped to an option (method side; the rule is recorded)."""
+        item.answer = mapped_answer(text)
+        item.result = Classification(item.answer.option, "llm" if item.answer.option else "unparseable", text)
 
     def _decoupled(self, items: list[Item]) -> None:
         cfg = self.config
@@ -253,7 +289,7 @@ class EgoADR:
                                         definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
             for i, text in zip(live, self._call([items[i] for i in live], reqs, "classify")):
                 if text is not None:
-                    items[i].result = classify_answer(text)
+                    self._classified(items[i], text)
             return
         narrations = self._narrate([items[i] for i in live], [steps[i] for i in live])
         for i, text in zip(live, narrations):
@@ -262,7 +298,9 @@ class EgoADR:
         if self.route == SHALLOW:
             for i in live:
                 t = time.perf_counter()
-                items[i].result = classify_keywords(items[i].stages.get("narration"), objects[i])
+                res = classify_keywords(items[i].stages.get("narration"), objects[i])
+                items[i].result = res
+                items[i].answer = Answer(res.option, res.option, res.method)
                 items[i].timings["keywords_s"] = round(time.perf_counter() - t, 5)
             return
         reqs = [self._text_request(P.CLASSIFY_DEEP, "classify", context=contexts[i],
@@ -270,7 +308,7 @@ class EgoADR:
                                    definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
         for i, text in zip(live, self._call([items[i] for i in live], reqs, "classify")):
             if text is not None:
-                items[i].result = classify_answer(text)
+                self._classified(items[i], text)
 
     def _row(self, it: Item) -> dict:
         s = it.sample
@@ -285,6 +323,10 @@ class EgoADR:
         stages = dict(it.stages)
         if res is not None:
             stages["classification"] = res.to_dict()
+        ans = it.answer
+        frames_info = dict(it.frames_info)
+        if it.frames is not None:
+            frames_info["clip_fps"] = float(it.frames.fps)  # the rate sent beside the frames
         return {
             "sample_id": s.sample_id,
             "source": s.source,
@@ -295,11 +337,13 @@ class EgoADR:
             "ground_truth": list(s.ground_truth),
             "prediction": res.option if res is not None and failure is None else None,
             "failure": failure,
+            "answer": ans.answer if ans is not None and it.failure is None else None,  # what goes on the wire
+            "extraction": ans.extraction if ans is not None and it.failure is None else None,
             "raw": res.raw if res is not None else None,
             "route": self.route,
             "mode": self.config.mode,
             "frames": self.config.frames,
-            "frames_info": it.frames_info,
+            "frames_info": frames_info,
             "stages": stages,
             "timings": it.timings,
         }
@@ -322,7 +366,8 @@ class EgoADR:
         return out
 
     def describe(self) -> dict:
-        return {"route": self.route, "config": asdict(self.config),
+        config = {k: v for k, v in asdict(self.config).items() if k != "guidance"}  # its sha is kept
+        return {"route": self.route, "config": config,
                 "probe": self.probe.to_dict() if self.probe else None, "prompts": P.VERSIONS}
 
 

@@ -146,6 +146,15 @@ COT = Prompt(
     "End with a last line of the form \"Answer: <option>\", where <option> is exactly one of: {options}.",
 )
 
+# --- the public evaluator's question (protocol option question=public). Only the way the public green agent
+# joins its blocks is restated here; its guidance text is read at run time from the public source
+# (reasoning/public_text.py) and never stored in this project. The white agent strips the tag content.
+PUBLIC_MC = Prompt(
+    "public_mc",
+    "1",
+    '{guidance}\n\nTask Procedure: {procedure}\n\nCurrent Step: "{step}"\n\n',
+)
+
 # --- open-ended VQA (Section 3.2) ----------------------------------------------------------------------
 OPEN_END = Prompt(
     "open_end_answer",
@@ -197,6 +206,7 @@ ALL: tuple[Prompt, ...] = (
     CONTEXT_FULL,
     DIRECT,
     COT,
+    PUBLIC_MC,
     OPEN_END,
     JUDGE,
     HELPMEOUT_CLASSIFY_PROMPT,

@@ -54,7 +54,7 @@ class RunConfig:
     gpu_memory: str | None = None  # None: 24GB for the hf backend (Section 6.1's budget), unset otherwise
     base_url: str | None = None
     tensor_parallel_size: int = 1
-    max_new_tokens: int = 256
+    max_new_tokens: int | None = None  # None: the protocol's (ego-adr 256 as in the paper, public 128)
     num_shards: int = 1
     shard_index: int = 0
     seed: int = 0
@@ -65,6 +65,8 @@ class RunConfig:
     judges: list[str] = field(default_factory=lambda: ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"])
     judge_backend: str = "hf"
     qa_selection: str = "all"  # all | one (one QA pair per sample, chosen with the seed)
+    protocol: str = "ego-adr"  # ego-adr | public (reasoning/protocol.py): the inputs that change a number
+    protocol_options: dict = field(default_factory=dict)  # single deviations from the preset, e.g. sampling=...
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> RunConfig:
@@ -88,6 +90,13 @@ class RunConfig:
             raise ConfigError("--limit must be >= 1")
         if self.num_shards < 1 or not 0 <= self.shard_index < self.num_shards:
             raise ConfigError(f"--shard-index must be in 0..{self.num_shards - 1} for --num-shards {self.num_shards}")
+        from ego_adr.reasoning.protocol import ProtocolError, check
+        from ego_adr.reasoning.public_text import PublicSourceMissing
+
+        try:
+            check(self)
+        except (ProtocolError, PublicSourceMissing) as e:
+            raise ConfigError(str(e)) from None
         if self.qa_selection not in ("all", "one"):
             raise ConfigError("--qa-selection must be 'all' or 'one'")
         if self.sources is not None:

@@ -106,10 +106,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--protocol", choices=["ego-adr", "public"],
+                   help="inputs that change a number for every cell (docs/protocol.md; default ego-adr)")
+    p.add_argument("--protocol-option", dest="protocol_options", action="append",
+                   help="one deviation from the protocol for every cell, key=value (repeatable)")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     over = {k: v for k, v in vars(args).items() if k not in ("experiment", "out", "quiet") and v is not None}
     try:
+        if "protocol_options" in over:
+            from ego_adr.reasoning.protocol import ProtocolError, parse_options
+
+            try:
+                over["protocol_options"] = {k: v for part in over["protocol_options"]
+                                            for k, v in parse_options(part).items()}
+            except ProtocolError as e:
+                raise ConfigError(str(e)) from None
         exp = load_experiment(args.experiment)
         table, results = run_experiment(exp, over, Path(args.out) if args.out else None, progress=not args.quiet)
     except ConfigError as e:

@@ -164,9 +164,11 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     given_model, model = model, None
     t_start = time.perf_counter()
     if pending:
+        from ego_adr.reasoning.protocol import pipeline_fields
+
         pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
                               narration_source=cfg.narration_source, bank_builder=cfg.bank_builder,
-                              max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
+                              seed=cfg.seed, **pipeline_fields(cfg))
         needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")  # keywords only
         model = load_vlm(cfg, given_model) if needs_model else None
         pipe = EgoADR(model, pcfg, cache_dir=cfg.resolved_cache_dir())
@@ -182,7 +184,10 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
     label = "no model" if model_free else (cfg.model or "embedded tiny model (random weights)")
     title = f"{label} - {cfg.mode} - {'reference narration' if model_free else f'{cfg.frames} frames'}"
-    notes = []
+    from ego_adr.reasoning.protocol import describe, report_notes, settings_of
+
+    run_info["protocol"] = describe(cfg.protocol, settings_of(cfg))
+    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"))
     if cfg.narration_source == "reference":
         notes.append("Diagnostic upper bound: narration replaced by the annotations' reference descriptions "
                      "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
@@ -204,10 +209,10 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
 
 
 def _process(pipe, cfg: RunConfig, pending: list[Sample], store, progress: bool, tqdm) -> None:
+    from ego_adr.reasoning.protocol import make_sampler, settings_of
     from ego_adr.video.prefetch import Prefetcher
-    from ego_adr.video.sampler import FrameSampler
 
-    sampler = FrameSampler()
+    sampler = make_sampler(settings_of(cfg))
     decode = _decode(sampler, cfg.frames, pipe.needs_frames)
     bs = cfg.batch_size
     bar = tqdm(total=len(pending), desc=f"ego_adr {pipe.route}", unit="sample", disable=not progress)
@@ -250,6 +255,9 @@ def default_output_dir(cfg: RunConfig) -> Path:
         tag += "-nonarr"
     if cfg.narration_source != "model":
         tag += f"-{cfg.narration_source}"
+    from ego_adr.reasoning.protocol import run_folder_tag
+
+    tag += run_folder_tag(cfg)
     if cfg.data_root is None:
         tag += "-demo"
     return Path("runs") / tag
@@ -260,6 +268,9 @@ def execute(cfg: RunConfig, progress: bool = True, model=None) -> tuple[Path, di
     cfg.validate()
     out = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg)
     samples, info = load_dataset(cfg)
+    from ego_adr.reasoning.protocol import apply_to_samples, settings_of
+
+    samples = apply_to_samples(samples, settings_of(cfg))  # the window and step text the protocol reads
     if not samples:
         raise ConfigError(f"no samples to run (sources {info['sources']} under {info['data_root']})")
     if cfg.task == "open-end":

@@ -153,6 +153,7 @@ class FrameSampler:
         max_open: int = 8,
         max_side: int | None = None,
         max_pixels: int | None = None,
+        index_rule=None,
     ):
         if backend != "auto" and backend not in BACKENDS:
             raise ValueError(f"unknown video backend {backend!r}; use 'auto' or one of {BACKENDS}")
@@ -162,6 +163,8 @@ class FrameSampler:
         self.max_open = max_open
         self.max_side = max_side
         self.max_pixels = max_pixels
+        # which frames a window means: plan_indices, or another rule of the same signature (video/public_policy.py)
+        self.index_rule = index_rule or plan_indices
         self._readers: OrderedDict[str, _Reader] = OrderedDict()
         self._lock = threading.Lock()
         self._broken_backends: dict[str, str] = {}  # backend -> import error
@@ -278,11 +281,10 @@ class FrameSampler:
             return arr, info
         raise VideoError(path, "reader kept being evicted; raise max_open")
 
-    @staticmethod
-    def _decode(r: _Reader, start_sec, end_sec, num_frames, max_side, max_pixels):
+    def _decode(self, r: _Reader, start_sec, end_sec, num_frames, max_side, max_pixels):
         """Decode with reader ``r`` (caller holds ``r.lock``)."""
         try:
-            idx, window, flags = plan_indices(r.num_frames, r.fps, start_sec, end_sec, num_frames)
+            idx, window, flags = self.index_rule(r.num_frames, r.fps, start_sec, end_sec, num_frames)
         except ValueError as e:
             raise VideoError(r.path, str(e)) from e
         size = target_size(r.width, r.height, max_side, max_pixels)
