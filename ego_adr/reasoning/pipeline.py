@@ -21,7 +21,7 @@ from ego_adr.data.sample import Sample
 from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request
 from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.answers import Answer, mapped_answer, raw_answer
-from ego_adr.reasoning.banks import BankStore
+from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS, BankStore
 from ego_adr.reasoning.classify import Classification, classify_keywords
 from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
 from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
@@ -41,6 +41,7 @@ class PipelineConfig:
     model_match: bool = True  # deep mode: the model picks the step (text only), TF-IDF as fallback
     tau: float = TAU
     max_new_tokens: int = 256  # Appendix C
+    bank_max_new_tokens: int = BANK_MAX_NEW_TOKENS  # the procedure bank's own budget (reasoning/banks.py)
     probe_trials: int = 3
     seed: int = 0
     # protocol settings that act inside the pipeline (reasoning/protocol.py): the one-pass baselines' question
@@ -87,8 +88,13 @@ def black_frames() -> Frames:
 
 class EgoADR:
     def __init__(self, model: VLM | None, config: PipelineConfig | None = None, cache_dir: Path | None = None,
-                 route: str | None = None) -> None:
+                 route: str | None = None, bank_model=None) -> None:
+        """``bank_model``: the VLM that builds deep-mode procedure banks, or a zero-argument function that loads
+        it when a bank is first needed (reasoning/bank_model.py); None = the evaluated model."""
         self.model = model
+        self._bank_model = bank_model
+        # fixed at construction so that cache keys do not change when a loader turns into the loaded model
+        self._bank_id = getattr(bank_model, "fingerprint", None) if bank_model is not None else None
         self.config = config or PipelineConfig()
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.probe: ProbeResult | None = None
@@ -153,11 +159,26 @@ class EgoADR:
         return out
 
     # ---- stages -----------------------------------------------------------------------------------
+    @property
+    def uses_model_bank(self) -> bool:
+        has_model = self.model is not None or self._bank_model is not None
+        return has_model and (self.config.bank_builder == "model" or
+                              (self.config.bank_builder == "auto" and self.route == DEEP))
+
+    def bank_vlm(self) -> VLM:
+        """The model that builds banks (loaded on first use when given as a loader)."""
+        if self._bank_model is None:
+            return self.model
+        if callable(self._bank_model) and not hasattr(self._bank_model, "generate"):
+            self._bank_model = self._bank_model()
+        return self._bank_model
+
+    def bank_fingerprint(self) -> str:
+        """Cache identity of the bank model without loading it (a loader carries ``fingerprint``)."""
+        return self._bank_id or self.model.fingerprint
+
     def bank_for(self, task_id: str, procedure: str):
-        use_model = self.config.bank_builder == "model" or (
-            self.config.bank_builder == "auto" and self.route == DEEP and self.model is not None
-        )
-        if not use_model:
+        if not self.uses_model_bank:
             return self.banks.rule(task_id, procedure)
         return self.banks.model(task_id, procedure, self)
 
@@ -188,12 +209,12 @@ class EgoADR:
                 items[i].stages.setdefault("match_model_raw", text)
         return matches
 
-    def _narrate(self, items: list[Item], steps: list[str]) -> list[str | None]:
+    def _narrate(self, items: list[Item], contexts: list[str]) -> list[str | None]:
         if self.config.narration_source == "reference":
             return [it.sample.reference or it.sample.action for it in items]
         prompt = P.NARRATE_DEEP if self.route == DEEP else P.NARRATE_SHALLOW
         live = [i for i, it in enumerate(items) if it.failure is None]
-        reqs = [self._video_request(items[i].frames, prompt, "narrate", step=steps[i]) for i in live]
+        reqs = [self._video_request(items[i].frames, prompt, "narrate", context=contexts[i]) for i in live]
         out: list[str | None] = [None] * len(items)
         for i, text in zip(live, self._call([items[i] for i in live], reqs, "narrate")):
             out[i] = text
@@ -258,7 +279,8 @@ class EgoADR:
         # the step is found from a narration made without step guidance.
         need_first = [it for it in items if not it.sample.action and cfg.match]
         if need_first and cfg.narration_source == "model":
-            pre = self._narrate(need_first, ["unknown (describe what the person does)"] * len(need_first))
+            unknown = "Annotated action: unknown (describe what the person does)"
+            pre = self._narrate(need_first, [unknown] * len(need_first))
             for it, text in zip(need_first, pre):
                 it.stages["pre_narration"] = text
         queries = [it.sample.action or it.stages.get("pre_narration") or it.sample.reference or "" for it in items]
@@ -269,13 +291,18 @@ class EgoADR:
                 it.stages["match"] = {**m.to_dict(), "query": it.sample.action and "action" or "narration"}
                 it.timings.setdefault("tfidf_match_s", round((time.perf_counter() - t0) / max(1, len(items)), 5))
             steps = [m.step for m in matches]
-            contexts = [P.CONTEXT_MATCHED.render(previous=m.previous or "none (this is the first step)",
+            contexts = [P.CONTEXT_MATCHED.render(action=it.sample.action or "none given (the step was matched "
+                                                 "from a first description of the clip)",
+                                                 previous=m.previous or "none (this is the first step)",
                                                  step=m.step, next=m.next or "none (this is the last step)")
-                        for m in matches]
+                        for it, m in zip(items, matches)]
             objects = [self.bank_for(it.sample.task_id, it.sample.procedure).steps[m.index].objects
                        for it, m in zip(items, matches)]
             for it in items:
-                it.stages["bank"] = self.bank_for(it.sample.task_id, it.sample.procedure).builder
+                bank = self.bank_for(it.sample.task_id, it.sample.procedure)
+                it.stages["bank"] = bank.builder
+                if bank.note:
+                    it.stages["bank_note"] = bank.note
         else:
             steps = [it.sample.action or "unknown" for it in items]
             contexts = [P.CONTEXT_FULL.render(procedure=it.sample.procedure, step=s) for it, s in zip(items, steps)]
@@ -291,7 +318,7 @@ class EgoADR:
                 if text is not None:
                     self._classified(items[i], text)
             return
-        narrations = self._narrate([items[i] for i in live], [steps[i] for i in live])
+        narrations = self._narrate([items[i] for i in live], [contexts[i] for i in live])
         for i, text in zip(live, narrations):
             items[i].stages["narration"] = text
         live = [i for i in live if items[i].failure is None]

@@ -212,4 +212,8 @@ def run_folder_tag(cfg) -> str:
     s = settings_of(cfg)
     if cfg.model is None:  # the offline demo's short budget is documented (run/cli.py), not a protocol choice
         s = replace(s, max_new_tokens=PRESETS[cfg.protocol].max_new_tokens)
-    return folder_tag(cfg.protocol, s)
+    tag = folder_tag(cfg.protocol, s)
+    bank = getattr(cfg, "bank_model", None)
+    if bank and bank != "paper":  # a deviation from the paper's bank model (Section 5.2)
+        tag += f"-bank={bank.rstrip('/').split('/')[-1].lower()}"
+    return tag

@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--narration-source", choices=["model", "reference"],
       help="'reference' replaces the model's narration by the annotations' descriptions (diagnostic)")
     a("--bank-builder", choices=["auto", "rule", "model"], help="procedure bank builder (default auto)")
+    a("--bank-model", help="model that builds deep-mode procedure banks: paper (Qwen2.5-VL-7B-Instruct, Section "
+                           "5.2), evaluated, rule, or an alias/hub id/folder (default paper; evaluated for tiny "
+                           "models)")
     a("--data-root", help="folder with the EgoErrorVQA json files; default: the embedded demo set")
     a("--video-root", help="folder with the source datasets' videos in the public layout")
     a("--sources", help="comma-separated: captaincook4d,epic_tent,assembly101,egooops (default all)")

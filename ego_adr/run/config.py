@@ -42,6 +42,7 @@ class RunConfig:
     narration: bool = True
     narration_source: str = "model"
     bank_builder: str = "auto"
+    bank_model: str | None = None  # None/"paper": Qwen2.5-VL-7B-Instruct (Section 5.2) | evaluated | rule | name
     data_root: str | None = None  # None = the embedded demo set
     video_root: str | None = None
     sources: list[str] | None = None

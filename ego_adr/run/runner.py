@@ -164,15 +164,20 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     given_model, model = model, None
     t_start = time.perf_counter()
     if pending:
+        from dataclasses import replace
+
+        from ego_adr.reasoning.bank_model import bank_setup
         from ego_adr.reasoning.protocol import pipeline_fields
 
+        bank_fields, bank_arg, bank_name = bank_setup(cfg, given_model is not None,
+                                                      lambda name: load_vlm(replace(cfg, model=name)))
         pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
-                              narration_source=cfg.narration_source, bank_builder=cfg.bank_builder,
-                              seed=cfg.seed, **pipeline_fields(cfg))
+                              narration_source=cfg.narration_source, seed=cfg.seed,
+                              **{"bank_builder": cfg.bank_builder, **bank_fields}, **pipeline_fields(cfg))
         needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")  # keywords only
         model = load_vlm(cfg, given_model) if needs_model else None
-        pipe = EgoADR(model, pcfg, cache_dir=cfg.resolved_cache_dir())
-        run_info["pipeline"] = pipe.describe()
+        pipe = EgoADR(model, pcfg, cache_dir=cfg.resolved_cache_dir(), bank_model=bank_arg)
+        run_info["pipeline"] = {**pipe.describe(), "bank_model": bank_name}
         run_info["model"] = {"id": model.model_id, "fingerprint": model.fingerprint} if model else None
         write_json(out / "run.json", run_info)
         t_loop = time.perf_counter()
