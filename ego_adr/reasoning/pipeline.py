@@ -241,30 +241,13 @@ class EgoADR:
 
     def _one_pass(self, items: list[Item]) -> None:
         """The baselines send the model's raw reply (the public white agent); ``answers=lenient`` maps it."""
-        stage = "cot" if self.route == "cot" else "direct"
-        prompt = P.COT if stage == "cot" else P.DIRECT
-        if self.config.question == "public":
-            from ego_adr.reasoning.public_text import public_question
+        from ego_adr.reasoning.one_pass import one_pass_requests
 
-            meta = {**P.PUBLIC_MC.meta(stage), "guidance_sha": self.config.guidance_sha}
-            reqs = [Request([Message.user(it.frames, public_question(self.config.guidance, it.sample.procedure,
-                                                                     self._public_step(it.sample)))],
-                            self._gen(), meta) for it in items]
-        else:
-            reqs = [self._video_request(it.frames, prompt, stage, procedure=it.sample.procedure,
-                                        step=it.sample.action or "None", definitions=P.DEFINITIONS,
-                                        options=P.OPTION_LIST) for it in items]
-        for it, text in zip(items, self._call(items, reqs, stage)):
+        stage = "cot" if self.route == "cot" else "direct"
+        for it, text in zip(items, self._call(items, one_pass_requests(self, items, stage), stage)):
             if text is not None:
                 it.answer = raw_answer(text) if self.config.answers == "raw" else mapped_answer(text)
                 it.result = Classification(it.answer.option, "llm" if it.answer.option else "unparseable", text)
-
-    def _public_step(self, sample: Sample) -> object:
-        """The step as the public green agent prints it: the stored value under step=raw (a null prints as
-        ``None``), else our clean step text."""
-        if self.config.step == "raw" and sample.wire:
-            return sample.wire.get("action_annotation", "")
-        return sample.action
 
     def _classified(self, item: Item, text: str) -> None:
         """Ego-ADR's classifier output mapped to an option (method side; the rule is recorded)."""
@@ -353,7 +336,9 @@ class EgoADR:
         ans = it.answer
         frames_info = dict(it.frames_info)
         if it.frames is not None:
-            frames_info["clip_fps"] = float(it.frames.fps)  # the rate sent beside the frames
+            frames_info["clip_fps"] = float(it.frames.fps)  # the rate the model's processor is given
+            if hasattr(it.frames, "message_fps"):  # public: what the white agent writes (and its processor drops)
+                frames_info["clip_fps_message"] = it.frames.message_fps
         return {
             "sample_id": s.sample_id,
             "source": s.source,

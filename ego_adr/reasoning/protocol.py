@@ -9,9 +9,11 @@ that differs from the public white agent.
 Why each ``ego-adr`` default (evidence in docs/protocol.md):
 
 * ``sampling=bin-centre`` -- the public ``linspace`` includes both end frames; the end frame ``int(end*fps)`` is the
-  first frame of the next annotated segment whenever segments abut (most CaptainCook4D and Assembly101 windows);
-* ``clip_fps=true`` -- Qwen2.5-VL places frames in absolute time from this rate; 1.0 tells it that 8 frames of a
-  3-s window span 8 s;
+  first frame of the next annotated segment where segments abut (19% of Assembly101 windows, 1% of
+  CaptainCook4D, none in EgoOops / Epic-Tent of the developer split): a modest effect, kept for its cleanliness;
+* ``clip_fps=true`` -- Qwen2.5-VL places frames in absolute time from this rate. The public agent's model saw
+  2.0 (its processor's default; the ``fps: 1.0`` of its message is dropped, video/public_policy.py), which tells
+  it that 8 frames span 4 s while the annotated windows' median is 11-35 s (p10 1.7 s, p90 108 s);
 * ``resize=processor`` -- one resize by the model's own processor, at the same 768-cell cap;
 * ``step=clean`` -- the raw EgoOops ``action_annotation`` is null on exactly its error clips (a label leak);
   the clean step comes from EgoOops' step list for every clip (data/sources.py);
@@ -54,7 +56,7 @@ class ProtocolSettings:
 
 
 PRESETS = {
-    PUBLIC: ProtocolSettings(PUBLIC_LINSPACE, "1.0", QVU_0_0_14, "raw", "public", 128, "raw"),
+    PUBLIC: ProtocolSettings(PUBLIC_LINSPACE, "2.0", QVU_0_0_14, "raw", "public", 128, "raw"),
     EGO_ADR: ProtocolSettings(BIN_CENTRE, "true", PROCESSOR, "clean", "ours", 256, "raw"),
 }
 CHOICES = {"sampling": SAMPLING_RULES, "resize": RESIZE_RULES, "step": ("clean", "raw"),

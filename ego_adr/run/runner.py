@@ -194,7 +194,9 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     run_info["protocol"] = describe(cfg.protocol, settings_of(cfg))
     notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"))
     if cfg.narration_source == "reference":
-        notes.append("Diagnostic upper bound: narration replaced by the annotations' reference descriptions "
+        notes.append("Diagnostic, tuned to annotation style, not an upper bound: narration replaced by the "
+                     "annotations' reference descriptions, whose wording the shallow vocabularies were written "
+                     "against "
                      "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
                      "samples; never a label field), so only the classification stage is measured.")
     if cfg.model is None and not model_free:

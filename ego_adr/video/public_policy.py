@@ -13,7 +13,12 @@ here from reading that code (never copied):
   Then ``N`` indices by ``linspace`` over the closed range with *both* endpoints, truncated to integers and
   clipped. Our own rule (bin centres, :func:`ego_adr.video.sampler.plan_indices`) never takes the end frame,
   which in contiguously annotated videos is the first frame of the next step.
-* **Clip rate.** The frames go to the processor as a video with ``"fps": 1.0`` whatever the window's length.
+* **Clip rate.** The white agent writes ``"fps": 1.0`` beside its frames, but that value never reaches the
+  model: ``process_vision_info(messages)`` (qwen-vl-utils 0.0.14, frame-list path) does not read ``fps`` and
+  returns no video kwargs unless asked, and the processor is called without ``fps``, so transformers 4.57.3's
+  Qwen2.5-VL processor (the version the public code pins) uses its default ``fps = 2.0``
+  (``second_per_grid_ts = 2 / 2.0``). :data:`PUBLIC_CLIP_FPS` is therefore 2.0, the rate the model saw;
+  :data:`PUBLIC_MESSAGE_FPS` (1.0) is recorded beside it. Either way the rate ignores the window's length.
 * **Frame size** (:func:`qwen_vl_utils_list_size`): the frames are a *list* of images, which qwen-vl-utils
   resizes in two passes (version 0.0.14, the release current when the public code was written; it pins no
   version): each frame as an image to multiples of 56 (the function receives the merged factor 28 where it
@@ -40,7 +45,8 @@ SAMPLING_RULES = (BIN_CENTRE, PUBLIC_LINSPACE)
 QVU_0_0_14 = "qwen-vl-utils-0.0.14"
 PROCESSOR = "processor"  # ours: the model's processor resizes (hf backend caps at 768 cells)
 RESIZE_RULES = (PROCESSOR, QVU_0_0_14)
-PUBLIC_CLIP_FPS = 1.0  # what the white agent writes beside its frames
+PUBLIC_CLIP_FPS = 2.0  # the rate the public agent's processor used (its default: the message's 1.0 is dropped)
+PUBLIC_MESSAGE_FPS = 1.0  # what the white agent writes beside its frames
 DEFAULT_FPS = 30.0  # the white agent's rate when the decoder reports none (``get_avg_fps() or 30.0``)
 WHITE_DEFAULT_START, WHITE_DEFAULT_END = 0.0, 30.0  # the white agent's fallback window
 
@@ -148,8 +154,9 @@ class ProtocolSampler(FrameSampler):
     """A :class:`FrameSampler` with the protocol's index rule, clip rate and frame resizing.
 
     ``sampling``: :data:`BIN_CENTRE` or :data:`PUBLIC_LINSPACE`; ``clip_fps``: ``"true"`` (the sampled rate,
-    ``N / window``) or a number written beside the frames (public: 1.0); ``resize``: :data:`PROCESSOR` (leave it
-    to the model's processor) or :data:`QVU_0_0_14`. What was done is added to the clip's ``info.notes``.
+    ``N / window``) or the number given to the model's processor (public: 2.0, see the module docstring);
+    ``resize``: :data:`PROCESSOR` (leave it to the model's processor) or :data:`QVU_0_0_14`. What was done is
+    added to the clip's ``info.notes``; under the public sampling the clip also carries ``message_fps`` (1.0).
     """
 
     def __init__(self, sampling: str = BIN_CENTRE, clip_fps: str = "true", resize: str = PROCESSOR, **kw):
@@ -174,6 +181,8 @@ class ProtocolSampler(FrameSampler):
         if self.clip_fps != "true":
             frames.fps = float(self.clip_fps)
             notes.append(f"clip_fps={frames.fps:g} (the true sampled rate is not sent)")
+        if self.sampling == PUBLIC_LINSPACE:
+            frames.message_fps = PUBLIC_MESSAGE_FPS  # type: ignore[attr-defined]
         if info is not None:
             info.notes = [*info.notes, *notes]
             info.frame_size = (int(frames.array.shape[2]), int(frames.array.shape[1]))

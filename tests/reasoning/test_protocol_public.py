@@ -72,7 +72,7 @@ def _white_agent_indices(path, start_raw, end_raw, n=8):
     return np.clip(np.linspace(a, b, n, dtype=int), 0, total - 1).tolist()
 
 
-def test_public_direct_run_samples_the_white_agents_frames_at_fps_one(tmp_path, stand_in):
+def test_public_direct_run_samples_the_white_agents_frames_and_records_its_fps(tmp_path, stand_in):
     from ego_adr.data.egoerrorvqa import load_samples
 
     model = RecordingDouble()
@@ -83,7 +83,7 @@ def test_public_direct_run_samples_the_white_agents_frames_at_fps_one(tmp_path, 
     for req in model.requests:
         frames = req.messages[0].content[0]
         question = req.messages[0].content[1]
-        assert frames.fps == 1.0
+        assert frames.fps == 2.0  # what the public agent's processor used (its message's 1.0 is dropped)
         assert req.config.max_new_tokens == 128
         got = [read_frame_index(f) for f in frames.array]
         # the sample this request was for: the one whose raw step text the question quotes
@@ -96,7 +96,7 @@ def test_public_direct_run_samples_the_white_agents_frames_at_fps_one(tmp_path, 
     whole = [r for r in rows.values() if r["frames_info"]["whole_video"]]
     assert whole, "the selection should hold a CaptainCook4D omission (start = end = -1)"
     for r in rows.values():
-        assert r["frames_info"]["clip_fps"] == 1.0
+        assert r["frames_info"]["clip_fps_message"] == 1.0 and r["frames_info"]["clip_fps"] == 2.0
         assert r["answer"] == "Wrong order" and r["extraction"] == "raw"
     assert run["protocol"]["name"] == "public" and run["protocol"]["deviations_from_public"] == {}
     assert "-public" in str(default_output_dir(cfg))
