@@ -173,3 +173,14 @@ def test_unknown_protocol_option_stops_with_a_message(tmp_path):
     with pytest.raises(ConfigError, match="public evaluator"):
         RunConfig(protocol="public", protocol_options={"public_source": str(tmp_path / "nowhere")},
                   data_root=str(tmp_path)).validate()
+
+
+def test_cli_protocol_mistakes_stop_with_one_line_and_exit_2(capsys):
+    from ego_adr.run.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--protocol-option", "no-equals-sign"])
+    assert e.value.code == 2
+    assert main(["--protocol-option", "sampling=every-frame"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("error: --protocol-option") and "sampling must be one of" in err[-1]
