@@ -33,7 +33,7 @@ def one_pass_requests(pipe: EgoADR, items: list[Item], stage: str) -> list[Reque
         meta = {**P.PUBLIC_MC.meta(stage), "guidance_sha": cfg.guidance_sha}
         return [Request([Message.user(it.frames, public_question(cfg.guidance, it.sample.procedure,
                                                                  public_step(it.sample, cfg.step)))],
-                        pipe._gen(), meta) for it in items]
+                        pipe._gen(stage), meta) for it in items]
     prompt = P.COT if stage == "cot" else P.DIRECT
     return [pipe._video_request(it.frames, prompt, stage, procedure=it.sample.procedure,
                                 step=it.sample.action or "None", definitions=P.DEFINITIONS,

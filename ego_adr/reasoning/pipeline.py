@@ -41,6 +41,7 @@ class PipelineConfig:
     model_match: bool = True  # deep mode: the model picks the step (text only), TF-IDF as fallback
     tau: float = TAU
     max_new_tokens: int = 256  # Appendix C
+    one_pass_max_new_tokens: int | None = None  # the baselines' budget (public white agent: 128); None = as above
     bank_max_new_tokens: int = BANK_MAX_NEW_TOKENS  # the procedure bank's own budget (reasoning/banks.py)
     probe_trials: int = 3
     seed: int = 0
@@ -121,17 +122,20 @@ class EgoADR:
         return True
 
     # ---- model calls ------------------------------------------------------------------------------
-    def _gen(self) -> GenerationConfig:
+    def _gen(self, stage: str = "") -> GenerationConfig:
+        one_pass = self.config.one_pass_max_new_tokens
+        if stage in ("direct", "cot") and one_pass:
+            return GenerationConfig(max_new_tokens=one_pass)
         return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
 
     def _text_request(self, prompt: P.Prompt, stage: str, **fields) -> Request:
         parts: list = [prompt.render(**fields)]
         if self.model is not None and not self.model.capabilities.text_only:
             parts.insert(0, black_frames())
-        return Request([Message.user(*parts)], self._gen(), prompt.meta(stage))
+        return Request([Message.user(*parts)], self._gen(stage), prompt.meta(stage))
 
     def _video_request(self, frames: Frames, prompt: P.Prompt, stage: str, **fields) -> Request:
-        return Request([Message.user(frames, prompt.render(**fields))], self._gen(), prompt.meta(stage))
+        return Request([Message.user(frames, prompt.render(**fields))], self._gen(stage), prompt.meta(stage))
 
     def _call(self, items: list[Item], reqs: list[Request], stage: str, fatal: bool = True) -> list[str | None]:
         """Send one batch; a failed request fails its own item only (or nothing when ``fatal`` is False,

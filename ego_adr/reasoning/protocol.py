@@ -189,7 +189,11 @@ def settings_of(cfg) -> ProtocolSettings:
 def pipeline_fields(cfg) -> dict:
     """PipelineConfig fields the protocol sets (the public question text is read here, at run time)."""
     s = settings_of(cfg)
-    out = {"question": s.question, "answers": s.answers, "step": s.step, "max_new_tokens": s.max_new_tokens}
+    # the protocol's budget is the one-pass baselines' (the public white agent's 128); Ego-ADR's own stages keep
+    # the paper's 256 (Appendix C) unless --max-new-tokens was given
+    stages = PRESETS[EGO_ADR].max_new_tokens if (cfg.extra or {}).get("max_new_tokens_from") else cfg.max_new_tokens
+    out = {"question": s.question, "answers": s.answers, "step": s.step, "max_new_tokens": stages,
+           "one_pass_max_new_tokens": s.max_new_tokens}
     if s.question == "public":
         from ego_adr.reasoning.public_text import read_public_text
 
@@ -204,6 +208,7 @@ def check(cfg) -> None:
     s = resolve(cfg.protocol, cfg.protocol_options, cfg.max_new_tokens)
     if cfg.max_new_tokens is None:
         cfg.max_new_tokens = s.max_new_tokens
+        cfg.extra = {**(cfg.extra or {}), "max_new_tokens_from": f"protocol {cfg.protocol}"}
     if s.question == "public":
         from ego_adr.reasoning.public_text import find_green_agent
 

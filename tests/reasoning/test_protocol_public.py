@@ -45,7 +45,8 @@ def _run(tmp_path, stand_in, model, **kw):
     data, videos = stand_in
     out = tmp_path / "out"
     kw.setdefault("limit", 12)
-    cfg = RunConfig(model="double", data_root=str(data), video_root=str(videos), mode="direct",
+    kw.setdefault("mode", "direct")
+    cfg = RunConfig(model="double", data_root=str(data), video_root=str(videos),
                     cache_dir=str(tmp_path / "cache"), output_dir=str(out), **kw)
     execute(cfg, progress=False, model=model)
     rows = {r["sample_id"]: r for r in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())}
@@ -184,3 +185,14 @@ def test_cli_protocol_mistakes_stop_with_one_line_and_exit_2(capsys):
     assert main(["--protocol-option", "sampling=every-frame"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("error: --protocol-option") and "sampling must be one of" in err[-1]
+
+
+def test_public_budget_is_the_baselines_ego_adr_stages_keep_the_papers(tmp_path, stand_in):
+    model = RecordingDouble("Omission", fingerprint="recording-budget")
+    _run(tmp_path, stand_in, model, protocol="public", mode="deep", limit=2, sources=["assembly101"])
+    budgets = {r.meta["stage"]: r.config.max_new_tokens for r in model.requests}
+    assert budgets["narrate"] == budgets["classify"] == 256  # Appendix C
+    model = RecordingDouble("Omission", fingerprint="recording-budget-2")
+    _run(tmp_path / "b", stand_in, model, protocol="public", mode="deep", limit=2, sources=["assembly101"],
+         max_new_tokens=64)
+    assert {r.config.max_new_tokens for r in model.requests if r.meta["stage"] != "bank"} == {64}
