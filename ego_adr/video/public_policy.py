@@ -150,6 +150,16 @@ def resize_like_qwen_vl_utils(array: np.ndarray) -> np.ndarray:
     return np.stack(out)
 
 
+def _has_decord() -> bool:
+    try:
+        from ego_adr.video.readers import import_decord
+
+        import_decord()
+        return True
+    except ImportError:
+        return False
+
+
 class ProtocolSampler(FrameSampler):
     """A :class:`FrameSampler` with the protocol's index rule, clip rate and frame resizing.
 
@@ -168,6 +178,9 @@ class ProtocolSampler(FrameSampler):
             float(clip_fps)  # raises on a bad value
         if sampling == PUBLIC_LINSPACE:
             kw["index_rule"] = public_indices
+            # the white agent reads frame count and rate with decord; other readers may count a frame more or
+            # round the rate differently, which moves int(t * fps) by a frame
+            kw.setdefault("backend", "decord" if _has_decord() else "auto")
         super().__init__(**kw)
         self.sampling, self.clip_fps, self.resize = sampling, clip_fps, resize
 
