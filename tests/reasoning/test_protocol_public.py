@@ -17,7 +17,7 @@ from ego_adr.run.runner import default_output_dir, execute, load_dataset
 from ego_adr.video.public_policy import public_indices, qwen_vl_utils_list_size, white_agent_window
 from ego_adr.video.synth import make_public_layout_videos, read_frame_index
 
-FPS = 3.0  # stand-in videos at 3 fps: int(t * fps) and bin centres pick different frames
+FPS = 2.0  # stand-in videos at 2 fps: int(t * fps) and bin centres pick different frames
 
 
 class RecordingDouble(ScriptedModelDouble):
@@ -115,7 +115,7 @@ def test_default_protocol_keeps_bin_centres_true_rate_and_our_question(tmp_path,
         info = r["frames_info"]
         seconds = max(info["window"][1] - info["window"][0], 1 / info["video_fps"])
         assert info["clip_fps"] == pytest.approx(8 / seconds)
-        assert info["indices"][-1] < round(info["window"][1] * info["video_fps"])  # never the end frame
+        assert info["indices"][-1] / info["video_fps"] < info["window"][1]  # inside [start, end): never at end
 
 
 def test_public_question_quotes_the_stored_step_and_leaks_egooops_labels(tmp_path, stand_in):
@@ -196,3 +196,8 @@ def test_public_budget_is_the_baselines_ego_adr_stages_keep_the_papers(tmp_path,
     _run(tmp_path / "b", stand_in, model, protocol="public", mode="deep", limit=2, sources=["assembly101"],
          max_new_tokens=64)
     assert {r.config.max_new_tokens for r in model.requests if r.meta["stage"] != "bank"} == {64}
+
+
+def test_default_protocol_leaves_the_demo_folder_name_alone():
+    assert str(default_output_dir(RunConfig(max_new_tokens=64))) == "runs/tiny-demo-multiple-choice-auto-8f-demo"
+    assert str(default_output_dir(RunConfig(protocol="public"))).endswith("-8f-public-demo")
