@@ -330,6 +330,9 @@ class EgoADR:
         failure = it.failure
         if failure is None and res is None:
             failure = "no answer"
+        elif failure is None and it.answer is not None and it.answer.answer is None:
+            # the method concluded nothing (e.g. an empty shallow narration): nothing would go on the wire
+            failure = f"no answer ({it.answer.extraction})"
         elif failure is None and res is not None and res.option is None:
             # the model answered, but nothing maps to an option (an empty answer included): the public evaluator
             # counts such text as an error prediction, so it is "unparseable", never "no answer"

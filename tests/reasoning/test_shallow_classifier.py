@@ -53,3 +53,24 @@ def test_tie_break_prefers_anomaly_evidence_then_taxonomy_order():
     c = classify_keywords(n("tray", "slides the tray", "uses the wrong tool and places it upside down"))
     assert c.scores["Wrong object"] == c.scores["Wrong action"]
     assert c.option == "Wrong object"
+
+
+def test_an_empty_narration_is_no_answer_not_an_error_prediction(tmp_path, demo_root):
+    import json
+
+    from ego_adr.models.base import Generation
+    from ego_adr.models.doubles import ScriptedModelDouble
+    from ego_adr.run.config import RunConfig
+    from ego_adr.run.runner import execute
+
+    class SilentNarratorDouble(ScriptedModelDouble):
+        """Narrates nothing (the test is about what the pipeline records then)."""
+
+        def generate(self, requests):
+            return [Generation("") for _ in requests]
+
+    out = tmp_path / "out"
+    execute(RunConfig(model="double", mode="shallow", limit=2, output_dir=str(out), cache_dir=str(tmp_path / "c")),
+            progress=False, model=SilentNarratorDouble(fingerprint="silent-narrator"))
+    rows = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+    assert rows and all(r["failure"] == "no answer (empty)" and r["answer"] is None for r in rows)
