@@ -1,4 +1,4 @@
-"""The package layout is the data flow: no import circles, eval/ never imports models/, and nothing at the top of
+"""The package layout is the data flow: no import circles (imports for type annotations only excepted), eval/ never imports models/, and nothing at the top of
 ``ego_adr/`` but the shared leaves (taxonomy, store) and the ``run`` entry point. Read from the source with ``ast``,
 so the rules hold for every module, imported by a test or not."""
 
@@ -27,7 +27,12 @@ def _edges(mods: dict[str, Path]) -> dict[str, set[str]]:
 
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for m, p in mods.items():
-        for node in ast.walk(ast.parse(p.read_text())):
+        tree = ast.parse(p.read_text())
+        type_only = {id(n) for blk in ast.walk(tree) if isinstance(blk, ast.If) and "TYPE_CHECKING" in ast.unparse(blk.test)
+                     for stmt in blk.body for n in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if id(node) in type_only:  # `if TYPE_CHECKING:` imports exist for annotations only, never at run time
+                continue
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("ego_adr"):
                 targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             elif isinstance(node, ast.Import):

@@ -176,3 +176,8 @@ class VLM(Protocol):
 
 def generate_one(model: VLM, request: Request) -> Generation:
     return model.generate([request])[0]
+
+
+def black_frames() -> Frames:
+    """A black 2-frame 224x224 stand-in clip for a text-only call to a model that cannot take text alone (Section 6.4)."""
+    return Frames(np.zeros((2, 224, 224, 3), dtype=np.uint8), fps=1.0)

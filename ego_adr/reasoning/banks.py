@@ -86,7 +86,7 @@ class BankStore:
         for _, proc, _, _ in todo:
             parts: list = [P.BANK_BUILD.render(procedure=proc)]
             if not model.capabilities.text_only:
-                from ego_adr.reasoning.pipeline import black_frames
+                from ego_adr.models.base import black_frames
 
                 parts.insert(0, black_frames())  # Section 6.4: a black image beside the text
             reqs.append(Request([Message.user(*parts)], GenerationConfig(max_new_tokens=budget),

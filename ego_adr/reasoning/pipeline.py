@@ -15,10 +15,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ego_adr.data.sample import Sample
-from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request
+from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request, black_frames
 from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.answers import Answer, mapped_answer, raw_answer
 from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS, BankStore
@@ -81,11 +79,6 @@ class Item:
     failure: str | None = None
     result: Classification | None = None
     answer: Answer | None = None
-
-
-def black_frames() -> Frames:
-    """Stand-in clip for a text-only call to a model that cannot take text alone (Section 6.4)."""
-    return Frames(np.zeros((2, 224, 224, 3), dtype=np.uint8), fps=1.0)
 
 
 class EgoADR:

@@ -128,7 +128,7 @@ def check_trial(text: str | None, step: int, value: int) -> dict:
 def _text_request(prompt: str, stage: str, meta: dict, max_new_tokens: int, black_image: bool = False) -> Request:
     parts: list = [prompt]
     if black_image:
-        from ego_adr.reasoning.pipeline import black_frames
+        from ego_adr.models.base import black_frames
 
         parts.insert(0, black_frames())
     return Request([Message.user(*parts)], GenerationConfig(max_new_tokens=max_new_tokens),

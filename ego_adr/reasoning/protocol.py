@@ -176,7 +176,7 @@ def apply_to_samples(samples: list, settings: ProtocolSettings) -> list:
 
 
 def make_sampler(settings: ProtocolSettings):
-    from ego_adr.video.public_policy import ProtocolSampler
+    from ego_adr.video.protocol_sampler import ProtocolSampler
 
     return ProtocolSampler(sampling=settings.sampling, clip_fps=settings.clip_fps, resize=settings.resize)
 

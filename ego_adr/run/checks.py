@@ -16,7 +16,7 @@ import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from ego_adr.run.config import ConfigError
+from ego_adr.run.errors import ConfigError
 
 DTYPES = ("auto", "bfloat16", "bf16", "float16", "fp16", "float32", "fp32")
 _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -46,12 +46,10 @@ def _type_name(types_: tuple) -> str:
     return " or ".join(dict.fromkeys(names))
 
 
-def check_types(values: dict, where: str) -> None:
+def check_types(values: dict, where: str, schema) -> None:
     """Every value has its field's type (an int where an int is expected, a list for ``sources``...); a YAML
     ``frames: eight`` stops here instead of as a TypeError in the middle of the run."""
-    from ego_adr.run.config import RunConfig
-
-    for f in fields(RunConfig):
+    for f in fields(schema):
         if f.name not in values:
             continue
         v, ok = values[f.name], _expected(f.type)

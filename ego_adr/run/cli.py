@@ -148,7 +148,7 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
         values["use_cache"] = False
     from ego_adr.run.checks import check_types
 
-    check_types(values, "command line")
+    check_types(values, "command line", RunConfig)
     if values.get("model") is None:
         # The embedded demo model has random weights and never emits end-of-sequence, so every call would run to
         # the full budget; a shorter budget and small batches keep the offline demo within ~2 minutes on 2 CPU
@@ -173,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg, args = config_from_args(argv)
         from ego_adr.run.runner import default_output_dir, execute
 
+        cfg.validate()  # before the folder name is derived from the settings
         out = cfg.output_dir or default_output_dir(cfg)
         out, metrics = execute(cfg, progress=not args.quiet, fresh=args.fresh, retry_failed=args.retry_failed)
     except ConfigError as e:

@@ -13,15 +13,12 @@ from pathlib import Path
 from ego_adr.data import sources as source_registry
 from ego_adr.models.backends import BACKENDS
 from ego_adr.reasoning.pipeline import MODES, NARRATION_SOURCES
+from ego_adr.run.errors import ConfigError  # noqa: F401  (re-exported)
 from ego_adr.store import cache_root
 
 ALL_SOURCES = source_registry.names(public_only=True)  # a run's default sources
 TASKS = ("multiple-choice", "open-end")
 FRAME_CHOICES_PAPER = (8, 16, 24, 32)  # Section 6.1
-
-
-class ConfigError(ValueError):
-    """A wrong flag or value: the run stops before doing any work."""
 
 
 @dataclass
@@ -135,7 +132,7 @@ class RunConfig:
             raise ConfigError(f"--config {path}: unknown setting(s) {unknown}; known: {sorted(names)}")
         from ego_adr.run.checks import check_types
 
-        check_types(data, f"--config {path}")
+        check_types(data, f"--config {path}", RunConfig)
         return data
 
     def to_dict(self) -> dict:

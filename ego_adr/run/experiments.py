@@ -63,7 +63,7 @@ def cell_configs(exp: dict, overrides: dict | None = None, out_root: Path | None
         unknown = sorted(set(values) - {f.name for f in fields(RunConfig)})
         if unknown:
             raise ConfigError(f"experiment {exp['name']}, cell {label!r}: unknown setting(s) {unknown}")
-        check_types(values, f"experiment {exp['name']}, cell {label!r}")
+        check_types(values, f"experiment {exp['name']}, cell {label!r}", RunConfig)
         cells.append(({"label": label, **cell}, RunConfig(**values).validate()))
     return cells
 
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     try:
         from ego_adr.run.checks import check_types
 
-        check_types(over, "command line")
+        check_types(over, "command line", RunConfig)
         if args.tiny and args.model:
             raise ConfigError("--tiny picks each cell's tiny model from the cell's own model; drop --model")
         if "protocol_options" in over:

@@ -210,13 +210,6 @@ def judge_answers(cfg: RunConfig, answer_rows: list[dict], path: Path, cache, pr
     return rows, note, stats if stats is not None else {n: j.stats() for n, j in judges.items()}
 
 
-def _sampler(cfg: RunConfig):
-    """The run's frame sampler, as its protocol samples (ego_adr.reasoning.protocol)."""
-    from ego_adr.reasoning.protocol import make_sampler, settings_of
-
-    return make_sampler(settings_of(cfg))
-
-
 def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True,
                  model=None) -> dict:
     from tqdm import tqdm
@@ -230,9 +223,8 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     from ego_adr.eval.report import write_metrics_json
     from ego_adr.models.cache import StageCache
     from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-    from ego_adr.run.runner import _decode, _versions, load_vlm, write_json
+    from ego_adr.run.common import decoded, load_vlm, versions, write_json
     from ego_adr.store import JsonlStore
-    from ego_adr.video.prefetch import Prefetcher
 
     public = getattr(cfg, "protocol", "ego-adr") == "public"
     judge_specs(cfg)  # a judge that cannot be loaded stops the run now, not after answering
@@ -248,7 +240,7 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     for s, qi in pairs:
         if (s.sample_id, qi) not in done:
             todo.setdefault(s.sample_id, []).append(qi)
-    run_info: dict = {"config": cfg.to_dict(), "data": info, "versions": _versions(), "qa_selection": selection,
+    run_info: dict = {"config": cfg.to_dict(), "data": info, "versions": versions(), "qa_selection": selection,
                       "started": datetime.now(timezone.utc).isoformat(), "resumed_from": len(done)}
     t0 = time.perf_counter()
     given_model, model = model, None
@@ -259,16 +251,11 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
         confirm(out, {"model_fingerprint": model.fingerprint})
         pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
                       cache_dir=cfg.resolved_cache_dir(), route="open-end")
-        sampler = _sampler(cfg)
         label = cfg.model or "tiny-demo"
         bar = tqdm(total=sum(len(v) for v in todo.values()), desc="answering", unit="question",
                    disable=not progress)
         try:
-            for item in Prefetcher(_decode(sampler, cfg.frames, True), [by_id[k] for k in todo],
-                                   workers=cfg.decode_workers, depth=cfg.prefetch):
-                if item.error is not None:
-                    raise item.error
-                item = item.value
+            for item in decoded(cfg, [by_id[k] for k in todo]):
                 s = item.sample
                 qis = todo[s.sample_id]
                 from ego_adr.reasoning.pipeline import Item
@@ -288,7 +275,6 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
                 bar.update(len(qis))
         finally:
             bar.close()
-            sampler.close()
     wanted = {(s.sample_id, qi) for s, qi in pairs}
     answer_rows = [r for r in answers.rows() if (r.get("sample_id"), r.get("qa_index")) in wanted]
     answer_calls = {"model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0)}

@@ -37,8 +37,6 @@ import math
 
 import numpy as np
 
-from ego_adr.video.sampler import FrameSampler
-
 PUBLIC_LINSPACE = "public-linspace"  # the white agent's index rule
 BIN_CENTRE = "bin-centre"  # ours (sampler.plan_indices)
 SAMPLING_RULES = (BIN_CENTRE, PUBLIC_LINSPACE)
@@ -158,45 +156,3 @@ def _has_decord() -> bool:
         return True
     except ImportError:
         return False
-
-
-class ProtocolSampler(FrameSampler):
-    """A :class:`FrameSampler` with the protocol's index rule, clip rate and frame resizing.
-
-    ``sampling``: :data:`BIN_CENTRE` or :data:`PUBLIC_LINSPACE`; ``clip_fps``: ``"true"`` (the sampled rate,
-    ``N / window``) or the number given to the model's processor (public: 2.0, see the module docstring);
-    ``resize``: :data:`PROCESSOR` (leave it to the model's processor) or :data:`QVU_0_0_14`. What was done is
-    added to the clip's ``info.notes``; under the public sampling the clip also carries ``message_fps`` (1.0).
-    """
-
-    def __init__(self, sampling: str = BIN_CENTRE, clip_fps: str = "true", resize: str = PROCESSOR, **kw):
-        if sampling not in SAMPLING_RULES:
-            raise ValueError(f"sampling must be one of {SAMPLING_RULES}, got {sampling!r}")
-        if resize not in RESIZE_RULES:
-            raise ValueError(f"resize must be one of {RESIZE_RULES}, got {resize!r}")
-        if clip_fps != "true":
-            float(clip_fps)  # raises on a bad value
-        if sampling == PUBLIC_LINSPACE:
-            kw["index_rule"] = public_indices
-            # the white agent reads frame count and rate with decord; other readers may count a frame more or
-            # round the rate differently, which moves int(t * fps) by a frame
-            kw.setdefault("backend", "decord" if _has_decord() else "auto")
-        super().__init__(**kw)
-        self.sampling, self.clip_fps, self.resize = sampling, clip_fps, resize
-
-    def sample_clip(self, path, start_sec, end_sec, num_frames, **kw):
-        frames = super().sample_clip(path, start_sec, end_sec, num_frames, **kw)
-        info = getattr(frames, "info", None)
-        notes = [f"sampling={self.sampling}"]
-        if self.resize == QVU_0_0_14:
-            frames.array = resize_like_qwen_vl_utils(frames.array)
-            notes.append(f"resize={QVU_0_0_14} -> {frames.array.shape[2]}x{frames.array.shape[1]}")
-        if self.clip_fps != "true":
-            frames.fps = float(self.clip_fps)
-            notes.append(f"clip_fps={frames.fps:g} (the true sampled rate is not sent)")
-        if self.sampling == PUBLIC_LINSPACE:
-            frames.message_fps = PUBLIC_MESSAGE_FPS  # type: ignore[attr-defined]
-        if info is not None:
-            info.notes = [*info.notes, *notes]
-            info.frame_size = (int(frames.array.shape[2]), int(frames.array.shape[1]))
-        return frames

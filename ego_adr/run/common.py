@@ -1,0 +1,201 @@
+"""What the multiple-choice and open-ended runners share: the run's samples, its model behind the stage cache, the
+cache scope, and the one loop that decodes clips ahead of the model (:func:`decoded`). Kept apart from both runners
+so neither imports the other."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ego_adr import __version__
+from ego_adr.data.sample import Sample
+from ego_adr.models.backends import BACKENDS
+from ego_adr.run.config import ALL_SOURCES, ConfigError, RunConfig
+
+
+def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
+    """The run's samples (sources, limit and shard applied) and a description of where they came from."""
+    from ego_adr.data.egoerrorvqa import load_samples
+
+    if cfg.data_root is None:
+        from ego_adr.data.demo import ensure_demo
+
+        root = ensure_demo()
+        data_root, video_root = root / "annotations", root / "videos"
+        sources = cfg.sources or ["demo"]
+        origin = "embedded demo set"
+    else:
+        data_root = Path(cfg.data_root)
+        video_root = Path(cfg.video_root) if cfg.video_root else None
+        sources = cfg.sources or list(ALL_SOURCES)
+        origin = "EgoErrorVQA annotations"
+    if cfg.video_root and cfg.data_root is None:
+        video_root = Path(cfg.video_root)
+    samples = load_samples(data_root, task=cfg.task, sources=sources, video_root=video_root)
+    limit_note = None
+    if cfg.limit:
+        samples, limit_note = apply_limit(samples, cfg.limit)
+    if cfg.num_shards > 1:
+        # contiguous blocks keep the samples of one long video in one shard (its reader is reused)
+        n = len(samples)
+        lo, hi = n * cfg.shard_index // cfg.num_shards, n * (cfg.shard_index + 1) // cfg.num_shards
+        samples = samples[lo:hi]
+    info = {"origin": origin, "data_root": str(data_root), "video_root": str(video_root) if video_root else None,
+            "sources": sources, "n_samples": len(samples)}
+    if limit_note:
+        info["limit_note"] = limit_note
+    return samples, info
+
+
+def apply_limit(samples: list[Sample], limit: int) -> tuple[list[Sample], str | None]:
+    """``--limit N``: at most N samples *in total* (not N per source), dealt round robin over the sources in
+    file order, so that every source is represented whenever N >= the number of sources. Returns the picked
+    samples (in their original order) and a note when some source got none."""
+    per: dict[str, list[Sample]] = {}
+    for s in samples:
+        per.setdefault(s.source, []).append(s)
+    picked: set[int] = set()
+    depth = 0
+    while len(picked) < min(limit, len(samples)):
+        for src in per:
+            if depth < len(per[src]) and len(picked) < limit:
+                picked.add(id(per[src][depth]))
+        depth += 1
+    chosen = [s for s in samples if id(s) in picked]
+    left_out = [src for src in per if not any(s.source == src for s in chosen)]
+    note = (f"--limit {limit} is a total over {len(per)} sources, so {', '.join(left_out)} got no sample"
+            if left_out else None)
+    return chosen, note
+
+
+def load_vlm(cfg: RunConfig, model=None):
+    """The model the run asks for (the embedded tiny model when none is named) behind the stage cache.
+
+    ``model``: an already constructed VLM to use instead (library use, benchmarks, tests with a model double).
+    """
+    from ego_adr.models.cache import CachedModel, StageCache
+
+    cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
+    if model is not None:
+        return CachedModel(model, cache, cfg.backend)
+    from ego_adr.models import load_model
+
+    name = cfg.model
+    if name is None:
+        from ego_adr.models.tiny import ensure_tiny
+
+        name = str(ensure_tiny("qwen2.5-vl"))
+    kwargs = dict(backend=cfg.backend, device=cfg.device, dtype=cfg.dtype, batch_size=cfg.batch_size,
+                  max_pixels_per_frame=cfg.max_pixels_per_frame, gpu_memory=cfg.gpu_memory)
+    # the backend's own settings (hf: frames, for which the memory planner sizes the pixel budget)
+    kwargs.update({k: getattr(cfg, k) for k in BACKENDS[cfg.backend].settings})
+    if cfg.backend == "openai" and cfg.extra.get("max_retries") is not None:
+        kwargs["max_retries"] = cfg.extra["max_retries"]
+    try:
+        model = load_model(name, **{k: v for k, v in kwargs.items() if v is not None})
+    except (ValueError, OSError, RuntimeError, ImportError) as e:  # a memory-plan refusal is a ValueError
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ConfigError(f"could not load model {cfg.model or name}: {first}") from None
+    return CachedModel(model, cache, cfg.backend)
+
+
+def versions() -> dict:
+    out = {"ego_adr": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
+    for mod in ("torch", "transformers", "sklearn", "decord", "av", "cv2", "a2a"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            out[mod] = getattr(m, "__version__", "?")
+    return out
+
+
+def write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+    tmp.replace(path)
+
+
+def decode_item(sampler, sample: Sample, num_frames: int):
+    """A pipeline :class:`~ego_adr.reasoning.pipeline.Item` with the sample's frames, or the reason there are none."""
+    from ego_adr.reasoning.pipeline import Item
+
+    item = Item(sample)
+    if not sample.video_path:
+        item.frames_error = "no video path (pass --video-root; see README 'Running a real model')"
+        return item
+    t0 = time.perf_counter()
+    try:
+        item.frames = sampler.sample_clip(sample.video_path, sample.start, sample.end, num_frames)
+        info = getattr(item.frames, "info", None)
+        item.frames_info = info.to_dict() if info is not None else {}
+    except Exception as e:  # noqa: BLE001 -- any decoder failure is this sample's failure
+        from ego_adr.run.failures import decode_error_text
+
+        item.frames_error = decode_error_text(e)
+    item.timings["decode_s"] = round(time.perf_counter() - t0, 4)
+    return item
+
+
+def decode_fn(sampler, num_frames: int, needs_frames: bool):
+    from ego_adr.data.egoerrorvqa import sample_problem
+    from ego_adr.reasoning.pipeline import Item
+
+    def fn(sample: Sample):
+        problem = sample_problem(sample)
+        if problem:
+            item = Item(sample)
+            item.failure = f"data: {problem}"
+            return item
+        return decode_item(sampler, sample, num_frames) if needs_frames else Item(sample)
+
+    return fn
+
+
+@contextlib.contextmanager
+def cache_scope(cfg: RunConfig):
+    """``--cache-dir`` holds *every* cache for the duration of the run: the stage cache, probe verdicts and banks
+    (given the folder explicitly) and the demo set, tiny models and tiny judges (which find the cache through
+    ``$EGO_ADR_CACHE``, set here and restored afterwards)."""
+    if not cfg.cache_dir:
+        yield
+        return
+    old = os.environ.get("EGO_ADR_CACHE")
+    os.environ["EGO_ADR_CACHE"] = str(Path(cfg.cache_dir).expanduser())
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("EGO_ADR_CACHE", None)
+        else:
+            os.environ["EGO_ADR_CACHE"] = old
+
+
+def decoded(cfg: RunConfig, samples: list[Sample], needs_frames: bool = True, depth: int | None = None
+            ) -> Iterator:
+    """The one prefetch loop: each sample as a pipeline item with its frames (or the reason there are none), in
+    order, decoded by background workers ``depth`` clips ahead of the model (``--prefetch``, ``--decode-workers``)
+    with the run's protocol sampler. A broken decode *function* (a bug, not a video error) stops the run; the
+    workers are stopped and the sampler closed however the loop ends (Ctrl-C included)."""
+    from ego_adr.reasoning.protocol import make_sampler, settings_of
+    from ego_adr.video.prefetch import Prefetcher
+
+    sampler = make_sampler(settings_of(cfg))
+    pf = None
+    try:
+        pf = Prefetcher(decode_fn(sampler, cfg.frames, needs_frames), samples, workers=cfg.decode_workers,
+                        depth=depth or cfg.prefetch)
+        for result in pf:
+            if result.error is not None:
+                raise result.error
+            item = result.value
+            item.timings["decode_wait_s"] = round(result.waited, 4)
+            yield item
+    finally:
+        if pf is not None:
+            pf.close()
+        sampler.close()
