@@ -1,0 +1,159 @@
+"""Feed a recording to a streaming monitor in time order, one window per stride, never looking ahead.
+
+Ticks are at ``t = stride, 2*stride, ...`` up to the recording's duration; tick ``t`` sees the frames of
+``[max(0, t - window), t)`` only (the sampler's window rule), so the first ``k`` ticks of a recording cut after
+``k * stride`` seconds are exactly the first ``k`` ticks of the whole one. After the last tick the monitor's
+end-of-recording check runs (omissions).
+
+Every tick is appended to a JSONL log (flushed and fsynced) with the evidence the monitor observed; a rerun
+with the same log replays those ticks through the monitor's pure update and continues where the first run
+stopped, so a killed run loses at most the tick in progress and never pays twice for a model call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    window: float = 8.0  # seconds of video per observation
+    stride: float = 4.0  # seconds between observations
+    frames: int = 8  # frames per window (Section 6.1's smallest setting, the Ego-ADR default)
+
+    def tag(self) -> str:
+        return f"w{_num(self.window)}s-s{_num(self.stride)}s-{self.frames}f"
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+class ResumeMismatch(RuntimeError):
+    """A log holds ticks that do not belong to this recording and these settings."""
+
+
+def tick_times(duration: float, stride: float) -> list[float]:
+    n = int(math.floor(duration / stride + 1e-9))
+    return [round(k * stride, 6) for k in range(1, n + 1)]
+
+
+def read_log(path: Path | None) -> list[dict]:
+    """Records of a tick log; a torn last line (a kill while writing) is dropped."""
+    if path is None or not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return out
+
+
+def _append(f, rec: dict) -> None:
+    f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def video_duration(sampler, path: str) -> float:
+    r = sampler.reader(path)
+    return r.num_frames / r.fps
+
+
+def stream_recording(monitor, video_path: str, task_id: str, procedure: str, settings: StreamSettings,
+                     sampler, episode_id: str = "", log_path: Path | None = None, alerts_path: Path | None = None,
+                     on_alert=None, on_tick=None) -> dict:
+    """Run ``monitor`` over one recording; returns ticks, the end check, alerts and timings.
+
+    Raises :class:`ego_adr.video.sampler.VideoError` when the recording cannot be opened (the caller records
+    it for that episode); a window that cannot be decoded is a failed tick and the stream goes on.
+    """
+    duration = video_duration(sampler, video_path)
+    monitor.reset(task_id, procedure, episode_id or Path(video_path).stem)
+    times = tick_times(duration, settings.stride)
+    logged = read_log(log_path)
+    ticks: list[dict] = []
+    end_rec = None
+    for k, rec in enumerate(logged):
+        if rec.get("final"):
+            end_rec = rec
+            break
+        if k >= len(times) or abs(rec["t"] - times[k]) > 1e-6:
+            raise ResumeMismatch(f"{log_path}: tick {k} at {rec.get('t')} s does not match this recording "
+                                 f"and stride; delete the folder or choose another --out")
+        tick = monitor.update(rec["t"], tuple(rec["window"]), rec["observed"])
+        ticks.append({**tick.to_dict(), "seconds": rec.get("seconds", 0.0), "replayed": True})
+    if alerts_path is not None:  # rewritten from the replay, then appended as alerts happen
+        alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
+    log = log_path.open("a") if log_path is not None else None
+    alog = alerts_path.open("a") if alerts_path is not None else None
+    try:
+        if log is not None and logged and end_rec is None and log_path.read_text()[-1:] not in ("", "\n"):
+            log.write("\n")  # after a torn line, start on a fresh one
+        for t in times[len(ticks):] if end_rec is None else []:
+            t0 = time.perf_counter()
+            start = max(0.0, t - settings.window)
+            observed: dict
+            decode_s = 0.0
+            if getattr(monitor, "needs_frames", True):
+                try:
+                    frames = sampler.sample_clip(video_path, start, t, settings.frames)
+                    decode_s = time.perf_counter() - t0
+                    observed = monitor.observe(frames)
+                except Exception as e:  # noqa: BLE001 -- a window that cannot be decoded fails alone
+                    observed = {"failure": f"video: {type(e).__name__}: {e}"}
+            else:
+                observed = monitor.observe(None)
+            tick = monitor.update(t, (start, t), observed)
+            seconds = round(time.perf_counter() - t0, 4)
+            rec = {"t": t, "window": [start, t], "observed": observed, "seconds": seconds,
+                   "decode_s": round(decode_s, 4)}
+            if log is not None:
+                _append(log, rec)
+            for a in tick.alerts:
+                if alog is not None:
+                    _append(alog, a.to_dict())
+                if on_alert is not None:
+                    on_alert(a)
+            ticks.append({**tick.to_dict(), "seconds": seconds})
+            if on_tick is not None:
+                on_tick(tick)
+        end = monitor.finish(duration)
+        if end_rec is None and log is not None:
+            _append(log, {"final": True, "t": duration})
+        for a in end.alerts:
+            if alog is not None and end_rec is None:
+                _append(alog, a.to_dict())
+            if on_alert is not None and end_rec is None:
+                on_alert(a)
+        if end_rec is not None and alerts_path is not None:
+            alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
+    finally:
+        if log is not None:
+            log.close()
+        if alog is not None:
+            alog.close()
+    processing = sum(t["seconds"] for t in ticks)
+    return {"episode_id": episode_id, "video": str(video_path), "task_id": task_id, "duration": duration,
+            "ticks": ticks, "end": end.to_dict(), "alerts": [a.to_dict() for a in monitor.alerts],
+            "processing_s": round(processing, 4), "rtf": round(processing / duration, 6) if duration else None,
+            "monitor": monitor.describe(), "settings": settings.__dict__}
+
+
+def format_alert(a) -> str:
+    m, s = divmod(a.t, 60)
+    step = f'step {a.step_index + 1} "{a.step}"' if a.step_index is not None else "no step"
+    why = a.evidence.get("progress") or a.evidence.get("reason") or ""
+    if not why and a.evidence.get("classifier"):
+        why = "keywords " + ", ".join(
+            ",".join(c.get("anomaly", []) + c.get("other", [])) or str(c.get("contrast") or c.get("object_mismatch"))
+            for c in a.evidence["classifier"])
+    tail = f" -- {why}" if why else ""
+    return f"[{int(m):02d}:{s:04.1f}] ALERT {a.error_type} (p={a.prob:.2f}) at {step}{tail}"
