@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--stride", type=seconds, default=4.0, help="seconds between observations (default 4s)")
     a("--frames", type=int, default=8, help="frames per window (default 8)")
     a("--threshold", type=float, default=0.5, help="alert when P(error) reaches this (default 0.5)")
+    a("--narration-source", default="model", choices=["model", "reference"],
+      help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
     a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the embedded tiny model")
     a("--out", help="output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
     a("--cache-dir", help="stage cache, probe results, tiny model, demo recordings (default ~/.cache/ego_adr)")
@@ -90,6 +92,10 @@ def model_label(args) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(args.model).name if args.model else "tiny")
 
 
+def narration_tag(args) -> str:
+    return "-refnarr" if args.narration_source == "reference" else ""
+
+
 def _procedure(args) -> tuple[str, str]:
     text = args.procedure
     if text is None:
@@ -108,7 +114,7 @@ def _procedure(args) -> tuple[str, str]:
 
 def run_one(args) -> int:
     from ego_adr.reasoning.stream import StreamMonitor
-    from ego_adr.stream.runner import StreamSettings, format_alert, stream_recording
+    from ego_adr.stream.runner import StreamSettings, format_alert, reference_narrator, stream_recording
     from ego_adr.stream.timeline import write_html, write_png
     from ego_adr.video.sampler import FrameSampler, VideoError
 
@@ -124,12 +130,17 @@ def run_one(args) -> int:
             raise UserError(f"--video {args.video}: no such file")
         video = args.video
         task_id, procedure = _procedure(args)
+    reference = args.narration_source == "reference"
+    if reference and segments is None:
+        raise UserError("--narration-source reference needs annotated segments: leave out --video (the embedded "
+                        "recording) or use --evaluate with --data-root")
     settings = StreamSettings(args.window, args.stride, args.frames)
     pipe, model, mnt = _load(args)
-    out = Path(args.out or f"runs/stream-{model_label(args)}-{pipe.route}-{settings.tag()}-{Path(video).stem}")
+    out = Path(args.out or f"runs/stream-{model_label(args)}-{pipe.route}-{settings.tag()}{narration_tag(args)}"
+                           f"-{Path(video).stem}")
     identity = {"video": str(Path(video).resolve()), "task_id": task_id, "procedure": procedure,
                 "settings": settings.__dict__, "model": model.fingerprint, "route": pipe.route,
-                "threshold": args.threshold, "max_new_tokens": mnt}
+                "threshold": args.threshold, "max_new_tokens": mnt, "narration_source": args.narration_source}
     _check_identity(out, identity)
     monitor = StreamMonitor(pipe, args.threshold)
     if segments is not None:
@@ -141,7 +152,8 @@ def run_one(args) -> int:
     with FrameSampler() as sampler:
         try:
             res = stream_recording(monitor, video, task_id, procedure, settings, sampler, Path(video).stem,
-                                   out / "ticks.jsonl", out / "alerts.jsonl", on_alert=printer)
+                                   out / "ticks.jsonl", out / "alerts.jsonl", on_alert=printer,
+                                   narrate_from=reference_narrator(segments) if reference else None)
         except VideoError as e:
             raise UserError(f"cannot read {video}: {e.reason}") from None
     steps = monitor.bank.texts
@@ -161,7 +173,9 @@ def run_one(args) -> int:
                 print(format_alert(Alert(**a)))
     print(f"{len(res['alerts'])} alert(s) over {res['duration']:.1f} s of video; processing {res['processing_s']:.1f} s"
           f" (real-time factor {res['rtf']:.2f})")
-    if args.model is None:
+    if reference:
+        print("Diagnostic: narrations came from the annotations (--narration-source reference), not the model.")
+    elif args.model is None:
         print("The embedded model has random weights: its alerts only show that the machinery works.")
     print(f"results in {out}/ (alerts.jsonl, ticks.jsonl, timeline.png, timeline.html, run.json)")
     return 0

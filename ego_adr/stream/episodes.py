@@ -38,7 +38,9 @@ def build_episodes(samples) -> list[dict]:
                 end_labels += [g for g in errs if g not in end_labels]
                 continue
             seg = segs.setdefault((s.start, s.end), {"start": s.start, "end": s.end, "action": s.action,
-                                                     "labels": [], "sample_ids": []})
+                                                     "labels": [], "sample_ids": [], "description": None})
+            if errs and s.reference and not seg["description"]:
+                seg["description"] = s.reference  # the annotation's free text (never a label field)
             seg["sample_ids"].append(s.sample_id)
             for g in errs or [CORRECT]:
                 if g not in seg["labels"]:

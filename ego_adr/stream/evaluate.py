@@ -50,11 +50,12 @@ def build_monitors(names: list[str], pipe, threshold: float, seed: int) -> dict:
     return {n: table[n]() for n in names}
 
 
-def evaluate_monitor(monitor, episodes: list[dict], settings, sampler, out: Path, progress: bool = True) -> list[dict]:
+def evaluate_monitor(monitor, episodes: list[dict], settings, sampler, out: Path, progress: bool = True,
+                     reference: bool = False) -> list[dict]:
     """Stream every episode through ``monitor`` (resuming from ``out``); one output row per episode."""
     from tqdm import tqdm
 
-    from ego_adr.stream.runner import stream_recording
+    from ego_adr.stream.runner import reference_narrator, stream_recording
     from ego_adr.video.sampler import VideoError
 
     rows_path = out / "outputs" / f"{monitor.name}.jsonl"
@@ -78,7 +79,8 @@ def evaluate_monitor(monitor, episodes: list[dict], settings, sampler, out: Path
             else:
                 try:
                     res = stream_recording(monitor, ep["video_path"], ep["task_id"], ep["procedure"], settings,
-                                           sampler, ep["id"], logs / f"{_safe(ep['id'])}.jsonl")
+                                           sampler, ep["id"], logs / f"{_safe(ep['id'])}.jsonl",
+                                           narrate_from=reference_narrator(ep["segments"]) if reference else None)
                     row = _compact(res)
                 except VideoError as e:
                     row = {"id": ep["id"], "failure": f"video: {e.reason}"}
@@ -89,7 +91,7 @@ def evaluate_monitor(monitor, episodes: list[dict], settings, sampler, out: Path
 
 
 def run_evaluation(args) -> int:
-    from ego_adr.stream.cli import UserError, _check_identity, _load, _write_json, model_label
+    from ego_adr.stream.cli import UserError, _check_identity, _load, _write_json, model_label, narration_tag
     from ego_adr.stream.episodes import demo_episodes, load_episodes
     from ego_adr.stream.metrics import compute_stream_metrics, metrics_table
     from ego_adr.stream.runner import StreamSettings
@@ -118,11 +120,13 @@ def run_evaluation(args) -> int:
     tolerance = args.tolerance if args.tolerance is not None else args.window
     pipe, model, mnt = _load(args)
     tag = "-".join(sources) if len(sources) < 4 else "all4"
-    out = Path(args.out or f"runs/stream-eval-{model_label(args)}-{pipe.route}-{settings.tag()}-{tag}"
+    out = Path(args.out or f"runs/stream-eval-{model_label(args)}-{pipe.route}-{settings.tag()}{narration_tag(args)}"
+                           f"-{tag}"
                            + (f"-limit{args.limit}" if args.limit else ""))
     identity = {"data": origin, "data_root": args.data_root, "video_root": args.video_root, "sources": sources,
                 "limit": args.limit, "settings": settings.__dict__, "model": model.fingerprint, "route": pipe.route,
-                "threshold": args.threshold, "max_new_tokens": mnt, "seed": args.seed, "tolerance_s": tolerance}
+                "threshold": args.threshold, "max_new_tokens": mnt, "seed": args.seed, "tolerance_s": tolerance,
+                "narration_source": args.narration_source}
     _check_identity(out, identity)
     print(f"{len(episodes)} recordings ({origin}: {', '.join(sources)}), {settings.tag()}, "
           f"model {model.model_id} [{pipe.route}], monitors {', '.join(names)}", flush=True)
@@ -131,7 +135,8 @@ def run_evaluation(args) -> int:
     with FrameSampler(max_open=2) as sampler:
         for name, mon in monitors.items():
             t0 = time.perf_counter()
-            rows = evaluate_monitor(mon, episodes, settings, sampler, out, progress=not args.quiet)
+            rows = evaluate_monitor(mon, episodes, settings, sampler, out, progress=not args.quiet,
+                                    reference=args.narration_source == "reference" and name == "egoadr")
             wall[name] = round(time.perf_counter() - t0, 2)
             results[name] = compute_stream_metrics(episodes, rows, tolerance)
     table = metrics_table(results)
@@ -143,6 +148,9 @@ def run_evaluation(args) -> int:
              f"Real-time factor = processing seconds / recording seconds (stage-cache hits cost ~0 s); "
              f"window {settings.window:g} s, stride {settings.stride:g} s, {settings.frames} frames, "
              f"threshold {args.threshold:g}, on-target tolerance {tolerance:g} s."]
+    if args.narration_source == "reference":
+        notes.append("Diagnostic: the egoadr row narrates each window from the annotations (reference narration); "
+                     "the baselines watch the video.")
     if args.model is None or args.model.startswith("tiny"):
         notes.append("The tiny model has random weights: its numbers only show that the machinery works.")
     report = "# Ego-ADR online: streaming evaluation\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"

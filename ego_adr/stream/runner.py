@@ -69,11 +69,13 @@ def video_duration(sampler, path: str) -> float:
 
 def stream_recording(monitor, video_path: str, task_id: str, procedure: str, settings: StreamSettings,
                      sampler, episode_id: str = "", log_path: Path | None = None, alerts_path: Path | None = None,
-                     on_alert=None, on_tick=None) -> dict:
+                     on_alert=None, on_tick=None, narrate_from=None) -> dict:
     """Run ``monitor`` over one recording; returns ticks, the end check, alerts and timings.
 
     Raises :class:`ego_adr.video.sampler.VideoError` when the recording cannot be opened (the caller records
     it for that episode); a window that cannot be decoded is a failed tick and the stream goes on.
+    ``narrate_from(start, t)``: the reference-narration diagnostic (:func:`reference_narrator`) -- the window's
+    narration comes from the annotations instead of the model; frames are not decoded.
     """
     duration = video_duration(sampler, video_path)
     monitor.reset(task_id, procedure, episode_id or Path(video_path).stem)
@@ -92,17 +94,23 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
         ticks.append({**tick.to_dict(), "seconds": rec.get("seconds", 0.0), "replayed": True})
     if alerts_path is not None:  # rewritten from the replay, then appended as alerts happen
         alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
+    if log_path is not None and log_path.is_file() and len(log_path.read_text().splitlines()) != len(logged):
+        # a kill while writing left a torn line: keep only the complete records (atomically)
+        tmp = log_path.with_suffix(".repair")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in logged))
+        tmp.replace(log_path)
     log = log_path.open("a") if log_path is not None else None
     alog = alerts_path.open("a") if alerts_path is not None else None
     try:
-        if log is not None and logged and end_rec is None and log_path.read_text()[-1:] not in ("", "\n"):
-            log.write("\n")  # after a torn line, start on a fresh one
         for t in times[len(ticks):] if end_rec is None else []:
             t0 = time.perf_counter()
             start = max(0.0, t - settings.window)
             observed: dict
             decode_s = 0.0
-            if getattr(monitor, "needs_frames", True):
+            if narrate_from is not None:
+                text = narrate_from(start, t)
+                observed = monitor.observe_text(text) if text else {"failure": "no annotated segment in this window"}
+            elif getattr(monitor, "needs_frames", True):
                 try:
                     frames = sampler.sample_clip(video_path, start, t, settings.frames)
                     decode_s = time.perf_counter() - t0
@@ -145,6 +153,23 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
             "ticks": ticks, "end": end.to_dict(), "alerts": [a.to_dict() for a in monitor.alerts],
             "processing_s": round(processing, 4), "rtf": round(processing / duration, 6) if duration else None,
             "monitor": monitor.describe(), "settings": settings.__dict__}
+
+
+def reference_narrator(segments: list[dict]):
+    """Diagnostic narration from the annotations: the text of the latest annotated segment that has begun by
+    the window's end and overlaps the window (its error description when it has one, else its action text).
+    It measures the stages after narration (localisation, progress, classification) with a perfect narrator;
+    a segment's description covers the whole segment, so this diagnostic may know a little of the segment's
+    remainder -- it is never the default and shows in the output folder name and run.json."""
+
+    def narrate(start: float, t: float) -> str | None:
+        live = [s for s in segments if s["start"] < t and s["end"] > start]
+        if not live:
+            return None
+        s = max(live, key=lambda x: x["start"])
+        return s.get("description") or s.get("action")
+
+    return narrate
 
 
 def format_alert(a) -> str:
