@@ -55,19 +55,12 @@ def evaluate_monitor(monitor, episodes: list[dict], settings, sampler, out: Path
     """Stream every episode through ``monitor`` (resuming from ``out``); one output row per episode."""
     from tqdm import tqdm
 
-    from ego_adr.stream.runner import reference_narrator, stream_recording
+    from ego_adr.stream.runner import reference_narrator, repair_log, stream_recording
     from ego_adr.video.sampler import VideoError
 
     rows_path = out / "outputs" / f"{monitor.name}.jsonl"
     rows_path.parent.mkdir(parents=True, exist_ok=True)
-    done: dict[str, dict] = {}
-    if rows_path.is_file():
-        for line in rows_path.read_text().splitlines():
-            try:
-                r = json.loads(line)
-                done[r["id"]] = r
-            except (json.JSONDecodeError, KeyError):
-                break
+    done = {r["id"]: r for r in repair_log(rows_path)}
     logs = out / "ticks" / monitor.name
     logs.mkdir(parents=True, exist_ok=True)
     with rows_path.open("a") as f:

@@ -5,7 +5,7 @@ Ticks are at ``t = stride, 2*stride, ...`` up to the recording's duration; tick 
 ``k * stride`` seconds are exactly the first ``k`` ticks of the whole one. After the last tick the monitor's
 end-of-recording check runs (omissions).
 
-Every tick is appended to a JSONL log (flushed and fsynced) with the evidence the monitor observed; a rerun
+Every tick is appended to a JSONL log (flushed; fsynced at the end of the recording) with the evidence the monitor observed; a rerun
 with the same log replays those ticks through the monitor's pure update and continues where the first run
 stopped, so a killed run loses at most the tick in progress and never pays twice for a model call.
 """
@@ -44,7 +44,7 @@ def tick_times(duration: float, stride: float) -> list[float]:
 
 
 def read_log(path: Path | None) -> list[dict]:
-    """Records of a tick log; a torn last line (a kill while writing) is dropped."""
+    """Records of an append-only JSONL log; a torn last line (a kill while writing) is dropped."""
     if path is None or not path.is_file():
         return []
     out = []
@@ -56,10 +56,22 @@ def read_log(path: Path | None) -> list[dict]:
     return out
 
 
+def repair_log(path: Path | None) -> list[dict]:
+    """:func:`read_log`, and when a torn line was dropped, rewrite the file (atomically) without it, so that
+    records appended afterwards are readable."""
+    records = read_log(path)
+    if path is not None and path.is_file() and len(path.read_text().splitlines()) != len(records):
+        tmp = path.with_suffix(".repair")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records))
+        tmp.replace(path)
+    return records
+
+
 def _append(f, rec: dict) -> None:
+    # flushed, not fsynced: a killed process loses nothing the OS was given; an fsync per tick cost ~0.1 s on a
+    # busy disk (more than a tiny-model tick). The log is fsynced when the recording is finished.
     f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
     f.flush()
-    os.fsync(f.fileno())
 
 
 def video_duration(sampler, path: str) -> float:
@@ -69,23 +81,26 @@ def video_duration(sampler, path: str) -> float:
 
 def stream_recording(monitor, video_path: str, task_id: str, procedure: str, settings: StreamSettings,
                      sampler, episode_id: str = "", log_path: Path | None = None, alerts_path: Path | None = None,
-                     on_alert=None, on_tick=None, narrate_from=None) -> dict:
+                     on_alert=None, on_tick=None, narrate_from=None, until: float | None = None) -> dict:
     """Run ``monitor`` over one recording; returns ticks, the end check, alerts and timings.
 
     Raises :class:`ego_adr.video.sampler.VideoError` when the recording cannot be opened (the caller records
     it for that episode); a window that cannot be decoded is a failed tick and the stream goes on.
     ``narrate_from(start, t)``: the reference-narration diagnostic (:func:`reference_narrator`) -- the window's
     narration comes from the annotations instead of the model; frames are not decoded.
+    ``until``: watch only the first ``until`` seconds ("what has gone wrong so far?"); the end-of-recording
+    check runs only when that reaches the recording's end, since omissions cannot be confirmed earlier.
     """
     duration = video_duration(sampler, video_path)
     monitor.reset(task_id, procedure, episode_id or Path(video_path).stem)
-    times = tick_times(duration, settings.stride)
-    logged = read_log(log_path)
+    seen_until = duration if until is None else max(0.0, min(duration, float(until)))
+    times = tick_times(seen_until, settings.stride)
+    logged = repair_log(log_path)
     ticks: list[dict] = []
     end_rec = None
     for k, rec in enumerate(logged):
-        if rec.get("final"):
-            end_rec = rec
+        if rec.get("final") or rec["t"] > seen_until + 1e-9:  # a log that goes further than asked: stop there
+            end_rec = rec if rec.get("final") and seen_until >= duration else None
             break
         if k >= len(times) or abs(rec["t"] - times[k]) > 1e-6:
             raise ResumeMismatch(f"{log_path}: tick {k} at {rec.get('t')} s does not match this recording "
@@ -94,11 +109,6 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
         ticks.append({**tick.to_dict(), "seconds": rec.get("seconds", 0.0), "replayed": True})
     if alerts_path is not None:  # rewritten from the replay, then appended as alerts happen
         alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
-    if log_path is not None and log_path.is_file() and len(log_path.read_text().splitlines()) != len(logged):
-        # a kill while writing left a torn line: keep only the complete records (atomically)
-        tmp = log_path.with_suffix(".repair")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in logged))
-        tmp.replace(log_path)
     log = log_path.open("a") if log_path is not None else None
     alog = alerts_path.open("a") if alerts_path is not None else None
     try:
@@ -133,7 +143,13 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
             ticks.append({**tick.to_dict(), "seconds": seconds})
             if on_tick is not None:
                 on_tick(tick)
-        end = monitor.finish(duration)
+        if seen_until < duration:
+            from ego_adr.reasoning.stream import Tick
+
+            end = Tick(seen_until, (seen_until, seen_until), 0.0, None)  # not the end yet: no end check
+            end_rec = end_rec or {"partial": True}
+        else:
+            end = monitor.finish(duration)
         if end_rec is None and log is not None:
             _append(log, {"final": True, "t": duration})
         for a in end.alerts:
@@ -145,11 +161,13 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
             alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
     finally:
         if log is not None:
+            os.fsync(log.fileno())
             log.close()
         if alog is not None:
             alog.close()
     processing = sum(t["seconds"] for t in ticks)
     return {"episode_id": episode_id, "video": str(video_path), "task_id": task_id, "duration": duration,
+            "watched_until": seen_until,
             "ticks": ticks, "end": end.to_dict(), "alerts": [a.to_dict() for a in monitor.alerts],
             "processing_s": round(processing, 4), "rtf": round(processing / duration, 6) if duration else None,
             "monitor": monitor.describe(), "settings": settings.__dict__}
