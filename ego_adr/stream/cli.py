@@ -157,8 +157,9 @@ def run_one(args) -> int:
         except VideoError as e:
             raise UserError(f"cannot read {video}: {e.reason}") from None
     steps = monitor.bank.texts
-    write_png(res, steps, out / "timeline.png", segments, args.threshold)
-    write_html(res, steps, out / "timeline.html", segments, args.threshold)
+    note = ", reference narration (diagnostic)" if reference else ""
+    write_png(res, steps, out / "timeline.png", segments, args.threshold, note)
+    write_html(res, steps, out / "timeline.html", segments, args.threshold, note)
     _write_json(out / "run.json", {**identity, "monitor": monitor.describe(), "pipeline": pipe.describe(),
                                    "duration_s": res["duration"], "processing_s": res["processing_s"],
                                    "real_time_factor": res["rtf"], "n_ticks": len(res["ticks"]),

@@ -22,7 +22,7 @@ def _colour(label: str | None) -> str:
 
 
 def write_png(result: dict, steps: list[str], path: Path, segments: list[dict] | None = None,
-              threshold: float = 0.5) -> Path:
+              threshold: float = 0.5, note: str = "") -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,7 +30,7 @@ def write_png(result: dict, steps: list[str], path: Path, segments: list[dict] |
 
     dur = max(result["duration"], 1e-6)
     n = max(1, len(steps))
-    fig, (ax, axp) = plt.subplots(2, 1, figsize=(11, 2.2 + 0.32 * n), sharex=True,
+    fig, (ax, axp) = plt.subplots(2, 1, figsize=(12.5, 2.2 + 0.32 * n), sharex=True,
                                   gridspec_kw={"height_ratios": [max(2, n), 2]})
     for seg in segments or []:
         if seg.get("step_index") is None or seg.get("start") is None:
@@ -51,11 +51,11 @@ def write_png(result: dict, steps: list[str], path: Path, segments: list[dict] |
     ax.set_yticklabels([f"{i + 1}. {s[:38]}" for i, s in enumerate(steps)], fontsize=7)
     ax.set_ylim(n - 0.4, -1.2)
     ax.set_title(f"{Path(result['video']).name}: {result['monitor'].get('monitor')} "
-                 f"({result['monitor'].get('route') or '-'}), shaded = annotated segments", fontsize=9)
+                 f"({result['monitor'].get('route') or '-'}){note}; shaded = annotated segments", fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles))
     if uniq:
-        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="lower right")
+        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     ts = [t["t"] for t in result["ticks"]]
     axp.plot(ts, [t["prob"] for t in result["ticks"]], "-o", ms=3, color="#b2182b")
     axp.axhline(threshold, ls="--", color="grey", lw=0.8)
@@ -71,7 +71,7 @@ def write_png(result: dict, steps: list[str], path: Path, segments: list[dict] |
 
 
 def write_html(result: dict, steps: list[str], path: Path, segments: list[dict] | None = None,
-               threshold: float = 0.5) -> Path:
+               threshold: float = 0.5, note: str = "") -> Path:
     dur = max(result["duration"], 1e-6)
     n = max(1, len(steps))
     left, width, row = 260, 760, 22
@@ -119,7 +119,8 @@ def write_html(result: dict, steps: list[str], path: Path, segments: list[dict] 
                    f"<td>{'' if a['step_index'] is None else a['step_index'] + 1}</td>"
                    f"<td>{html.escape(str(a['evidence'])[:300])}</td></tr>" for a in result["alerts"])
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>ego_adr stream timeline</title></head>"
-            f"<body><h3>{html.escape(Path(result['video']).name)} -- {html.escape(str(result['monitor']))}</h3>"
+            f"<body><h3>{html.escape(Path(result['video']).name)} -- {html.escape(str(result['monitor']))}"
+            f"{html.escape(note)}</h3>"
             f"{''.join(out)}<h4>Alerts</h4><table border='1' cellpadding='3' style='border-collapse:collapse;"
             f"font-size:12px'><tr><th>t (s)</th><th>type</th><th>p</th><th>step</th><th>evidence</th></tr>{rows}"
             f"</table><p>real-time factor {result.get('rtf')}</p></body></html>")

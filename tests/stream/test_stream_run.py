@@ -99,3 +99,13 @@ def test_resume_after_a_kill_replays_and_continues(tiny, recording, full_run, tm
     again, counted = _run(tiny, recording["video_path"], recording, log)
     assert counted.model_calls == 0 and again["alerts"] == full_run["alerts"]
     json.dumps(again)  # everything the runner returns is JSON-able
+
+
+def test_python_api_watch_up_to_a_time(tiny, recording):
+    from ego_adr.stream import watch
+
+    seen = []
+    res = watch(recording["video_path"], recording["procedure"], tiny, mode="shallow", frames=4, max_new_tokens=12,
+                until=8.0, on_alert=seen.append)
+    assert [t["t"] for t in res["ticks"]] == [4.0, 8.0] and res["watched_until"] == 8.0
+    assert [a.to_dict() for a in seen] == res["alerts"]
