@@ -141,3 +141,26 @@ def test_episodes_from_real_annotations(shared_data):
         assert e["correct"] == (not e["categories"])
     assert set(by_source) == {"captaincook4d", "epic_tent", "assembly101", "egooops"}
     assert len({e["id"] for e in eps}) == len(eps)
+
+
+def test_deep_route_asks_the_model_to_match_and_classify():
+    """Deep decoupling online, with a scripted model double (the test is about the monitor around the model):
+    narration, the model's step choice and the text-only classification each cost one call per window."""
+    import numpy as np
+
+    from ego_adr.models.base import Frames
+    from ego_adr.models.doubles import ScriptedModelDouble
+
+    double = ScriptedModelDouble(answer="Answer: Wrong order")
+    mon = StreamMonitor(EgoADR(double, PipelineConfig(mode="deep")))
+    mon.reset("demo_make_tea", TEA, "deep")
+    assert mon.bank.builder.startswith("model:") and len(mon.bank.steps) == 2  # the double's numbered bank
+    frames = Frames(np.zeros((4, 32, 32, 3), np.uint8), fps=1.0)
+    t = mon.step(4.0, (0.0, 4.0), frames)
+    stages = [s for s, _, _ in double.asked]
+    assert stages == ["bank", "narrate", "match", "classify"]
+    assert t.step_index == 1 and t.evidence["match"]["method"] == "model"  # the double picked step 2
+    assert t.evidence["classification"]["option"] == "Wrong order"
+    # step 2 first, step 1 unseen: the classifier's belief and the jump combine by noisy-or
+    assert t.prob == pytest.approx(1 - (1 - S.LLM_ERROR_P) * (1 - S.JUMP_P))
+    assert [(a.step_index, a.error_type) for a in t.alerts] == [(1, "Wrong order")]
