@@ -106,7 +106,8 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
             raise ResumeMismatch(f"{log_path}: tick {k} at {rec.get('t')} s does not match this recording "
                                  f"and stride; delete the folder or choose another --out")
         tick = monitor.update(rec["t"], tuple(rec["window"]), rec["observed"])
-        ticks.append({**tick.to_dict(), "seconds": rec.get("seconds", 0.0), "replayed": True})
+        ticks.append({**tick.to_dict(), "seconds": rec.get("seconds", 0.0), "decode_s": rec.get("decode_s", 0.0),
+                      "replayed": True})
     if alerts_path is not None:  # rewritten from the replay, then appended as alerts happen
         alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
     log = log_path.open("a") if log_path is not None else None
@@ -140,7 +141,7 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
                     _append(alog, a.to_dict())
                 if on_alert is not None:
                     on_alert(a)
-            ticks.append({**tick.to_dict(), "seconds": seconds})
+            ticks.append({**tick.to_dict(), "seconds": seconds, "decode_s": rec["decode_s"]})
             if on_tick is not None:
                 on_tick(tick)
         if seen_until < duration:
