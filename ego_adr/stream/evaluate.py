@@ -141,6 +141,12 @@ def run_evaluation(args) -> int:
              f"Real-time factor = processing seconds / recording seconds (stage-cache hits cost ~0 s); "
              f"window {settings.window:g} s, stride {settings.stride:g} s, {settings.frames} frames, "
              f"threshold {args.threshold:g}, on-target tolerance {tolerance:g} s."]
+    stats = getattr(model, "stats", dict)()
+    if stats.get("model_calls") or stats.get("cache_hits"):
+        notes.append(f"This run made {stats.get('model_calls', 0)} model calls and answered "
+                     f"{stats.get('cache_hits', 0)} from the stage cache (earlier runs, or identical windows: "
+                     "stand-in videos repeat their frames across recordings), so its real-time factor is a lower "
+                     "bound; scripts/bench_stream.py measures it without the cache.")
     if args.narration_source == "reference":
         notes.append("Diagnostic: the egoadr row narrates each window from the annotations (reference narration); "
                      "the baselines watch the video.")

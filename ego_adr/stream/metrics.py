@@ -141,6 +141,10 @@ def _f(x, pct: bool = False) -> str:
     return f"{100 * x:.1f}" if pct else f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
+def _sec(x) -> str:
+    return "-" if x is None or np.isnan(x) else f"{x:.1f}"
+
+
 def metrics_table(results: dict[str, dict]) -> str:
     """Markdown table, one row per monitor."""
     head = ("| monitor | recordings | M1 AUROC | M2 AUPRC (pos. rate) | M3 missed / early / on target / late | "
@@ -154,6 +158,6 @@ def metrics_table(results: dict[str, dict]) -> str:
         lines.append(
             f"| {name} | {m['episodes']} | {_f(m['M1'])} | {_f(m['M2']['all'])} ({_f(m['M2']['positive_rate_all'])}) | "
             f"{_f(m3['missed'], True)} / {_f(m3['early'], True)} / {_f(m3['on_target'], True)} / "
-            f"{_f(m3['late'], True)} | {_f(m3['false_alarm'], True)} | {_f(m3['delay_median_s'])} | "
+            f"{_f(m3['late'], True)} | {_f(m3['false_alarm'], True)} | {_sec(m3['delay_median_s'])} | "
             f"{_f(m['M4']['macro'])} | {_f(m['real_time_factor'])} |")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from ego_adr.stream.helpmeout_adapter import CATEGORY_MAP, EgoADROnlineMonitor
 
 
 def test_online_monitor_runs_in_the_helpmeout_harness():
-    eps = generate(40, 3, progress=False)
+    eps = generate(16, 3, progress=False)
     mon = EgoADROnlineMonitor()
     rows = run_monitor(mon, eps, progress=False)
     assert [len(r["probs"]) for r in rows] == [len(e["observed"]) for e in eps]
