@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--threshold", type=float, default=0.5, help="alert when P(error) reaches this (default 0.5)")
     a("--narration-source", default="model", choices=["model", "reference"],
       help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
-    a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the embedded tiny model")
+    a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the tiny models (random weights)")
     a("--out", help="output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
     a("--cache-dir", help="stage cache, probe results, tiny model, demo recordings (default ~/.cache/ego_adr)")
     a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
@@ -82,7 +82,8 @@ def _load(args):
                     cache_dir=args.cache_dir, use_cache=not args.no_cache, base_url=args.base_url,
                     batch_size=1, gpu_memory="24GB" if args.backend == "hf" else None)
     model = load_vlm(cfg)
-    mnt = args.max_new_tokens or (DEMO_MAX_NEW_TOKENS if args.model is None else 256)
+    tiny = args.model is None or args.model.startswith("tiny")  # random weights: never stops on its own
+    mnt = args.max_new_tokens or (DEMO_MAX_NEW_TOKENS if tiny else 256)
     pipe = EgoADR(model, PipelineConfig(mode=args.mode, frames=args.frames, max_new_tokens=mnt),
                   cache_dir=cfg.resolved_cache_dir())
     return pipe, model, mnt
