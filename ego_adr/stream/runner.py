@@ -110,6 +110,9 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
                       "replayed": True})
     if alerts_path is not None:  # rewritten from the replay, then appended as alerts happen
         alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
+    from ego_adr.stream.frames import WindowReader
+
+    windows = WindowReader(sampler, video_path)
     log = log_path.open("a") if log_path is not None else None
     alog = alerts_path.open("a") if alerts_path is not None else None
     try:
@@ -123,7 +126,10 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
                 observed = monitor.observe_text(text) if text else {"failure": "no annotated segment in this window"}
             elif getattr(monitor, "needs_frames", True):
                 try:
-                    frames = sampler.sample_clip(video_path, start, t, settings.frames)
+                    try:
+                        frames = windows.clip(start, t, settings.frames)
+                    except Exception:  # noqa: BLE001 -- the sampler's own path, with its backend fallback
+                        frames = sampler.sample_clip(video_path, start, t, settings.frames)
                     decode_s = time.perf_counter() - t0
                     observed = monitor.observe(frames)
                 except Exception as e:  # noqa: BLE001 -- a window that cannot be decoded fails alone
