@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
       help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
     a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the tiny models (random weights)")
     a("--out", help="output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
-    a("--cache-dir", help="stage cache, probe results, tiny model, demo recordings (default ~/.cache/ego_adr)")
+    a("--cache-dir", help="stage cache, probe results, demo recordings (default ~/.cache/ego_adr)")
     a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
     a("--quiet", action="store_true", help="do not print alerts")
     e = p.add_argument_group("evaluation on annotated recordings (--evaluate)")
@@ -81,7 +81,10 @@ def _load(args):
     cfg = RunConfig(model=args.model, backend=args.backend, device=args.device, frames=args.frames,
                     cache_dir=args.cache_dir, use_cache=not args.no_cache, base_url=args.base_url,
                     batch_size=1, gpu_memory="24GB" if args.backend == "hf" else None)
-    model = load_vlm(cfg)
+    try:
+        model = load_vlm(cfg)
+    except (ValueError, OSError) as e:  # unknown model, no weights offline, a plan that cannot fit
+        raise UserError(" ".join(str(e).split())) from None
     tiny = args.model is None or args.model.startswith("tiny")  # random weights: never stops on its own
     mnt = args.max_new_tokens or (DEMO_MAX_NEW_TOKENS if tiny else 256)
     pipe = EgoADR(model, PipelineConfig(mode=args.mode, frames=args.frames, max_new_tokens=mnt),

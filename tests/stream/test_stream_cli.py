@@ -13,6 +13,7 @@ from ego_adr.stream.cli import main, seconds
     (["--evaluate", "--baselines", "random,oracle"], "unknown ['oracle']"),
     (["--frames", "0"], "--frames"),
     (["--threshold", "1.5"], "--threshold"),
+    (["--model", "no-such/model-xyz"], "Unknown model"),
 ])
 def test_user_mistakes_exit_2_with_one_line(argv, needle, capsys):
     assert main(argv) == 2
