@@ -3,7 +3,8 @@ baselines, scored with M1-M4, detection delay and the real-time factor (:mod:`eg
 
 Output folder ``runs/stream-eval-<model>-<route>-<settings>-<sources>[-limitN]/``: ``outputs/<monitor>.jsonl``
 (one row per recording: ticks, end check, alerts, timings), ``ticks/<monitor>/<recording>.jsonl`` (the resumable
-tick logs), ``metrics.json``, ``report.md``, ``run.json``. A rerun skips finished recordings and resumes the one
+tick logs), ``timelines/<recording>.html`` (the Ego-ADR monitor's timeline against the annotated segments),
+``metrics.json``, ``report.md``, ``run.json``. A rerun skips finished recordings and resumes the one
 in progress.
 """
 
@@ -41,6 +42,14 @@ def _compact(res: dict) -> dict:
             "alerts": res["alerts"], "failure": None}
 
 
+def _timeline(monitor, ep: dict, res: dict, path: Path) -> None:
+    from ego_adr.stream.timeline import write_html
+
+    match = monitor.pipe._matcher(monitor.bank).match
+    segs = [{**s, "step_index": match(s["action"] or "").index} for s in ep["segments"]]
+    write_html(res, monitor.bank.texts, path, segs, monitor.threshold, f" -- {ep['id']}")
+
+
 def build_monitors(names: list[str], pipe, threshold: float, seed: int) -> dict:
     from ego_adr.reasoning.stream import StreamMonitor
     from ego_adr.stream.baselines import DirectStreamMonitor, RandomStreamMonitor
@@ -75,6 +84,8 @@ def evaluate_monitor(monitor, episodes: list[dict], settings, sampler, out: Path
                                            sampler, ep["id"], logs / f"{_safe(ep['id'])}.jsonl",
                                            narrate_from=reference_narrator(ep["segments"]) if reference else None)
                     row = _compact(res)
+                    if monitor.bank is not None:  # an inspectable page per recording (cheap: no plotting)
+                        _timeline(monitor, ep, res, out / "timelines" / f"{_safe(ep['id'])}.html")
                 except VideoError as e:
                     row = {"id": ep["id"], "failure": f"video: {e.reason}"}
             f.write(json.dumps(row, default=str) + "\n")
@@ -160,5 +171,5 @@ def run_evaluation(args) -> int:
                                    "cache": getattr(model, "stats", dict)()})
     print(table)
     print("\n".join(notes))
-    print(f"results in {out}/ (metrics.json, report.md, outputs/, ticks/, run.json)")
+    print(f"results in {out}/ (metrics.json, report.md, outputs/, ticks/, timelines/, run.json)")
     return 0
