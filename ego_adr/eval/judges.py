@@ -11,13 +11,14 @@ torch/transformers are imported inside functions only.
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ego_adr.models.base import Capabilities, Generation, Request
+from ego_adr.store import folder_fingerprint
 
 BACKENDS = ("hf", "openai")
 
@@ -57,6 +58,60 @@ DEFAULT_JUDGES: tuple[JudgeSpec, ...] = (
 )
 
 
+# --- score parsing: only the form the judge prompt asks for ------------------------------------------------------
+SCORE_RANGE = (0.0, 5.0)  # Section 3.4: a 0-5 similarity scale
+PARSE_FAILURES = frozenset({"empty", "unparseable", "ambiguous", "out_of_range"})
+_REASON_KEYS = ("reason", "reasoning", "explanation")
+
+
+def json_objects(text: str) -> list[dict]:
+    """Every JSON object that decodes somewhere in ``text`` (bare, in a code fence, or inside prose)."""
+    dec = json.JSONDecoder()
+    out, i = [], text.find("{")
+    while i != -1:
+        try:
+            obj, end = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+        i = text.find("{", end)
+    return out
+
+
+def parse_score(text: str | None) -> tuple[float | None, str | None, str]:
+    """``(score, reason, method)`` from a judge's reply to :data:`ego_adr.reasoning.prompts.JUDGE`.
+
+    Why strict: the prompt asks for ``{"score": <0-5>, "reason": "..."}`` and nothing else. Reading a score out
+    of any other text means guessing which number the judge meant ("...the person added 2 eggs..." is not a
+    score of 2), so only that form is accepted: a JSON object (alone, in a code fence or with prose around it)
+    whose ``score`` key (any case) holds a number. Everything else is a recorded failure, never a number:
+    ``empty`` (no text), ``unparseable`` (no such object), ``ambiguous`` (objects with different scores),
+    ``out_of_range`` (outside 0-5). A value inside the range that is not a whole number (3.5) is kept.
+    """
+    if text is None or not text.strip():
+        return None, None, "empty"
+    found: list[tuple[float, str | None]] = []
+    for obj in json_objects(text):
+        key = next((k for k in obj if str(k).strip().lower() == "score"), None)
+        if key is None:
+            continue
+        v = obj[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        reason = next((obj[k] for k in obj if str(k).lower() in _REASON_KEYS), None)
+        found.append((float(v), None if reason is None else str(reason)))
+    if not found:
+        return None, None, "unparseable"
+    if len({v for v, _ in found}) > 1:
+        return None, None, "ambiguous"
+    v, reason = found[0]
+    if not SCORE_RANGE[0] <= v <= SCORE_RANGE[1]:
+        return None, reason, "out_of_range"
+    return v, reason, "json"
+
+
 def load_judge(spec: JudgeSpec, device: str | None = None, max_batch_size: int = 8):
     """Instantiate the VLM for a judge. Loading a hub id needs its weights in the local HF cache (or network)."""
     if spec.backend == "openai":
@@ -72,29 +127,6 @@ def load_judge(spec: JudgeSpec, device: str | None = None, max_batch_size: int =
         except (ImportError, KeyError, ValueError):
             pass
     return HFTextLM(model, device=device, max_batch_size=max_batch_size)
-
-
-def folder_fingerprint(path: str | os.PathLike) -> str:
-    """A cheap weights hash of a local model folder: config, tokenizer files, and each weight file's name, size and
-    first/last MiB. Hashing 15 GB of 7B weights on every start would cost minutes; a re-trained or re-saved model
-    changes sizes or the sampled bytes."""
-    p = Path(path)
-    h = hashlib.sha256()
-    for f in sorted(p.iterdir()):
-        if not f.is_file():
-            continue
-        if f.suffix in (".safetensors", ".bin", ".pt", ".gguf"):
-            size = f.stat().st_size
-            h.update(f"{f.name}:{size}".encode())
-            with open(f, "rb") as fh:
-                h.update(fh.read(1 << 20))
-                if size > 2 << 20:
-                    fh.seek(-(1 << 20), os.SEEK_END)
-                    h.update(fh.read())
-        elif f.suffix in (".json", ".txt", ".model", ".jinja"):
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()[:16]
 
 
 class HFTextLM:

@@ -13,7 +13,6 @@ out-of-memory error on one request is reported on that request and the cache is 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -22,13 +21,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ego_adr.models.base import Capabilities, Generation, Request
-from ego_adr.models.hf_inputs import BadRequest, qwen_pixel_kwargs, text_conversation, to_processor_input
-from ego_adr.models.registry import (
-    TEXT_ONLY_FAMILIES,
-    ModelSpec,
-    family_from_model_type,
-    unknown_model_message,
+from ego_adr.models.families import family_for_model_type, get_family
+from ego_adr.models.hf_inputs import (
+    BadRequest,
+    qwen_pixel_kwargs,
+    text_conversation,
+    to_processor_input,
+    video_metadata,
 )
+from ego_adr.models.registry import ModelSpec, unknown_model_message
+from ego_adr.store import folder_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +56,6 @@ def _pick_dtype(dtype: str | None, device: str):
     if dtype not in table:
         raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(table)}")
     return table[dtype]
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    """Cheap content identity of a local model folder: config + processor files hashed; weight files hashed
-    when small (< 64 MB, e.g. the tiny models, so a deterministic rebuild keeps its fingerprint), else
-    identified by name, size and mtime."""
-    h = hashlib.sha256()
-    for f in sorted(folder.iterdir()):
-        if not f.is_file():
-            continue
-        st = f.stat()
-        h.update(f.name.encode())
-        if f.suffix in (".json", ".jinja", ".txt", ".model") or st.st_size < 64 << 20:
-            h.update(f.read_bytes())
-        else:
-            h.update(f"{st.st_size}:{int(st.st_mtime)}".encode())
-    return h.hexdigest()[:16]
 
 
 def _check_available(name: str, revision: str | None, known: bool) -> None:
@@ -120,10 +105,15 @@ class HFVideoLM:
             config = tf.AutoConfig.from_pretrained(name_or_path, **common)
         except OSError as e:
             raise ValueError(f"{unknown_model_message(name_or_path, spec is not None)}\n(cause: {e})") from e
-        self.family = (spec.family if spec else None) or family_from_model_type(config.model_type)
+        # every per-family quirk comes from the family (ego_adr.models.families); an unknown architecture goes
+        # through the same generic path, as a VLM when transformers lists it as image-text-to-text
+        fam = get_family(spec.family) if spec else family_for_model_type(config.model_type)
+        self.family_spec = fam
+        self.family = fam.name if fam else None
         from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as ITT
 
-        self.is_vlm = config.model_type in ITT or self.family not in (None, "text-llm")
+        self.is_vlm = fam.kind == "vlm" if fam else config.model_type in ITT
+        self._metadata = fam.video_metadata if fam else video_metadata
         load_kw = dict(common, dtype=self.dtype)
         if attn_implementation:
             load_kw["attn_implementation"] = attn_implementation
@@ -137,8 +127,9 @@ class HFVideoLM:
             if getattr(self.processor, "chat_template", None) is None:
                 raise ValueError(f"{name_or_path}: the processor has no chat template; this backend needs one")
             vp = getattr(self.processor, "video_processor", None)
-            self._video_kwargs = qwen_pixel_kwargs(vp, max_pixels_per_frame, planned_max_pixels) if vp else {}
-            if max_pixels_per_frame is not None and "size" not in self._video_kwargs:
+            pixel_kwargs = fam.video_kwargs if fam else qwen_pixel_kwargs  # the generic one is duck-typed
+            self._video_kwargs = pixel_kwargs(vp, max_pixels_per_frame, planned_max_pixels) if vp else {}
+            if max_pixels_per_frame is not None and not (fam.pixel_budget if fam else "size" in self._video_kwargs):
                 log.warning("%s resizes frames to a fixed resolution: max_pixels_per_frame is ignored", name_or_path)
         else:
             self.family = self.family or "text-llm"
@@ -172,16 +163,24 @@ class HFVideoLM:
         """Model identity + everything of ours that changes outputs (dtype, pixel budget)."""
         if self._fingerprint is None:
             if Path(self._name).is_dir():
-                ident = f"{Path(self._name).name}@{_folder_fingerprint(Path(self._name))}"
+                ident = f"{Path(self._name).name}@{folder_fingerprint(Path(self._name))}"
             else:
                 ident = f"{self._name}@{self._revision or self._commit or 'main'}"
             dt = str(self.dtype).removeprefix("torch.")
-            self._fingerprint = f"hf:{ident}:{dt}:px={self._video_kwargs.get('size', {}).get('longest_edge', 'default')}"
+            self._fingerprint = f"hf:{ident}:{dt}:px={self._pixel_tag()}"
         return self._fingerprint
+
+    def _pixel_tag(self) -> str:
+        """The per-frame pixel budget in force: a per-frame ``size`` (Qwen2/2.5-VL) or a token-cell cap
+        (Qwen3-VL); 'default' for fixed-resolution processors."""
+        kw = self._video_kwargs
+        if "longest_edge" in kw.get("size", {}):
+            return str(kw["size"]["longest_edge"])
+        return f"{kw['max_video_tokens']}cells" if "max_video_tokens" in kw else "default"
 
     @property
     def capabilities(self) -> Capabilities:
-        text_only = self.family is None or self.family in TEXT_ONLY_FAMILIES
+        text_only = self.family_spec is None or self.family_spec.text_only
         return Capabilities(video=self.is_vlm, text_only=text_only, max_batch_size=self.batch_size)
 
     def generate(self, requests: list[Request]) -> list[Generation]:
@@ -191,7 +190,7 @@ class HFVideoLM:
         prepared: dict[int, object] = {}
         for i, r in enumerate(requests):
             try:
-                prepared[i] = to_processor_input(r) if self.is_vlm else text_conversation(r)
+                prepared[i] = to_processor_input(r, metadata=self._metadata) if self.is_vlm else text_conversation(r)
             except BadRequest as e:
                 out[i] = Generation(text=None, error=f"bad request: {e}")
         groups: dict[tuple, list[int]] = {}
@@ -203,6 +202,13 @@ class HFVideoLM:
                 for i, g in zip(chunk, self._run_chunk([prepared[i] for i in chunk], requests[chunk[0]])):
                     out[i] = g
         return out  # type: ignore[return-value]
+
+    def encode(self, requests: list[Request]):
+        """What the processor (or tokenizer) makes of these requests, as one left-padded batch: the exact model
+        input, without generating. For checking a family's token layout against the memory planner."""
+        prep = [to_processor_input(r, metadata=self._metadata) if self.is_vlm else text_conversation(r)
+                for r in requests]
+        return self._encode(prep)
 
     # ---- internals ------------------------------------------------------------------------------------------
     def _run_chunk(self, items: list, request: Request) -> list[Generation]:

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ego_adr.models.base import Frames, Request
+from ego_adr.models.base import BadRequest, Frames, Request  # noqa: F401  (BadRequest: re-exported)
 
 ROLES = ("system", "user", "assistant")
-
-
-class BadRequest(ValueError):
-    """A request that can never succeed (malformed message, empty clip): fails alone, never retried."""
 
 
 @dataclass
@@ -41,8 +37,9 @@ def video_metadata(frames: Frames) -> dict:
     }
 
 
-def to_processor_input(request: Request) -> ProcessorInput:
-    """Check a request and convert it; raise :class:`BadRequest` with the reason when it is malformed."""
+def to_processor_input(request: Request, metadata=None) -> ProcessorInput:
+    """Check a request and convert it; raise :class:`BadRequest` with the reason when it is malformed.
+    ``metadata``: the family's video-metadata function (default :func:`video_metadata`)."""
     if not isinstance(request, Request):
         raise BadRequest(f"expected a Request, got {type(request).__name__}")
     if not request.messages:
@@ -72,7 +69,7 @@ def to_processor_input(request: Request) -> ProcessorInput:
                     raise BadRequest(f"message {i}: frames are only accepted in user messages")
                 parts.append({"type": "video"})
                 out.videos.append(part.array)
-                out.metadata.append(video_metadata(part))
+                out.metadata.append((metadata or video_metadata)(part))
             else:
                 raise BadRequest(f"message {i} part {j}: expected str or Frames, got {type(part).__name__}")
         out.conversation.append({"role": role, "content": parts})

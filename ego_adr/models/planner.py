@@ -59,6 +59,7 @@ class Arch:
     tokens_per_frame: int | None = None  # fixed-resolution families; None = Qwen-style pixel budget
     patches_per_frame: int | None = None  # vision-tower patches per frame for fixed-resolution families
     max_frames: int | None = None  # Video-LLaVA is trained on exactly 8 frames
+    tokens_per_clip: int = 0  # fixed-resolution families: extra tokens per clip (LLaVA-OneVision's newline)
 
     @property
     def dynamic(self) -> bool:
@@ -69,35 +70,19 @@ class Arch:
         return (self.patch * self.merge) ** 2
 
 
-_QWEN2_7B_TEXT = dict(hidden=3584, layers=28, kv_heads=4, head_dim=128, intermediate=18944)
-_QWEN3_8B_TEXT = dict(hidden=4096, layers=36, kv_heads=8, head_dim=128, intermediate=12288)
-_QWEN3_32B_TEXT = dict(hidden=5120, layers=64, kv_heads=8, head_dim=128, intermediate=25600)
+def _known() -> dict[str, Arch]:
+    """Hub id -> numbers, from the families (:mod:`ego_adr.models.families`), where each checkpoint's numbers
+    sit beside its alias."""
+    from ego_adr.models.families import FAMILIES
 
-KNOWN: dict[str, Arch] = {
-    "Qwen/Qwen2-VL-7B-Instruct": Arch(8.29, **_QWEN2_7B_TEXT, v_hidden=1280, v_intermediate=5120),
-    "Qwen/Qwen2.5-VL-7B-Instruct": Arch(8.29, **_QWEN2_7B_TEXT, v_hidden=1280, v_intermediate=3420),
-    "Qwen/Qwen2.5-VL-3B-Instruct": Arch(3.75, 2048, 36, 2, 128, 11008, v_hidden=1280, v_intermediate=3420),
-    "Qwen/Qwen3-VL-8B-Instruct": Arch(8.77, **_QWEN3_8B_TEXT, v_hidden=1152, v_intermediate=4304, patch=16),
-    "Qwen/Qwen3-VL-32B-Instruct": Arch(33.4, **_QWEN3_32B_TEXT, v_hidden=1152, v_intermediate=4304, patch=16),
-    # SigLIP-400M at 384 px: 27x27 patches, pooled 2x2 to 196 tokens per video frame.
-    "llava-hf/llava-onevision-qwen2-7b-ov-hf": Arch(
-        8.03, **_QWEN2_7B_TEXT, v_hidden=1152, v_intermediate=4304, tokens_per_frame=196, patches_per_frame=729
-    ),
-    # Vicuna-7B (no grouped KV) + CLIP-L/14 at 224 px: 256 patches + CLS per frame, 8 frames.
-    "LanguageBind/Video-LLaVA-7B-hf": Arch(
-        7.36, 4096, 32, 32, 128, 11008, v_hidden=1024, v_intermediate=4096, tokens_per_frame=257,
-        patches_per_frame=257, max_frames=8,
-    ),
-    # InternViT at 448 px: 1024 patches, pixel shuffle 0.5 -> 256 tokens per frame.
-    "OpenGVLab/InternVL3_5-8B-HF": Arch(
-        8.53, **_QWEN3_8B_TEXT, v_hidden=1024, v_intermediate=4096, tokens_per_frame=256, patches_per_frame=1025
-    ),
-    "OpenGVLab/InternVL3_5-38B-HF": Arch(
-        38.4, **_QWEN3_32B_TEXT, v_hidden=3200, v_intermediate=12800, tokens_per_frame=256, patches_per_frame=1025
-    ),
-    "Qwen/Qwen2.5-7B-Instruct": Arch(7.62, **_QWEN2_7B_TEXT, tokens_per_frame=0),
-    "deepseek-ai/deepseek-llm-7b-chat": Arch(6.91, 4096, 30, 32, 128, 11008, tokens_per_frame=0),
-}
+    return {h.hub_id: h.arch for f in FAMILIES.values() for h in f.hub if h.arch is not None}
+
+
+def __getattr__(name: str):
+    if name == "KNOWN":  # computed on first use: the families import this module for Arch
+        return _known()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Per-frame pixel budgets searched, in merged-token cells per frame pair: the reference video cap of
 # qwen-vl-utils is 768 cells (VIDEO_MAX_PIXELS = 768 x 28 x 28); below 16 cells (112x112 px) frames are useless.
@@ -141,31 +126,18 @@ def parse_memory(text: str) -> float:
 
 
 def arch_from_folder(folder: str | Path) -> Arch | None:
-    """Architecture numbers from a local model folder's config.json (Qwen-VL families; text-only LMs)."""
+    """Architecture numbers from a local model folder's config.json, read by the folder's family (None for a
+    family this project does not know)."""
+    from ego_adr.models.families import family_for_model_type
+
     cfg_path = Path(folder) / "config.json"
     if not cfg_path.exists():
         return None
     cfg = json.loads(cfg_path.read_text())
-    text = cfg.get("text_config") or cfg
-    vis = cfg.get("vision_config") or {}
-    try:
-        hidden, layers = int(text["hidden_size"]), int(text["num_hidden_layers"])
-        heads = int(text["num_attention_heads"])
-        kv = int(text.get("num_key_value_heads") or heads)
-        head_dim = int(text.get("head_dim") or hidden // heads)
-        inter = int(text["intermediate_size"])
-    except (KeyError, TypeError, ValueError):
+    fam = family_for_model_type(cfg.get("model_type"))
+    if fam is None:
         return None
-    params = _params_from_weights(Path(folder), cfg)
-    if cfg.get("model_type", "").startswith("qwen") and vis:
-        v_hidden = int(vis.get("embed_dim") or vis.get("hidden_size", 0))
-        v_inter = int(vis.get("intermediate_size") or v_hidden * int(vis.get("mlp_ratio", 4)))
-        return Arch(params, hidden, layers, kv, head_dim, inter, v_hidden, v_inter,
-                    patch=int(vis.get("patch_size", 14)), merge=int(vis.get("spatial_merge_size", 2)),
-                    temporal_patch=int(vis.get("temporal_patch_size", 2)))
-    if not vis:
-        return Arch(params, hidden, layers, kv, head_dim, inter, tokens_per_frame=0)
-    return None
+    return fam.arch_from_config(cfg, _params_from_weights(Path(folder), cfg))
 
 
 def _params_from_weights(folder: Path, cfg: dict) -> float:
@@ -191,7 +163,7 @@ def estimate(arch: Arch, frames: int, pixels_per_frame: int | None, batch_size: 
         patches = visual * arch.merge**2
         pixel_values = patches * 3 * arch.temporal_patch * arch.patch**2 * (4 + b)  # fp32 from processor + cast
     else:
-        visual = frames * arch.tokens_per_frame
+        visual = frames * arch.tokens_per_frame + (arch.tokens_per_clip if arch.tokens_per_frame else 0)
         patches = frames * (arch.patches_per_frame or 0)
         pixel_values = frames * 3 * 448 * 448 * (4 + b)
     seq = visual + text_tokens
@@ -248,8 +220,9 @@ def arch_for(name: str, path: str | None = None) -> Arch | None:
 
     spec = ALIASES.get(name.lower())
     hub = spec.hub_id if spec else name
-    if hub in KNOWN:
-        return KNOWN[hub]
+    known = _known()
+    if hub in known:
+        return known[hub]
     for cand in (path, name):
         if cand and Path(cand).is_dir():
             return arch_from_folder(cand)

@@ -1,8 +1,9 @@
 """Model aliases: short names for the models the paper evaluates, resolved to hub ids.
 
 Any hub id (``owner/name``) or local folder is accepted as well; an alias only saves typing and carries the
-family, which decides the capabilities (Video-LLaVA cannot take text-only prompts, paper Section 3.2) and the
-memory planner's architecture numbers. ``tiny*`` aliases are built offline on first use (see
+family (:mod:`ego_adr.models.families`, where every alias comes from), which decides the capabilities (Video-LLaVA
+cannot take text-only prompts, paper Section 3.2), the processor settings and the memory planner's numbers.
+``tiny*`` aliases are built offline on first use (see
 :mod:`ego_adr.models.tiny`).
 """
 
@@ -15,46 +16,37 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class ModelSpec:
-    hub_id: str
-    family: str  # qwen2-vl | qwen2.5-vl | qwen3-vl | llava-onevision | video-llava | internvl | text-llm | tiny
+    hub_id: str  # for a tiny alias: "tiny-<family>", built offline on first use
+    family: str  # a key of ego_adr.models.families.FAMILIES
     notes: str = ""
+    tiny: bool = False
 
 
-ALIASES: dict[str, ModelSpec] = {
-    "qwen2-vl": ModelSpec("Qwen/Qwen2-VL-7B-Instruct", "qwen2-vl", "paper Tables 3-6; Ego-ADR deep decoupling"),
-    "qwen2.5-vl": ModelSpec("Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl", "paper's main model (Tables 3-6)"),
-    "qwen2.5-vl-3b": ModelSpec("Qwen/Qwen2.5-VL-3B-Instruct", "qwen2.5-vl", "smaller sibling, not in the paper"),
-    "qwen3-vl": ModelSpec("Qwen/Qwen3-VL-8B-Instruct", "qwen3-vl", "paper Tables 3-4"),
-    "qwen3-vl-32b": ModelSpec("Qwen/Qwen3-VL-32B-Instruct", "qwen3-vl", "paper Tables 3-4; needs > 24 GB"),
-    "llava-onevision": ModelSpec("llava-hf/llava-onevision-qwen2-7b-ov-hf", "llava-onevision", "paper Tables 3-4"),
-    "video-llava": ModelSpec(
-        "LanguageBind/Video-LLaVA-7B-hf", "video-llava", "no text-only input: shallow decoupling (Section 3.2)"
-    ),
-    "internvl3.5": ModelSpec("OpenGVLab/InternVL3_5-8B-HF", "internvl", "8B sibling of the paper's 38B"),
-    "internvl3.5-38b": ModelSpec("OpenGVLab/InternVL3_5-38B-HF", "internvl", "paper Tables 3-4; needs > 24 GB"),
-    # Text-only judges of the open-ended evaluation (paper Section 4.2).
-    "qwen2.5-7b": ModelSpec("Qwen/Qwen2.5-7B-Instruct", "text-llm", "open-ended judge (Section 3.4)"),
-    "deepseek-7b": ModelSpec("deepseek-ai/deepseek-llm-7b-chat", "text-llm", "open-ended judge (Section 3.4)"),
-    # Offline random models of real architectures, for tests and demos.
-    "tiny": ModelSpec("tiny-qwen2.5-vl", "tiny", "random tiny Qwen2.5-VL built locally; random text"),
-    "tiny-qwen2.5-vl": ModelSpec("tiny-qwen2.5-vl", "tiny", "random tiny Qwen2.5-VL built locally"),
-    "tiny-qwen2-vl": ModelSpec("tiny-qwen2-vl", "tiny", "random tiny Qwen2-VL built locally"),
-}
+def _aliases() -> dict[str, ModelSpec]:
+    """Every family's released checkpoints, then every family's tiny model; ``tiny`` is the demo model, the tiny
+    Qwen2.5-VL."""
+    from ego_adr.models.families import FAMILIES
+
+    out = {h.alias: ModelSpec(h.hub_id, f.name, h.notes) for f in FAMILIES.values() for h in f.hub}
+    out["tiny"] = ModelSpec("tiny-qwen2.5-vl", "qwen2.5-vl", "random tiny Qwen2.5-VL built locally; random text",
+                            tiny=True)
+    for f in FAMILIES.values():
+        out[f.tiny_alias] = ModelSpec(f.tiny_alias, f.name, f"random tiny {f.name} built locally", tiny=True)
+    return out
+
+
+ALIASES: dict[str, ModelSpec] = _aliases()
+
+
+def _text_only_families() -> set[str]:
+    from ego_adr.models.families import FAMILIES
+
+    return {f.name for f in FAMILIES.values() if f.text_only}
+
 
 # Families whose processors accept a prompt without any visual input. Video-LLaVA is the paper's example of a
 # model that cannot (Section 3.2, Table 5), so the pipeline routes it to shallow decoupling.
-TEXT_ONLY_FAMILIES = {"qwen2-vl", "qwen2.5-vl", "qwen3-vl", "llava-onevision", "internvl", "text-llm", "tiny"}
-
-# config.json model_type -> family, for hub ids and folders given without an alias.
-MODEL_TYPE_FAMILY = {
-    "qwen2_vl": "qwen2-vl",
-    "qwen2_5_vl": "qwen2.5-vl",
-    "qwen3_vl": "qwen3-vl",
-    "qwen3_vl_moe": "qwen3-vl",
-    "llava_onevision": "llava-onevision",
-    "video_llava": "video-llava",
-    "internvl": "internvl",
-}
+TEXT_ONLY_FAMILIES = _text_only_families()
 
 
 def _by_hub_id(hub_id: str) -> ModelSpec | None:
@@ -73,18 +65,41 @@ def resolve(name: str) -> tuple[str, ModelSpec | None]:
     key = name.strip()
     spec = ALIASES.get(key.lower())
     if spec is not None:
-        if spec.family == "tiny":
+        if spec.tiny:
             from ego_adr.models.tiny import ensure_tiny
 
-            return str(ensure_tiny(spec.hub_id.removeprefix("tiny-"))), spec
+            return str(ensure_tiny(spec.family)), spec
         return spec.hub_id, spec
     if Path(os.path.expanduser(key)).is_dir():
         return str(Path(os.path.expanduser(key)).resolve()), None
     return key, _by_hub_id(key)
 
 
+def tiny_alias_for(name: str) -> str:
+    """The tiny model of ``name``'s own architecture (``qwen2-vl`` -> ``tiny-qwen2-vl``): for running a grid of
+    real-model cells offline. Raises ValueError for a model whose family is not known without loading it."""
+    spec = ALIASES.get(name.strip().lower()) or _by_hub_id(name.strip())
+    if spec is None:
+        from ego_adr.models.families import family_for_folder
+
+        fam = family_for_folder(os.path.expanduser(name)) if Path(os.path.expanduser(name)).is_dir() else None
+        if fam is None:
+            raise ValueError(f"no tiny model for {name!r}: its architecture is not one of the known families")
+        return fam.tiny_alias
+    return f"tiny-{spec.family}"
+
+
+def is_tiny(name: str | None) -> bool:
+    """The embedded demo model (``None``) or a ``tiny*`` alias: random weights, numbers mean nothing."""
+    spec = ALIASES.get((name or "").strip().lower())
+    return name is None or bool(spec and spec.tiny)
+
+
 def family_from_model_type(model_type: str | None) -> str | None:
-    return MODEL_TYPE_FAMILY.get(model_type or "")
+    from ego_adr.models.families import family_for_model_type
+
+    fam = family_for_model_type(model_type)
+    return fam.name if fam else None
 
 
 def alias_table() -> str:

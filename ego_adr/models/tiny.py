@@ -1,27 +1,37 @@
-"""Tiny randomly initialised video-language models of real architectures, built offline.
+"""Tiny randomly initialised models of every supported architecture, built offline.
 
 Why: tests, the demo and CI must exercise the *same* Hugging Face code path as a 7B hub model (processor chat
-template, video processor, ``AutoModelForImageTextToText.from_pretrained``, batched ``generate``) without
-network or GPU. So we build a real Qwen2.5-VL / Qwen2-VL model with a tiny config (text hidden 64, 2 layers;
-vision depth 2), a byte-level BPE tokenizer trained here on a small built-in English corpus, our own chat
-template and the stock image/video processors, and save it as a normal Hugging Face folder.
+template, video processor, ``AutoModelForImageTextToText`` / ``AutoModelForCausalLM.from_pretrained``, batched
+``generate``) without network or GPU. For each family of :mod:`ego_adr.models.families` (Qwen2-VL, Qwen2.5-VL,
+Qwen3-VL, LLaVA-OneVision, Video-LLaVA, InternVL3.5, and the judges' Qwen2 and Llama text architectures) the
+family's recipe gives the real config class with small sizes (text hidden 64, 2 layers; vision depth 2), a
+byte-level BPE tokenizer trained here on a small built-in English corpus with the special tokens that family's
+processor looks for, a chat template in that family's style and the family's own image/video processor classes;
+this module seeds, instantiates and saves it as a normal Hugging Face folder.
 
-Its outputs are random words: the pipeline records them as unparseable answers, which is the point (the code
+Their outputs are random words: the pipeline records them as unparseable answers, which is the point (the code
 around the model is what is under test). Building is deterministic: the same ``seed`` gives byte-identical
-weights.
+weights. ``tiny`` (the demo model) is the tiny Qwen2.5-VL.
 
-    python -m ego_adr.models.tiny OUT_DIR [--arch qwen2.5-vl|qwen2-vl] [--seed 0]
+    python -m ego_adr.models.tiny OUT_DIR [--arch ARCH] [--seed 0]      # ARCH: see --help
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
-ARCHS = ("qwen2.5-vl", "qwen2-vl")
+from ego_adr.models.families._qwen import TINY_MAX_PIXELS, TINY_MIN_PIXELS  # noqa: F401 (re-exported)
+
+
+def _archs() -> tuple[str, ...]:
+    from ego_adr.models.families import FAMILIES
+
+    return tuple(FAMILIES)
+
+
+ARCHS = _archs()  # every family of ego_adr.models.families has a tiny model
 TINY_VERSION = "v1"
 
 SPECIAL_TOKENS = (
@@ -53,10 +63,6 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
 )
 
-# Per-frame pixel budget of the tiny model's video processor: 8x8 patches of 14 px -> 16 tokens per 2 frames.
-# Small on purpose so that 8 frames with 256 new tokens stay around a second on CPU.
-TINY_MAX_PIXELS = 112 * 112
-TINY_MIN_PIXELS = 56 * 56
 
 _PROCEDURE_SENTENCES = """
 The person picks up the knife and cuts the tomato into small pieces on the cutting board.
@@ -95,8 +101,15 @@ def _corpus() -> list[str]:
     return lines * 4
 
 
-def build_tokenizer(vocab_size: int = 1500):
-    """Train a byte-level BPE tokenizer on the built-in corpus and wrap it for transformers."""
+def build_tokenizer(vocab_size: int = 1500, *, special_tokens=SPECIAL_TOKENS, eos: str = "<|im_end|>",
+                    pad: str = "<|endoftext|>", bos: str | None = None, chat_template: str = CHAT_TEMPLATE,
+                    named: dict[str, str] | None = None):
+    """Train a byte-level BPE tokenizer on the built-in corpus and wrap it for transformers.
+
+    The defaults are the tiny Qwen-VL tokenizer (its bytes must not change: the demo's predictions depend on it).
+    Other families pass their own ``special_tokens`` (the placeholders their processor looks for), end/pad/begin
+    tokens and chat template; ``named`` gives model-specific token attributes that a processor reads from the
+    tokenizer (e.g. InternVL's ``start_image_token``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -105,21 +118,23 @@ def build_tokenizer(vocab_size: int = 1500):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=list(special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(_corpus(), trainer=trainer)
+    extra: dict = {"extra_special_tokens": dict(named)} if named else {
+        "additional_special_tokens": [t for t in special_tokens if t not in (pad, bos)]}
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        bos_token=None,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
+        bos_token=bos,
+        eos_token=eos,
+        pad_token=pad,
         unk_token=None,
-        additional_special_tokens=list(SPECIAL_TOKENS[1:]),
-        chat_template=CHAT_TEMPLATE,
+        chat_template=chat_template,
         padding_side="left",
         model_max_length=32768,
+        **extra,
     )
     return fast
 
@@ -134,85 +149,37 @@ def tiny_vocab_size(tokenizer) -> int:
     return len(tokenizer) + (-len(tokenizer) % 64)
 
 
-def _model_config(arch: str, tokenizer):
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    text = dict(
-        vocab_size=tiny_vocab_size(tokenizer),
-        **TINY_TEXT_DIMS,
-        max_position_embeddings=8192,
-        # mrope_section must sum to head_dim / 2 = 8 (STACK-NOTES).
-        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [2, 3, 3]},
-        bos_token_id=ids["<|endoftext|>"],
-        eos_token_id=ids["<|im_end|>"],
-        pad_token_id=ids["<|endoftext|>"],
-    )
-    tokens = dict(
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-    )
-    if arch == "qwen2.5-vl":
-        from transformers import Qwen2_5_VLConfig
-
-        vision = dict(
-            depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,
-            spatial_merge_size=2, temporal_patch_size=2, window_size=112, fullatt_block_indexes=[1],
-            tokens_per_second=2,
-        )
-        return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **tokens)
-    if arch == "qwen2-vl":
-        from transformers import Qwen2VLConfig
-
-        vision = dict(
-            depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=14,
-            spatial_merge_size=2, temporal_patch_size=2,
-        )
-        return Qwen2VLConfig(text_config=text, vision_config=vision, **tokens)
-    raise ValueError(f"unknown tiny arch {arch!r}; choose one of {', '.join(ARCHS)}")
-
-
-def _processor(arch: str, tokenizer):
-    from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor
-
-    size = {"shortest_edge": TINY_MIN_PIXELS, "longest_edge": TINY_MAX_PIXELS}
-    image_processor = Qwen2VLImageProcessor(size=size)
-    video_processor = Qwen2VLVideoProcessor(size=size, cap_pixels_per_frame=True)
-    if arch == "qwen2.5-vl":
-        from transformers import Qwen2_5_VLProcessor as P
-    else:
-        from transformers import Qwen2VLProcessor as P
-    return P(
-        image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
-        chat_template=CHAT_TEMPLATE,
-    )
-
-
 def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int = 0) -> Path:
-    """Build the tiny model into ``out_dir`` (created; must be empty or absent) and return its path."""
-    if arch not in ARCHS:
+    """Build the tiny model of family ``arch`` into ``out_dir`` (created; must be empty or absent) and return its
+    path. The recipe (config, tokenizer, chat template, processor) is the family's
+    (:mod:`ego_adr.models.families`); this function only seeds, instantiates and saves."""
+    from ego_adr.models.families import FAMILIES
+
+    if arch not in FAMILIES:
         raise ValueError(f"unknown tiny arch {arch!r}; choose one of {', '.join(ARCHS)}")
     import torch
-    from transformers import AutoModelForImageTextToText, GenerationConfig
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, GenerationConfig
 
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty; pick a new folder or delete it first")
     out.mkdir(parents=True, exist_ok=True)
 
-    tokenizer = build_tokenizer()
-    config = _model_config(arch, tokenizer)
+    family = FAMILIES[arch]
+    config, processor = family.tiny_parts()
+    text = getattr(config, "text_config", None) or config
+    auto = AutoModelForImageTextToText if family.kind == "vlm" else AutoModelForCausalLM
     torch.manual_seed(seed)
-    model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
+    model = auto.from_config(config, dtype=torch.float32)
     model.eval()
     model.generation_config = GenerationConfig(
-        bos_token_id=config.text_config.bos_token_id,
-        eos_token_id=config.text_config.eos_token_id,
-        pad_token_id=config.text_config.pad_token_id,
+        bos_token_id=text.bos_token_id,
+        eos_token_id=text.eos_token_id,
+        pad_token_id=text.pad_token_id,
         do_sample=False,
     )
     model.save_pretrained(out, safe_serialization=True)
-    _processor(arch, tokenizer).save_pretrained(out)
+    processor.save_pretrained(out)
     (out / "TINY_MODEL.txt").write_text(
         f"Randomly initialised {arch} built by ego_adr.models.tiny (seed={seed}, {TINY_VERSION}). "
         "Outputs are random text; for tests and demos only.\n"
@@ -220,38 +187,18 @@ def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int =
     return out
 
 
-def cache_dir() -> Path:
-    """The user cache: ``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else ``~/.cache/ego_adr``."""
-    if os.environ.get("EGO_ADR_CACHE"):
-        return Path(os.environ["EGO_ADR_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ego_adr"
-
-
 def ensure_tiny(arch: str = "qwen2.5-vl") -> Path:
-    """Build the tiny model once into the user cache (temp dir + rename, so concurrent builders never see a
-    half-written folder) and return its path."""
-    root = cache_dir()
-    final = root / f"tiny-{arch}-{TINY_VERSION}"
-    if (final / "config.json").exists():
-        return final
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tiny-{arch}-", dir=root))
-    try:
-        build_tiny(tmp / "m", arch=arch)
-        try:
-            os.replace(tmp / "m", final)
-        except OSError:
-            if not (final / "config.json").exists():  # someone else won the race only if it is complete
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    """Build the tiny model once into the cache root (atomically, :func:`ego_adr.store.build_once`) and return
+    its path."""
+    from ego_adr.store import build_once, cache_root
+
+    final = cache_root() / f"tiny-{arch}-{TINY_VERSION}"
+    return build_once(final, lambda dest: build_tiny(dest, arch=arch), lambda f: (f / "config.json").exists())
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
-        prog="python -m ego_adr.models.tiny", description="Build a tiny random video-language model offline."
+        prog="python -m ego_adr.models.tiny", description="Build a tiny random model of one architecture offline."
     )
     ap.add_argument("out_dir")
     ap.add_argument("--arch", choices=ARCHS, default="qwen2.5-vl")

@@ -249,7 +249,7 @@ def test_text_only_causal_lm_path(tmp_path, monkeypatch):
     tok.save_pretrained(tmp_path / "lm")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     m = load_model(str(tmp_path / "lm"), device="cpu", batch_size=2)
-    assert m.family == "text-llm" and m.capabilities == m.capabilities.__class__(False, True, 2)
+    assert m.family == "qwen2" and m.capabilities == m.capabilities.__class__(False, True, 2)  # by model_type
     out = m.generate([Request([Message.system("Judge."), Message.user("Score 0-5.")], CFG),
                       Request([Message.user(clip(), "x")], CFG),
                       Request([Message.user("Another answer to score, longer than the first one.")], CFG)])

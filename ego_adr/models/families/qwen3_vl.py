@@ -1,0 +1,91 @@
+"""Qwen3-VL (paper Tables 3-4): 16-px patches (32x32-pixel token cells), and a video layout with a text
+timestamp ``<t seconds>`` before every temporal patch, computed from the video metadata's fps and frame indices
+(so the metadata must describe the *sampled* frames)."""
+
+from __future__ import annotations
+
+from ego_adr.models.families.spec import Family, HubModel, qwen_vl_arch
+from ego_adr.models.hf_inputs import REFERENCE_MAX_CELLS
+from ego_adr.models.planner import Arch
+
+_8B = dict(hidden=4096, layers=36, kv_heads=8, head_dim=128, intermediate=12288)
+_32B = dict(hidden=5120, layers=64, kv_heads=8, head_dim=128, intermediate=25600)
+
+# Qwen3-VL's own template: no default system turn (unlike Qwen2/2.5-VL).
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
+    "{%- if message['content'] is string -%}{{- message['content'] -}}"
+    "{%- else -%}{%- for part in message['content'] -%}"
+    "{%- if part['type'] == 'text' -%}{{- part['text'] -}}"
+    "{%- elif part['type'] == 'image' -%}{{- '<|vision_start|><|image_pad|><|vision_end|>' -}}"
+    "{%- elif part['type'] == 'video' -%}{{- '<|vision_start|><|video_pad|><|vision_end|>' -}}"
+    "{%- endif -%}{%- endfor -%}{%- endif -%}"
+    "{{- '<|im_end|>\\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+)
+
+TINY_MAX_PIXELS = 128 * 128  # per frame: 4x4 cells of 32x32 px
+TINY_MIN_PIXELS = 64 * 64
+
+
+def pixel_kwargs(video_processor, max_pixels_per_frame: int | None, cap: int | None) -> dict:
+    """Qwen3-VL's video processor reads ``size["longest_edge"]`` as the budget of the *whole clip* (frames x
+    pixels), unlike Qwen2/2.5-VL where it bounds each frame; with ``cap_pixels_per_frame`` it also caps each frame
+    at ``max_video_tokens`` token cells (qwen-vl-utils' reference behaviour). So a per-frame budget becomes
+    ``max_video_tokens``: the explicit one as given, else the smallest of the processor's own cap, the reference
+    768 cells and the memory planner's ``cap``; the clip budget stays the processor's own."""
+    unit = (int(video_processor.patch_size) * int(video_processor.merge_size)) ** 2
+    if max_pixels_per_frame is not None:
+        budget = int(max_pixels_per_frame)
+    else:
+        own = int(getattr(video_processor, "max_video_tokens", REFERENCE_MAX_CELLS)) * unit
+        budget = min(own, REFERENCE_MAX_CELLS * unit, cap or 1 << 62)
+    kw: dict = {"cap_pixels_per_frame": True, "max_video_tokens": max(1, budget // unit)}
+    if getattr(video_processor, "do_sample_frames", False):
+        kw["do_sample_frames"] = False  # we pass exactly the frames we sampled
+    return kw
+
+
+def tiny_parts():
+    from transformers import Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLProcessor, Qwen3VLVideoProcessor
+
+    from ego_adr.models.families._qwen import text_config, vision_token_ids
+    from ego_adr.models.tiny import build_tokenizer
+
+    tok = build_tokenizer(chat_template=CHAT_TEMPLATE)
+    text = text_config(tok, mrope_interleaved=True)
+    text["head_dim"] = 16
+    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=16,
+                  spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=16,
+                  deepstack_visual_indexes=[1])
+    config = Qwen3VLConfig(text_config=text, vision_config=vision, **vision_token_ids(tok))
+    image_size = {"shortest_edge": TINY_MIN_PIXELS, "longest_edge": TINY_MAX_PIXELS}
+    clip_size = {"shortest_edge": TINY_MIN_PIXELS, "longest_edge": TINY_MAX_PIXELS * 64}  # whole clip: 64 frames
+    proc = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(size=image_size, patch_size=16, merge_size=2), tokenizer=tok,
+        video_processor=Qwen3VLVideoProcessor(size=clip_size, patch_size=16, merge_size=2, temporal_patch_size=2,
+                                              max_video_tokens=TINY_MAX_PIXELS // (32 * 32)),
+        chat_template=CHAT_TEMPLATE)
+    return config, proc
+
+
+FAMILY = Family(
+    name="qwen3-vl",
+    kind="vlm",
+    model_types=("qwen3_vl", "qwen3_vl_moe"),
+    text_only=True,
+    chat_style="ChatML turns without a default system turn; a video is <|vision_start|><|video_pad|><|vision_end|>, "
+               "expanded by the processor to '<t seconds>' + tokens per temporal patch",
+    hub=(
+        HubModel("qwen3-vl", "Qwen/Qwen3-VL-8B-Instruct", "paper Tables 3-4",
+                 Arch(8.77, **_8B, v_hidden=1152, v_intermediate=4304, patch=16)),
+        HubModel("qwen3-vl-32b", "Qwen/Qwen3-VL-32B-Instruct", "paper Tables 3-4; needs > 24 GB",
+                 Arch(33.4, **_32B, v_hidden=1152, v_intermediate=4304, patch=16)),
+    ),
+    tiny_parts=tiny_parts,
+    arch_from_config=qwen_vl_arch,
+    video_kwargs=pixel_kwargs,
+    pixel_budget=True,
+)
