@@ -46,9 +46,6 @@ def answer_so_far(pipe, sampler, video_path: str, procedure: str, until: float |
     return "\n".join(lines), meta
 
 
-def run_so_far(agent, q, path):
-    """The white agent's handler (runs on its model thread): an :class:`~ego_adr.agents.white.Answer`."""
-    from ego_adr.agents.white import Answer
-
-    text, meta = answer_so_far(agent.pipe, agent.sampler, str(path), q.procedure, q.end, agent.frames)
-    return Answer(text, {"ego_adr": meta})
+def run_so_far(agent, q, path) -> tuple[str, dict]:
+    """The white agent's handler (runs on its model thread): reply text and its ``ego_adr`` metadata."""
+    return answer_so_far(agent.pipe, agent.sampler, str(path), q.procedure, q.end, agent.frames)

@@ -212,9 +212,9 @@ class WhiteAgent:
 
             loop = asyncio.get_running_loop()
             if q.kind != MULTIPLE_CHOICE and is_so_far_question(q.question):
-                ans = await loop.run_in_executor(self._model_pool, run_so_far, self, q, path)
+                text, meta = await loop.run_in_executor(self._model_pool, run_so_far, self, q, path)
                 self.served += 1
-                return ans
+                return Answer(text, {"ego_adr": meta})
             item = await loop.run_in_executor(self._decode_pool, self._item, q, path)
             if q.kind == MULTIPLE_CHOICE:
                 ans = await loop.run_in_executor(self._model_pool, self._run_mc, item)

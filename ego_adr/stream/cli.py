@@ -18,11 +18,14 @@ import re
 import sys
 from pathlib import Path
 
-DEMO_MAX_NEW_TOKENS = 64  # the random tiny model never stops; the run CLI's demo budget (run/cli.py)
-
-
-class UserError(ValueError):
-    """A wrong flag or input: one line, exit 2."""
+from ego_adr.stream.common import (
+    UserError,
+    check_identity,
+    load_pipeline,
+    model_label,
+    narration_tag,
+    write_json,
+)
 
 
 def seconds(text: str) -> float:
@@ -72,34 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(args):
-    """(pipeline, model-or-None, label) for the requested model and route."""
-    from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-    from ego_adr.run.config import RunConfig
-    from ego_adr.run.runner import load_vlm
-
-    cfg = RunConfig(model=args.model, backend=args.backend, device=args.device, frames=args.frames,
-                    cache_dir=args.cache_dir, use_cache=not args.no_cache, base_url=args.base_url,
-                    batch_size=1, gpu_memory="24GB" if args.backend == "hf" else None)
-    try:
-        model = load_vlm(cfg)
-    except (ValueError, OSError) as e:  # unknown model, no weights offline, a plan that cannot fit
-        raise UserError(" ".join(str(e).split())) from None
-    tiny = args.model is None or args.model.startswith("tiny")  # random weights: never stops on its own
-    mnt = args.max_new_tokens or (DEMO_MAX_NEW_TOKENS if tiny else 256)
-    pipe = EgoADR(model, PipelineConfig(mode=args.mode, frames=args.frames, max_new_tokens=mnt),
-                  cache_dir=cfg.resolved_cache_dir())
-    return pipe, model, mnt
-
-
-def model_label(args) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(args.model).name if args.model else "tiny")
-
-
-def narration_tag(args) -> str:
-    return "-refnarr" if args.narration_source == "reference" else ""
-
-
 def _procedure(args) -> tuple[str, str]:
     text = args.procedure
     if text is None:
@@ -139,13 +114,13 @@ def run_one(args) -> int:
         raise UserError("--narration-source reference needs annotated segments: leave out --video (the embedded "
                         "recording) or use --evaluate with --data-root")
     settings = StreamSettings(args.window, args.stride, args.frames)
-    pipe, model, mnt = _load(args)
+    pipe, model, mnt = load_pipeline(args)
     out = Path(args.out or f"runs/stream-{model_label(args)}-{pipe.route}-{settings.tag()}{narration_tag(args)}"
                            f"-{Path(video).stem}")
     identity = {"video": str(Path(video).resolve()), "task_id": task_id, "procedure": procedure,
                 "settings": settings.__dict__, "model": model.fingerprint, "route": pipe.route,
                 "threshold": args.threshold, "max_new_tokens": mnt, "narration_source": args.narration_source}
-    _check_identity(out, identity)
+    check_identity(out, identity)
     monitor = StreamMonitor(pipe, args.threshold)
     if segments is not None:
         monitor.reset(task_id, procedure)
@@ -164,7 +139,7 @@ def run_one(args) -> int:
     note = ", reference narration (diagnostic)" if reference else ""
     write_png(res, steps, out / "timeline.png", segments, args.threshold, note)
     write_html(res, steps, out / "timeline.html", segments, args.threshold, note)
-    _write_json(out / "run.json", {**identity, "monitor": monitor.describe(), "pipeline": pipe.describe(),
+    write_json(out / "run.json", {**identity, "monitor": monitor.describe(), "pipeline": pipe.describe(),
                                    "duration_s": res["duration"], "processing_s": res["processing_s"],
                                    "real_time_factor": res["rtf"], "n_ticks": len(res["ticks"]),
                                    "n_alerts": len(res["alerts"]), "cache": getattr(model, "stats", dict)()})
@@ -184,28 +159,6 @@ def run_one(args) -> int:
         print("The embedded model has random weights: its alerts only show that the machinery works.")
     print(f"results in {out}/ (alerts.jsonl, ticks.jsonl, timeline.png, timeline.html, run.json)")
     return 0
-
-
-def _check_identity(out: Path, identity: dict) -> None:
-    prev = out / "run.json"
-    if prev.is_file():
-        try:
-            old = json.loads(prev.read_text())
-        except json.JSONDecodeError:
-            return
-        diff = [k for k, v in identity.items() if json.dumps(old.get(k), sort_keys=True, default=str)
-                != json.dumps(v, sort_keys=True, default=str)]
-        if diff:
-            raise UserError(f"{out} holds a run with other settings ({', '.join(diff)}); pass another --out "
-                            "or delete that folder")
-    out.mkdir(parents=True, exist_ok=True)
-    _write_json(prev, identity)
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
-    tmp.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:

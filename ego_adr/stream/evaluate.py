@@ -95,7 +95,14 @@ def evaluate_monitor(monitor, episodes: list[dict], settings, sampler, out: Path
 
 
 def run_evaluation(args) -> int:
-    from ego_adr.stream.cli import UserError, _check_identity, _load, _write_json, model_label, narration_tag
+    from ego_adr.stream.common import (
+        UserError,
+        check_identity,
+        load_pipeline,
+        model_label,
+        narration_tag,
+        write_json,
+    )
     from ego_adr.stream.episodes import demo_episodes, load_episodes
     from ego_adr.stream.metrics import compute_stream_metrics, metrics_table
     from ego_adr.stream.runner import StreamSettings
@@ -122,7 +129,7 @@ def run_evaluation(args) -> int:
     episodes = select(episodes, args.limit)
     settings = StreamSettings(args.window, args.stride, args.frames)
     tolerance = args.tolerance if args.tolerance is not None else args.window
-    pipe, model, mnt = _load(args)
+    pipe, model, mnt = load_pipeline(args)
     tag = "-".join(sources) if len(sources) < 4 else "all4"
     out = Path(args.out or f"runs/stream-eval-{model_label(args)}-{pipe.route}-{settings.tag()}{narration_tag(args)}"
                            f"-{tag}"
@@ -131,7 +138,7 @@ def run_evaluation(args) -> int:
                 "limit": args.limit, "settings": settings.__dict__, "model": model.fingerprint, "route": pipe.route,
                 "threshold": args.threshold, "max_new_tokens": mnt, "seed": args.seed, "tolerance_s": tolerance,
                 "narration_source": args.narration_source}
-    _check_identity(out, identity)
+    check_identity(out, identity)
     print(f"{len(episodes)} recordings ({origin}: {', '.join(sources)}), {settings.tag()}, "
           f"model {model.model_id} [{pipe.route}], monitors {', '.join(names)}", flush=True)
     monitors = build_monitors(names, pipe, args.threshold, args.seed)
@@ -165,8 +172,8 @@ def run_evaluation(args) -> int:
         notes.append("The tiny model has random weights: its numbers only show that the machinery works.")
     report = "# Ego-ADR online: streaming evaluation\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     (out / "report.md").write_text(report)
-    _write_json(out / "metrics.json", results)
-    _write_json(out / "run.json", {**identity, "monitors": {n: m.describe() for n, m in monitors.items()},
+    write_json(out / "metrics.json", results)
+    write_json(out / "run.json", {**identity, "monitors": {n: m.describe() for n, m in monitors.items()},
                                    "pipeline": pipe.describe(), "wall_s": wall,
                                    "cache": getattr(model, "stats", dict)()})
     print(table)
