@@ -207,7 +207,14 @@ class WhiteAgent:
                                  "retry later or lower the client's concurrency", kind="busy")
         self._pending += 1
         try:
+            # "what has gone wrong so far?" about a recording up to <end_ts> (issue 14)
+            from ego_adr.agents.stream_query import is_so_far_question, run_so_far
+
             loop = asyncio.get_running_loop()
+            if q.kind != MULTIPLE_CHOICE and is_so_far_question(q.question):
+                text, meta = await loop.run_in_executor(self._model_pool, run_so_far, self, q, path)
+                self.served += 1
+                return Answer(text, {"ego_adr": meta})
             item = await loop.run_in_executor(self._decode_pool, self._item, q, path)
             if q.kind == MULTIPLE_CHOICE:
                 ans = await loop.run_in_executor(self._model_pool, self._run_mc, item)

@@ -1,0 +1,79 @@
+"""Baselines on the same streaming episodes as the Ego-ADR monitor.
+
+- ``random``: each window gets an error probability drawn uniformly from [0, 1) and a uniformly drawn error
+  type; the draw is a function of (seed, episode, time) only, so a resumed run draws the same numbers. Its M1
+  AUROC is 0.5 in expectation and its M2 AUPRC the share of erroneous segments (HelpMeOut, Table 2's Random row).
+- ``direct``: the one-pass ``direct`` prompt (frames + procedure + the error types, step "None" since no step is
+  given online) applied to every window independently; no step tracking, no end-of-recording check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+from ego_adr.reasoning.stream import StreamMonitor, Tick, belief_from_classification
+from ego_adr.taxonomy import CORRECT, OPTIONS
+
+ERROR_TYPES = tuple(o for o in OPTIONS if o != CORRECT)
+
+
+class RandomStreamMonitor(StreamMonitor):
+    name = "random"
+    tracks_steps = False
+    needs_frames = False
+
+    def __init__(self, seed: int = 0, threshold: float = 0.5) -> None:
+        super().__init__(None, threshold)
+        self.seed = seed
+
+    def describe(self) -> dict:
+        return {**super().describe(), "seed": self.seed}
+
+    def _rng(self, t: float) -> random.Random:
+        key = f"{self.seed}|{self.episode_id}|{t:.3f}".encode()
+        return random.Random(int(hashlib.sha256(key).hexdigest()[:16], 16))
+
+    def observe(self, frames) -> dict:
+        return {}
+
+    def update(self, t: float, window: tuple[float, float], evidence: dict) -> Tick:
+        rng = self._rng(t)
+        tick = Tick(t, window, round(rng.random(), 6), rng.choice(ERROR_TYPES), evidence=evidence)
+        self._raise(tick, kind="window")
+        return tick
+
+    def finish(self, t_end: float) -> Tick:
+        rng = self._rng(-1.0)
+        tick = Tick(t_end, (t_end, t_end), round(rng.random(), 6), rng.choice(ERROR_TYPES), final=True)
+        self._raise(tick, kind="end")
+        return tick
+
+
+class DirectStreamMonitor(StreamMonitor):
+    name = "direct"
+    tracks_steps = False
+
+    def observe(self, frames) -> dict:
+        import time
+
+        from ego_adr.reasoning.pipeline import Item
+
+        item = Item(self.sample, frames=frames)
+        t0 = time.perf_counter()
+        self.pipe._one_pass([item])
+        ev: dict = {"model_s": round(time.perf_counter() - t0, 4)}
+        if item.result is None:
+            return {**ev, "failure": item.failure or "no answer"}
+        return {**ev, "classification": item.result.to_dict()}
+
+    def update(self, t: float, window: tuple[float, float], evidence: dict) -> Tick:
+        if evidence.get("failure"):
+            return Tick(t, window, 0.0, None, evidence=evidence, failure=str(evidence["failure"]))
+        p, etype = belief_from_classification(evidence.get("classification"))
+        tick = Tick(t, window, round(p, 6), etype, evidence=evidence)
+        self._raise(tick, kind="window")
+        return tick
+
+    def finish(self, t_end: float) -> Tick:
+        return Tick(t_end, (t_end, t_end), 0.0, None, final=True)

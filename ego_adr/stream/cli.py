@@ -1,0 +1,187 @@
+"""``python -m ego_adr.stream``: Ego-ADR online over a whole recording.
+
+With no arguments: the embedded synthetic recording (make tea: a wrong object at step 5, step 6 never done)
+and the embedded tiny model (random weights, offline). Alerts are printed as they happen and written with the
+timeline to ``runs/stream-.../`` (alerts.jsonl, ticks.jsonl, timeline.png, timeline.html, run.json).
+
+    python -m ego_adr.stream --video REC.mp4 --procedure "First ... then ..." [--model M] [--window 8s --stride 4s --frames 8]
+    python -m ego_adr.stream --evaluate --data-root DIR --video-root V --model tiny
+
+A rerun into the same folder resumes where a killed run stopped (finished ticks are replayed, not recomputed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from ego_adr.stream.common import (
+    UserError,
+    check_identity,
+    load_pipeline,
+    model_label,
+    narration_tag,
+    write_json,
+)
+
+
+def seconds(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min)?\s*", str(text))
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 8s, 0.5m, 4)")
+    v = float(m.group(1)) * (60.0 if (m.group(2) or "s").startswith("m") else 1.0)
+    if v <= 0:
+        raise argparse.ArgumentTypeError("a duration must be positive")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ego_adr.stream", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    a = p.add_argument
+    a("--video", help="the recording to watch (default: the embedded synthetic recording)")
+    a("--procedure", help="procedure text, or a task_id of --data-root's procedure.json, or a .txt file")
+    a("--task-id", help="name of the task (default: from --procedure or the file name)")
+    a("--model", help="alias, hub id or folder (default: the embedded tiny model, random weights)")
+    a("--backend", default="hf", choices=["hf", "openai", "vllm"])
+    a("--base-url", help="openai backend: the server's URL")
+    a("--device", default="auto")
+    a("--mode", default="auto", choices=["auto", "deep", "shallow"],
+          help="Ego-ADR route: auto = the text-only probe decides (Section 5.1)")
+    a("--window", type=seconds, default=8.0, help="seconds of video per observation (default 8s)")
+    a("--stride", type=seconds, default=4.0, help="seconds between observations (default 4s)")
+    a("--frames", type=int, default=8, help="frames per window (default 8)")
+    a("--threshold", type=float, default=0.5, help="alert when P(error) reaches this (default 0.5)")
+    a("--narration-source", default="model", choices=["model", "reference"],
+      help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
+    a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the tiny models (random weights)")
+    a("--out", help="output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
+    a("--cache-dir", help="stage cache, probe results, demo recordings (default ~/.cache/ego_adr)")
+    a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
+    a("--quiet", action="store_true", help="do not print alerts")
+    e = p.add_argument_group("evaluation on annotated recordings (--evaluate)")
+    e.add_argument("--evaluate", action="store_true", help="score every annotated recording (M1-M4, delay, RTF)")
+    e.add_argument("--data-root", help="EgoErrorVQA annotations (default: the embedded synthetic recordings)")
+    e.add_argument("--video-root", help="videos at the public layout paths")
+    e.add_argument("--sources", help="comma-separated (default: captaincook4d,epic_tent,assembly101,egooops)")
+    e.add_argument("--limit", type=int, help="first N recordings per source (a quick look; not every recording)")
+    e.add_argument("--baselines", default="random,direct", help="comma-separated: random, direct, or none")
+    e.add_argument("--tolerance", type=seconds, help="M3: an alarm up to this long after the first erroneous "
+                                                     "segment ends is on target (default: the window)")
+    e.add_argument("--seed", type=int, default=0, help="random baseline")
+    return p
+
+
+def _procedure(args) -> tuple[str, str]:
+    text = args.procedure
+    if text is None:
+        raise UserError("--video needs --procedure (the task's procedure text, a .txt file, or a task_id of "
+                        "--data-root's procedure.json)")
+    if args.data_root and (Path(args.data_root) / "procedure.json").is_file():
+        procs = json.loads((Path(args.data_root) / "procedure.json").read_text())
+        if text in procs:
+            return args.task_id or text, procs[text]
+    if text.endswith(".txt"):
+        if not Path(text).is_file():
+            raise UserError(f"--procedure {text}: no such file")
+        return args.task_id or Path(text).stem, Path(text).read_text().strip()
+    return args.task_id or Path(args.video).stem, text
+
+
+def run_one(args) -> int:
+    from ego_adr.reasoning.stream import StreamMonitor
+    from ego_adr.stream.runner import StreamSettings, format_alert, reference_narrator, stream_recording
+    from ego_adr.stream.timeline import write_html, write_png
+    from ego_adr.video.sampler import FrameSampler, VideoError
+
+    segments = None
+    if args.video is None:
+        from ego_adr.stream.episodes import demo_episode
+
+        ep = demo_episode(args.cache_dir)
+        video, task_id, procedure = ep["video_path"], ep["task_id"], ep["procedure"]
+        segments = ep["segments"]
+    else:
+        if not Path(args.video).is_file():
+            raise UserError(f"--video {args.video}: no such file")
+        video = args.video
+        task_id, procedure = _procedure(args)
+    reference = args.narration_source == "reference"
+    if reference and segments is None:
+        raise UserError("--narration-source reference needs annotated segments: leave out --video (the embedded "
+                        "recording) or use --evaluate with --data-root")
+    settings = StreamSettings(args.window, args.stride, args.frames)
+    pipe, model, mnt = load_pipeline(args)
+    out = Path(args.out or f"runs/stream-{model_label(args)}-{pipe.route}-{settings.tag()}{narration_tag(args)}"
+                           f"-{Path(video).stem}")
+    identity = {"video": str(Path(video).resolve()), "task_id": task_id, "procedure": procedure,
+                "settings": settings.__dict__, "model": model.fingerprint, "route": pipe.route,
+                "threshold": args.threshold, "max_new_tokens": mnt, "narration_source": args.narration_source}
+    check_identity(out, identity)
+    monitor = StreamMonitor(pipe, args.threshold)
+    if segments is not None:
+        monitor.reset(task_id, procedure)
+        segments = [{**s, "step_index": monitor.pipe._matcher(monitor.bank).match(s["action"]).index}
+                    for s in segments]
+    printer = None if args.quiet else (lambda a: print(format_alert(a), flush=True))
+    print(f"watching {video} ({task_id}) with {model.model_id} [{pipe.route}], {settings.tag()}", flush=True)
+    with FrameSampler() as sampler:
+        try:
+            res = stream_recording(monitor, video, task_id, procedure, settings, sampler, Path(video).stem,
+                                   out / "ticks.jsonl", out / "alerts.jsonl", on_alert=printer,
+                                   narrate_from=reference_narrator(segments) if reference else None)
+        except VideoError as e:
+            raise UserError(f"cannot read {video}: {e.reason}") from None
+    steps = monitor.bank.texts
+    note = ", reference narration (diagnostic)" if reference else ""
+    write_png(res, steps, out / "timeline.png", segments, args.threshold, note)
+    write_html(res, steps, out / "timeline.html", segments, args.threshold, note)
+    write_json(out / "run.json", {**identity, "monitor": monitor.describe(), "pipeline": pipe.describe(),
+                                   "duration_s": res["duration"], "processing_s": res["processing_s"],
+                                   "real_time_factor": res["rtf"], "n_ticks": len(res["ticks"]),
+                                   "n_alerts": len(res["alerts"]), "cache": getattr(model, "stats", dict)()})
+    replayed = sum(1 for t in res["ticks"] if t.get("replayed"))
+    if replayed:
+        print(f"(resumed: {replayed} ticks replayed from {out / 'ticks.jsonl'}; all alerts:)")
+        if not args.quiet:
+            from ego_adr.reasoning.stream import Alert
+
+            for a in res["alerts"]:
+                print(format_alert(Alert(**a)))
+    print(f"{len(res['alerts'])} alert(s) over {res['duration']:.1f} s of video; processing {res['processing_s']:.1f} s"
+          f" (real-time factor {res['rtf']:.2f})")
+    if reference:
+        print("Diagnostic: narrations came from the annotations (--narration-source reference), not the model.")
+    elif args.model is None:
+        print("The embedded model has random weights: its alerts only show that the machinery works.")
+    print(f"results in {out}/ (alerts.jsonl, ticks.jsonl, timeline.png, timeline.html, run.json)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from ego_adr.run.config import ConfigError
+
+    try:
+        if args.frames < 1:
+            raise UserError("--frames must be >= 1")
+        if not 0.0 < args.threshold <= 1.0:
+            raise UserError("--threshold must be in (0, 1]")
+        if args.evaluate:
+            from ego_adr.stream.evaluate import run_evaluation
+
+            return run_evaluation(args)
+        return run_one(args)
+    except (UserError, ConfigError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The online monitor (:class:`ego_adr.reasoning.stream.StreamMonitor`) behind HelpMeOut's monitor protocol.
+
+HelpMeOut streams symbolic actions instead of video (``reset`` with the task and the initial scene, ``step`` with
+each action in PDDL notation, ``(task-end)`` last). The adapter gives the monitor the task's procedure as the
+template's subgoal-block descriptions in order (the rule-based bank of that text has one step per block
+for most templates) and each action in words as the window's
+narration (:meth:`StreamMonitor.observe_text`); ``(task-end)`` runs the end-of-recording check. The monitor's
+EgoErrorVQA error types are mapped onto HelpMeOut's categories (:data:`CATEGORY_MAP`; types without a HelpMeOut
+counterpart give no category). Unlike the rule-based ``egoadr`` HelpMeOut monitor it knows nothing of the
+PDDL semantics: it is the video monitor, fed text.
+
+Registry line for ``ego_adr/helpmeout/monitors/__init__.py`` (owned by the HelpMeOut area)::
+
+    "egoadr-online": lambda **kw: __import__("ego_adr.stream.helpmeout_adapter", fromlist=["x"]).EgoADROnlineMonitor(**kw),
+"""
+
+from __future__ import annotations
+
+from ego_adr.helpmeout.domain import TASK_END
+from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
+
+CATEGORY_MAP = {"Wrong object": "object_substitution", "Wrong action": "action_substitution",
+                "Wrong order": "sequence", "Omission": "omission",
+                "Unintended and unnecessary action": "action_addition"}
+
+
+class EgoADROnlineMonitor(Monitor):
+    name = "egoadr-online"
+
+    def __init__(self, model=None, mode: str = "shallow", threshold: float = 0.5, templates_dir: str | None = None,
+                 cache_dir=None) -> None:
+        from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
+        from ego_adr.reasoning.stream import StreamMonitor
+
+        if mode == "deep" and model is None:
+            raise ValueError("deep mode needs a model (any ego_adr.models.base.VLM)")
+        self.monitor = StreamMonitor(EgoADR(model, PipelineConfig(mode=mode), cache_dir=cache_dir), threshold)
+        self.templates_dir = templates_dir
+
+    def reset(self, ctx: EpisodeContext) -> None:
+        from ego_adr.helpmeout.templates import template_by_name
+
+        t = template_by_name(ctx.task, self.templates_dir)
+        procedure = " ".join(b.text.rstrip(". ") + "." for b in t.blocks)
+        self.monitor.reset(ctx.task, procedure, ctx.episode_id)
+
+    def step(self, t: int, action: str) -> StepOutput:
+        from ego_adr.helpmeout.monitors.egoadr_stream import words
+
+        if action == TASK_END:
+            tick = self.monitor.finish(float(t))
+        else:
+            tick = self.monitor.update(float(t), (float(t), float(t)), self.monitor.observe_text(words(action)))
+        cat = CATEGORY_MAP.get(tick.error_type or "")
+        ev = {"alerts": [a.to_dict() for a in tick.alerts]} if tick.alerts else {}
+        return StepOutput(float(tick.prob), t if tick.alerts else None, cat, ev)

@@ -1,0 +1,36 @@
+"""User mistakes stop `python -m ego_adr.stream` at once with one line and exit 2 (no model is loaded)."""
+
+import argparse
+
+import pytest
+
+from ego_adr.stream.cli import main, seconds
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--video", "/nonexistent/rec.mp4", "--procedure", "x"], "no such file"),
+    (["--evaluate", "--data-root", "/nonexistent"], "is not a folder"),
+    (["--evaluate", "--baselines", "random,oracle"], "unknown ['oracle']"),
+    (["--frames", "0"], "--frames"),
+    (["--threshold", "1.5"], "--threshold"),
+    (["--model", "no-such/model-xyz"], "Unknown model"),
+])
+def test_user_mistakes_exit_2_with_one_line(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err
+
+
+def test_video_without_procedure_and_reference_without_annotations(tmp_path, capsys):
+    rec = tmp_path / "rec.mp4"
+    rec.write_bytes(b"not a video")
+    assert main(["--video", str(rec)]) == 2
+    assert "--procedure" in capsys.readouterr().err
+    assert main(["--video", str(rec), "--procedure", "Fill the kettle.", "--narration-source", "reference"]) == 2
+    assert "annotated segments" in capsys.readouterr().err
+
+
+def test_durations_parse():
+    assert seconds("8s") == 8.0 and seconds("0.5m") == 30.0 and seconds("4") == 4.0
+    with pytest.raises(argparse.ArgumentTypeError):
+        seconds("fast")
