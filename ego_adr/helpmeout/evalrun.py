@@ -87,6 +87,8 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
                 sub_runs.append(compute_metrics([episodes[i] for i in idx], [rows[i] for i in idx], thr, tolerance,
                                                 bootstrap if seed == 0 else 0, seed))
     metrics = runs[0] if len(runs) == 1 else mean_metrics(runs)
+    if hasattr(mon, "stats"):
+        metrics["model_stats"] = mon.stats()
     if sub_runs:
         metrics["subset"] = sub_runs[0] if len(sub_runs) == 1 else mean_metrics(sub_runs)
         metrics["subset"]["ids"] = subset
