@@ -7,7 +7,7 @@ monitor is evaluated on the subset only.
 
 **The M3 threshold** is one rule for every monitor (not tuned on test): the threshold maximising Youden's J
 (alarm rate on errorful minus alarm rate on correct episodes, an episode alarming when its highest step
-probability reaches the threshold) on the validation split, candidates being the observed scores. Random keeps
+probability reaches the threshold) on the validation split, candidates being the observed scores and one above the highest (no alarm). Random keeps
 0.5: Table 2 defines its M3 as a uniformly random monitor. ``--threshold X`` fixes it instead, and the outputs
 say which rule was used.
 """
@@ -40,7 +40,9 @@ def youden_threshold(episodes: list[dict], outputs: list[dict]) -> float:
     if y.all() or (~y).all():
         return 0.5
     best, best_j = 0.5, -2.0
-    for t in np.unique(s):
+    # candidates: every observed score, and one just above the highest (no alarm at all), so a monitor whose
+    # scores do not separate the classes does not get a threshold that alarms everywhere
+    for t in np.r_[np.unique(s), np.nextafter(s.max(), np.inf)]:
         j = float((s[y] >= t).mean() - (s[~y] >= t).mean())
         if j > best_j or (j == best_j and t > best):
             best, best_j = float(t), j
@@ -83,7 +85,7 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
         if subset:
             keep = set(subset)
             idx = [i for i, ep in enumerate(episodes) if ep["id"] in keep]
-            if idx and len(idx) < len(episodes):
+            if idx:
                 sub_runs.append(compute_metrics([episodes[i] for i in idx], [rows[i] for i in idx], thr, tolerance,
                                                 bootstrap if seed == 0 else 0, seed))
     metrics = runs[0] if len(runs) == 1 else mean_metrics(runs)
