@@ -65,9 +65,13 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
     seed_list = list(range(seeds)) if spec.seeds else [0]
     runs, first_rows, rule = [], None, None
     sub_runs = []
+    timing = {"fit_s": 0.0, "val_s": 0.0, "test_s": 0.0}
     for seed in seed_list:
         mon = build(seed)
+        t1 = time.perf_counter()
         fit_if_needed(mon, spec, train)
+        timing["fit_s"] += time.perf_counter() - t1
+        t1 = time.perf_counter()
         if threshold is not None:
             thr, rule = threshold, f"fixed {threshold}"
         elif spec.name == "random":
@@ -78,7 +82,10 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
         else:
             raise ValueError("no validation episodes for the threshold rule: keep val.jsonl next to the episodes, "
                              "pass --val FILE, or fix it with --threshold X")
+        timing["val_s"] += time.perf_counter() - t1
+        t1 = time.perf_counter()
         rows = run_monitor(mon, episodes, progress=progress)
+        timing["test_s"] += time.perf_counter() - t1
         if first_rows is None:
             first_rows = rows
         runs.append(compute_metrics(episodes, rows, thr, tolerance, bootstrap if seed == 0 else 0, seed))
@@ -98,5 +105,6 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
         "monitor": spec.name, "description": spec.description, "reads": list(spec.reads),
         "privileged": spec.privileged, "privileged_reads": list(spec.extra_reads), "seeds": len(seed_list),
         "threshold_rule": rule, "seconds": round(time.perf_counter() - t0, 2),
+        "timing": {k: round(v, 3) for k, v in timing.items()},
     })
     return metrics, first_rows or []
