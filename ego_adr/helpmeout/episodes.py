@@ -101,11 +101,16 @@ def make_episode(spec: EpisodeSpec, seed: int, cfg: GeneratorConfig, templates: 
         lifted = rng.choice(pool if attempt < cfg.max_attempts else templates)
         lift = replace(cfg.lift, extra_blocks=attempt // 20) if attempt < cfg.max_attempts else \
             replace(cfg.lift, p_keep_block=1.0)
-        t, mapping, moved, keep = ground(lifted, rng, lift)
-        scene = instantiate_scene(t, rng, p_distractor=cfg.p_distractor)
-        order = t.random_order(rng)
         try:
-            ref = list(_reference(t, order, tuple(sorted(scene.locations))))
+            # Table 8 filters trajectories under 10 steps: a variant that short grows by a block (so that a template
+            # with short blocks is still used) until it is long enough or whole
+            for grow in range(len(lifted.blocks)):
+                t, mapping, moved, keep = ground(lifted, rng, replace(lift, extra_blocks=lift.extra_blocks + grow))
+                scene = instantiate_scene(t, rng, p_distractor=cfg.p_distractor)
+                order = t.random_order(rng)
+                ref = list(_reference(t, order, tuple(sorted(scene.locations))))
+                if len(ref) >= cfg.min_length or len(keep) == len(lifted.blocks):
+                    break
         except PlanError:
             last_error = f"{lifted.name}: grounding {mapping} is not plannable"
             continue
