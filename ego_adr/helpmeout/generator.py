@@ -392,6 +392,8 @@ def try_inject(category: str, inj: Injection, template: Template, scene: Scene, 
         mine = [t for t, idx in enumerate(real.items_of_step) if items[idx].tag == n]
         if category != "omission" and not mine:
             continue  # the edited subgoal already held: nothing was done differently
+        if rec.onset_rule == "first_touch" and not any(rec.touch in real.steps[t].action[1:] for t in mine):
+            continue  # the look-alike was never handled (it already sat where the goal wanted it): no substitution
         unmet = goal_unmet(res.state, template.goal)  # type: ignore[arg-type]
         if category == "omission" and not unmet:
             continue  # the skipped block's goals were reached anyway: not an omission
