@@ -102,7 +102,8 @@ def _evaluate(a: argparse.Namespace) -> int:
             raise _UserError(f"{a.monitor} needs --model NAME (an alias, hub id or folder for ego_adr.models)")
         from ego_adr.models import load_model
 
-        kw["model"] = load_model(a.model, backend=a.backend)
+        extra = {"base_url": a.base_url} if a.base_url else {}
+        kw["model"] = load_model(a.model, backend=a.backend, **extra)
         kw["cache_path"] = str(Path(a.cache_dir or out) / "stage_cache.sqlite")
         kw["backend"] = a.backend
         kw["max_new_tokens"] = a.max_new_tokens
@@ -192,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--budget-s", type=float, default=5.0, help="re-planners: planning budget per episode")
     e.add_argument("--model", default=None, help="egoadr-deep / llm: model alias, hub id or folder")
     e.add_argument("--backend", default="hf", help="model backend (hf, vllm, openai)")
+    e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1 "
+                   "(python -m ego_adr.models.serve)")
     e.add_argument("--max-new-tokens", type=int, default=512,
                    help="llm: new tokens per call (Table 16: 512; a smaller value is recorded in the outputs)")
     e.add_argument("--cache-dir", default=None, help="llm: folder of the stage cache (default: --out)")
