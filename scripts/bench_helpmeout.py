@@ -1,36 +1,83 @@
-"""Benchmark: time to generate a HelpMeOut release (issue target: 20,000 episodes in < 10 min on 2 cores).
+"""Benchmarks: generating a HelpMeOut release, and evaluating every non-LLM monitor on its 500-episode test split.
 
-    python scripts/bench_helpmeout.py --episodes 20000 --workers 2
+    python scripts/bench_helpmeout.py generate --episodes 20000 --workers 2      # release time + composition
+    python scripts/bench_helpmeout.py monitors --release runs/helpmeout --out runs/helpmeout/eval
 
-Prints one table row per run: episodes, workers, seconds, episodes/s, and the largest category-share gap.
+``generate`` prints episodes, workers, seconds, the largest category-share gap (Figure 7) and whether every
+composition figure is within 10% of the paper's. ``monitors`` evaluates each registered monitor that needs no
+model on DIR/test.jsonl (threshold chosen on DIR/val.jsonl, learned ones trained on DIR/train.jsonl), prints the
+time spent per monitor streaming the test split (training and the validation pass shown apart), then the
+summary tables (``python -m ego_adr.helpmeout summarize``) of the same folders.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
 
-from ego_adr.helpmeout.episodes import assign_splits, generate, write_release
 
+def bench_generate(a: argparse.Namespace) -> None:
+    from ego_adr.helpmeout.episodes import assign_splits, generate, write_release
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--episodes", type=int, default=20000)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args()
     t0 = time.perf_counter()
     eps = generate(a.episodes, a.seed, workers=a.workers, progress=False)
     assign_splits(eps, a.seed)
     with tempfile.TemporaryDirectory() as d:
-        stats = write_release(eps, Path(d))
+        out = Path(a.out) if a.out else Path(d)
+        stats = write_release(eps, out)
     dt = time.perf_counter() - t0
-    print("| episodes | workers | seconds | episodes/s | max share gap (pp) | under 10 min |")
-    print("|---:|---:|---:|---:|---:|---|")
+    print("| episodes | workers | seconds | episodes/s | max share gap (pp) | composition within 10% | mean length |")
+    print("|---:|---:|---:|---:|---:|---|---:|")
     print(f"| {a.episodes} | {a.workers} | {dt:.1f} | {a.episodes / dt:.0f} | {stats['max_share_gap_pp']:.2f} | "
-          f"{'yes' if dt < 600 else 'NO'} |")
+          f"{stats.get('paper_composition_within_10pct')} | {stats['mean_observed_length']} |")
+    if "paper_composition" in stats:
+        from ego_adr.helpmeout.composition import composition_table
+
+        print("\n" + composition_table(stats["paper_composition"]))
+
+
+def bench_monitors(a: argparse.Namespace) -> None:
+    from ego_adr.helpmeout.cli import main as cli
+    from ego_adr.helpmeout.monitors import MONITORS
+
+    rel, out = Path(a.release), Path(a.out)
+    names = [n for n, s in MONITORS.items() if not s.needs_model] if not a.only else a.only.split(",")
+    rows, dirs = [], []
+    for n in names:
+        d = out / n
+        argv = ["evaluate", "--monitor", n, "--episodes", str(rel / "test.jsonl"), "--out", str(d), "--quiet",
+                "--bootstrap", str(a.bootstrap)]
+        if cli(argv) != 0:
+            raise SystemExit(f"evaluate {n} failed")
+        m = json.loads((d / "metrics.json").read_text())
+        rows.append((n, m["timing"], m["seconds"]))
+        dirs.append(str(d))
+    print("\n| monitor | train s | validation pass s | test split s (500 episodes) |\n|---|---:|---:|---:|")
+    for n, t, _ in rows:
+        print(f"| {n} | {t['fit_s']:.1f} | {t['val_s']:.1f} | {t['test_s']:.1f} |")
+    total = sum(t["test_s"] for _, t, _ in rows)
+    print(f"| **all, training excluded** | | {sum(t['val_s'] for _, t, _ in rows):.1f} | **{total:.1f}** |")
+    cli(["summarize", *dirs, "--out", str(out / "summary")])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate", help="time a release")
+    g.add_argument("--episodes", type=int, default=20000)
+    g.add_argument("--workers", type=int, default=2)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", default=None, help="keep the release here (default: a temporary folder)")
+    m = sub.add_parser("monitors", help="time every non-LLM monitor on a release's test split")
+    m.add_argument("--release", required=True, help="a folder written by `python -m ego_adr.helpmeout generate`")
+    m.add_argument("--out", required=True)
+    m.add_argument("--bootstrap", type=int, default=1000)
+    m.add_argument("--only", default=None, help="comma-separated monitor names (default: all without a model)")
+    a = p.parse_args()
+    bench_generate(a) if a.cmd == "generate" else bench_monitors(a)
 
 
 if __name__ == "__main__":

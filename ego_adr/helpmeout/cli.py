@@ -102,8 +102,11 @@ def _evaluate(a: argparse.Namespace) -> int:
             raise _UserError(f"{a.monitor} needs --model NAME (an alias, hub id or folder for ego_adr.models)")
         from ego_adr.models import load_model
 
-        kw["model"] = load_model(a.model, backend=a.backend)
-        kw["cache_path"] = str(out / "llm_cache.sqlite")
+        extra = {"base_url": a.base_url} if a.base_url else {}
+        kw["model"] = load_model(a.model, backend=a.backend, **extra)
+        kw["cache_path"] = str(Path(a.cache_dir or out) / "stage_cache.sqlite")
+        kw["backend"] = a.backend
+        kw["max_new_tokens"] = a.max_new_tokens
     metrics, rows = evaluate(spec, episodes, build=lambda seed: build_monitor(a.monitor, seed=seed, **kw), val=val,
                              train=train, threshold=a.threshold, tolerance=a.tolerance, bootstrap=a.bootstrap,
                              seeds=a.seeds, subset=None if (a.subset or spec.name == "llm") else sub,
@@ -111,6 +114,9 @@ def _evaluate(a: argparse.Namespace) -> int:
     metrics.update({"episodes_file": str(a.episodes), "on_subset": bool(a.subset or spec.name == "llm")})
     if spec.needs_model:
         metrics["model"] = a.model
+        metrics["backend"] = a.backend
+        if a.max_new_tokens != 512:
+            metrics["deviations"] = [f"max_new_tokens {a.max_new_tokens} (paper: 512)"]
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True, default=float) + "\n")
     with open(out / "outputs.jsonl", "w") as f:
         for r in rows:
@@ -122,16 +128,23 @@ def _evaluate(a: argparse.Namespace) -> int:
 
 
 def _summarize(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.report import summary_table
+    from ego_adr.helpmeout.summary import summarize
 
-    results = {}
+    results = []
     for d in a.dirs:
         p = Path(d) / "metrics.json"
         if not p.is_file():
             raise _UserError(f"{p} not found; run `evaluate --out {d}` first")
-        m = json.loads(p.read_text())
-        results[m.get("monitor", Path(d).name)] = m
-    print(summary_table(results))
+        try:
+            m = json.loads(p.read_text())
+        except json.JSONDecodeError:
+            raise _UserError(f"{p} is not JSON; rerun `evaluate --out {d}`") from None
+        if "monitor" not in m or "M1" not in m:
+            raise _UserError(f"{p} is not a HelpMeOut evaluate output; rerun `evaluate --out {d}`")
+        results.append(m)
+    out = Path(a.out) if a.out else Path(a.dirs[0]).resolve().parent / "summary"
+    print(summarize(results, out))
+    print(f"\n-> {out}/summary.md, figure3.png")
     return 0
 
 
@@ -180,12 +193,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--budget-s", type=float, default=5.0, help="re-planners: planning budget per episode")
     e.add_argument("--model", default=None, help="egoadr-deep / llm: model alias, hub id or folder")
     e.add_argument("--backend", default="hf", help="model backend (hf, vllm, openai)")
+    e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1 "
+                   "(python -m ego_adr.models.serve)")
+    e.add_argument("--max-new-tokens", type=int, default=512,
+                   help="llm: new tokens per call (Table 16: 512; a smaller value is recorded in the outputs)")
+    e.add_argument("--cache-dir", default=None, help="llm: folder of the stage cache (default: --out)")
     e.add_argument("--templates", default=None, help="template folder (default procedures/helpmeout)")
     e.add_argument("--limit", type=int, default=0, help="only the first N episodes (0: all)")
     e.add_argument("--quiet", action="store_true")
     e.set_defaults(fn=_evaluate)
-    s = sub.add_parser("summarize", help="one Table-2 style table from several evaluate output dirs")
-    s.add_argument("dirs", nargs="+")
+    s = sub.add_parser("summarize", help="the paper's tables (2, 11-15, 17-18) and a Figure 3 plot from evaluate dirs")
+    s.add_argument("dirs", nargs="+", help="evaluate output folders")
+    s.add_argument("--out", default=None, help="where summary.md and figure3.png go (default: DIR/../summary)")
     s.set_defaults(fn=_summarize)
     t = sub.add_parser("templates", help="list the task templates (Table 7 layout)")
     t.add_argument("--templates", default=None)

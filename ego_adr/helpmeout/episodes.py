@@ -101,11 +101,16 @@ def make_episode(spec: EpisodeSpec, seed: int, cfg: GeneratorConfig, templates: 
         lifted = rng.choice(pool if attempt < cfg.max_attempts else templates)
         lift = replace(cfg.lift, extra_blocks=attempt // 20) if attempt < cfg.max_attempts else \
             replace(cfg.lift, p_keep_block=1.0)
-        t, mapping, moved, keep = ground(lifted, rng, lift)
-        scene = instantiate_scene(t, rng, p_distractor=cfg.p_distractor)
-        order = t.random_order(rng)
         try:
-            ref = list(_reference(t, order, tuple(sorted(scene.locations))))
+            # Table 8 filters trajectories under 10 steps: a variant that short grows by a block (so that a template
+            # with short blocks is still used) until it is long enough or whole
+            for grow in range(len(lifted.blocks)):
+                t, mapping, moved, keep = ground(lifted, rng, replace(lift, extra_blocks=lift.extra_blocks + grow))
+                scene = instantiate_scene(t, rng, p_distractor=cfg.p_distractor)
+                order = t.random_order(rng)
+                ref = list(_reference(t, order, tuple(sorted(scene.locations))))
+                if len(ref) >= cfg.min_length or len(keep) == len(lifted.blocks):
+                    break
         except PlanError:
             last_error = f"{lifted.name}: grounding {mapping} is not plannable"
             continue
@@ -209,19 +214,25 @@ def assign_splits(episodes: list[dict], seed: int, test_size: int = 500, val_fra
     rng = random.Random(f"helpmeout-split:{seed}")
     n_test = min(test_size, n // 4)
     n_val = min(round(val_frac * n), n - n_test)
-    cells: dict[tuple, list[int]] = {}
+    def largest_remainder(sizes: dict, total: int) -> dict:
+        raw = {k: total * v / max(1, sum(sizes.values())) for k, v in sizes.items()}
+        q = {k: int(r) for k, r in raw.items()}
+        for k in sorted(sizes, key=lambda k: (-(raw[k] - q[k]), k))[: total - sum(q.values())]:
+            q[k] += 1
+        return q
+
+    # primary category (or correct) first, so that Table 12's small counts come out exact; complexity within it
+    cells: dict[str, dict[str, list[int]]] = {}
     for i, ep in enumerate(episodes):
-        cells.setdefault((ep["complexity"], ep["primary_category"] or "correct"), []).append(i)
-    keys = sorted(cells)
-    raw = {k: n_test * len(cells[k]) / max(1, n) for k in keys}
-    quota = {k: int(raw[k]) for k in keys}
-    for k in sorted(keys, key=lambda k: (-(raw[k] - quota[k]), k))[: n_test - sum(quota.values())]:
-        quota[k] += 1
+        cells.setdefault(ep["primary_category"] or "correct", {}).setdefault(ep["complexity"], []).append(i)
     test: set[int] = set()
-    for k in keys:
-        members = list(cells[k])
-        rng.shuffle(members)
-        test.update(members[: quota[k]])
+    per_cat = largest_remainder({c: sum(map(len, v.values())) for c, v in cells.items()}, n_test)
+    for c in sorted(cells):
+        per_cx = largest_remainder({x: len(v) for x, v in cells[c].items()}, per_cat[c])
+        for x in sorted(cells[c]):
+            members = list(cells[c][x])
+            rng.shuffle(members)
+            test.update(members[: per_cx[x]])
     rest = [i for i in range(n) if i not in test]
     rng.shuffle(rest)
     val = set(rest[:n_val])

@@ -7,7 +7,7 @@ monitor is evaluated on the subset only.
 
 **The M3 threshold** is one rule for every monitor (not tuned on test): the threshold maximising Youden's J
 (alarm rate on errorful minus alarm rate on correct episodes, an episode alarming when its highest step
-probability reaches the threshold) on the validation split, candidates being the observed scores. Random keeps
+probability reaches the threshold) on the validation split, candidates being the observed scores and one above the highest (no alarm). Random keeps
 0.5: Table 2 defines its M3 as a uniformly random monitor. ``--threshold X`` fixes it instead, and the outputs
 say which rule was used.
 """
@@ -40,7 +40,9 @@ def youden_threshold(episodes: list[dict], outputs: list[dict]) -> float:
     if y.all() or (~y).all():
         return 0.5
     best, best_j = 0.5, -2.0
-    for t in np.unique(s):
+    # candidates: every observed score, and one just above the highest (no alarm at all), so a monitor whose
+    # scores do not separate the classes does not get a threshold that alarms everywhere
+    for t in np.r_[np.unique(s), np.nextafter(s.max(), np.inf)]:
         j = float((s[y] >= t).mean() - (s[~y] >= t).mean())
         if j > best_j or (j == best_j and t > best):
             best, best_j = float(t), j
@@ -63,9 +65,13 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
     seed_list = list(range(seeds)) if spec.seeds else [0]
     runs, first_rows, rule = [], None, None
     sub_runs = []
+    timing = {"fit_s": 0.0, "val_s": 0.0, "test_s": 0.0}
     for seed in seed_list:
         mon = build(seed)
+        t1 = time.perf_counter()
         fit_if_needed(mon, spec, train)
+        timing["fit_s"] += time.perf_counter() - t1
+        t1 = time.perf_counter()
         if threshold is not None:
             thr, rule = threshold, f"fixed {threshold}"
         elif spec.name == "random":
@@ -76,17 +82,22 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
         else:
             raise ValueError("no validation episodes for the threshold rule: keep val.jsonl next to the episodes, "
                              "pass --val FILE, or fix it with --threshold X")
+        timing["val_s"] += time.perf_counter() - t1
+        t1 = time.perf_counter()
         rows = run_monitor(mon, episodes, progress=progress)
+        timing["test_s"] += time.perf_counter() - t1
         if first_rows is None:
             first_rows = rows
         runs.append(compute_metrics(episodes, rows, thr, tolerance, bootstrap if seed == 0 else 0, seed))
         if subset:
             keep = set(subset)
             idx = [i for i, ep in enumerate(episodes) if ep["id"] in keep]
-            if idx and len(idx) < len(episodes):
+            if idx:
                 sub_runs.append(compute_metrics([episodes[i] for i in idx], [rows[i] for i in idx], thr, tolerance,
                                                 bootstrap if seed == 0 else 0, seed))
     metrics = runs[0] if len(runs) == 1 else mean_metrics(runs)
+    if hasattr(mon, "stats"):
+        metrics["model_stats"] = mon.stats()
     if sub_runs:
         metrics["subset"] = sub_runs[0] if len(sub_runs) == 1 else mean_metrics(sub_runs)
         metrics["subset"]["ids"] = subset
@@ -94,5 +105,6 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
         "monitor": spec.name, "description": spec.description, "reads": list(spec.reads),
         "privileged": spec.privileged, "privileged_reads": list(spec.extra_reads), "seeds": len(seed_list),
         "threshold_rule": rule, "seconds": round(time.perf_counter() - t0, 2),
+        "timing": {k: round(v, 3) for k, v in timing.items()},
     })
     return metrics, first_rows or []

@@ -78,10 +78,10 @@ def role_candidates(name: str, taken: set[str]) -> list[str]:
         pool = list(onto.CONFUSABLE_LOCATIONS.get(t, ()))
         return [x for x in pool if x not in taken and x not in NO_LIFT and signature(x) == sig
                 and onto.subclass_of(x) == onto.subclass_of(t)]
-    if onto.class_of(t) == "tool":
-        groups = _tool_groups()
-        if t in groups:
-            return [x for x in sorted(groups[t]) if x != t and x not in taken and signature(x) == sig]
+    groups = _tool_groups()
+    if t in groups:  # a tool the planner looks up by job (also a vessel such as the watering can): same job only
+        return [x for x in sorted(groups[t]) if x != t and x not in taken and signature(x) == sig
+                and onto.class_of(x) == onto.class_of(t)]
     pool = [x for x in onto.HIERARCHY[onto.class_of(t)][onto.subclass_of(t)] if x != t]  # type: ignore[index]
     return [x for x in pool if x not in taken and signature(x) == sig]
 

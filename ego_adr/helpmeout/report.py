@@ -32,8 +32,13 @@ def report_markdown(name: str, m: dict) -> str:
         return _f(val) + (f" [{_f(lo, 2)}, {_f(hi, 2)}]" if lo is not None else "")
 
     m3 = m["M3"]
+    reads = ", ".join(m.get("reads", [])) or "task name, initial scene, action prefix"
+    priv = (f" **Privileged / symbolic reference**: it also reads {', '.join(m.get('privileged_reads', []))}."
+            if m.get("privileged") else "")
+    dev = "".join(f" Deviation: {d}." for d in m.get("deviations", []))
     out = [f"# HelpMeOut results: {name}", "",
-           f"{m['episodes']} episodes ({m['errorful_episodes']} errorful). M3 at threshold {m3['threshold']} "
+           f"Reads: {reads}.{priv} M3 threshold rule: {m.get('threshold_rule', 'fixed')}.{dev}", "",
+           f"{m['episodes']} episodes ({m['errorful_episodes']} errorful). M3 at threshold {m3['threshold']:.4g} "
            f"(on target = alarm at the onset, up to {m3['tolerance']} step(s) after it); "
            f"{m3['timed_out_episodes']} timed-out episodes excluded from M3.", "",
            "## Main results (Table 2 layout)", "", TABLE2_HEADER, table2_row(name, m), "",

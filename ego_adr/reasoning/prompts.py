@@ -215,3 +215,24 @@ ALL: tuple[Prompt, ...] = (
     HELPMEOUT_CLASSIFY_PROMPT,
 )
 VERSIONS = {p.name: p.version for p in ALL}
+
+# --- HelpMeOut: the LLM-prompting monitor (ego_adr.helpmeout.monitors.llm) -------------------------------------
+# The paper's input (HelpMeOut Figure 1c: task name, initial scene, action prefix in PDDL) and output (error
+# probability, onset step, error type); one call per observed step, on the prefix up to that step.
+HELPMEOUT_MONITOR_PROMPT = Prompt(
+    name="helpmeout_llm_monitor",
+    version="v1",
+    template=(
+        "You monitor a person carrying out a household task, observed one symbolic action at a time.\n"
+        "Task: {task}\n"
+        "Initial scene (PDDL facts):\n{scene}\n\n"
+        "Actions so far (step: action in PDDL; (task-end) means the person says they are done):\n{prefix}\n\n"
+        "Has the person made an error so far? Error types: {categories}.\n"
+        "Reply with exactly three lines:\n"
+        "error_probability: <a number from 0 to 1>\n"
+        "onset_step: <the step number of the first wrong action, or none>\n"
+        "error_type: <one error type, or none>"
+    ),
+)
+ALL = ALL + (HELPMEOUT_MONITOR_PROMPT,)
+VERSIONS = {p.name: p.version for p in ALL}

@@ -1,0 +1,92 @@
+"""HelpMeOut CLI: one-line exit-2 errors for bad files, registry-derived help, summaries with a privileged block."""
+
+import json
+
+import pytest
+
+from ego_adr.helpmeout.cli import main
+from ego_adr.helpmeout.evalrun import subset_ids, youden_threshold
+from ego_adr.helpmeout.monitors import MONITORS
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    d = tmp_path_factory.mktemp("release")
+    assert main(["generate", "--episodes", "160", "--seed", "4", "--out", str(d), "--quiet"]) == 0
+    return d
+
+
+def _one_line_exit_2(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
+    return err
+
+
+def test_bad_episode_files_stop_with_one_line(release, tmp_path, capsys):
+    out = str(tmp_path / "o")
+    err = _one_line_exit_2(capsys, ["evaluate", "--monitor", "precondition", "--episodes", str(tmp_path / "nope.jsonl"),
+                                    "--out", out])
+    assert "not found" in err
+    corrupt = tmp_path / "corrupt.jsonl"
+    corrupt.write_text((release / "test.jsonl").read_text()[:500])  # a torn file
+    assert "not JSON" in _one_line_exit_2(capsys, ["evaluate", "--monitor", "precondition", "--episodes", str(corrupt),
+                                                   "--out", out])
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert "no episodes" in _one_line_exit_2(capsys, ["validate", str(empty)])
+    assert "no episodes" in _one_line_exit_2(capsys, ["evaluate", "--monitor", "random", "--episodes", str(empty),
+                                                      "--out", out])
+    # an episode validate rejects is refused by evaluate too
+    rows = [json.loads(x) for x in (release / "test.jsonl").read_text().splitlines()]
+    rows[0]["observed"] = rows[0]["observed"][:2] + rows[0]["observed"][3:]
+    rows[0]["labels"] = rows[0]["labels"][:-1]
+    bad = tmp_path / "test.jsonl"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["validate", str(bad)]) == 1
+    capsys.readouterr()
+    err = _one_line_exit_2(capsys, ["evaluate", "--monitor", "precondition", "--episodes", str(bad), "--out", out,
+                                    "--threshold", "0.5"])
+    assert "invalid" in err and rows[0]["id"] in err
+
+
+def test_evaluate_help_lists_every_monitor_with_a_description(capsys):
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    text = capsys.readouterr().out
+    for name, spec in MONITORS.items():
+        line = next(x for x in text.splitlines() if x.strip().startswith(name + " "))
+        assert spec.description in line
+        assert ("privileged" in line) == spec.privileged
+    assert {n for n, s in MONITORS.items() if s.privileged} == {"replanner-privileged", "egoadr-privileged"}
+
+
+def test_summarize_puts_privileged_references_in_their_own_block(release, tmp_path, capsys):
+    ev = tmp_path / "eval"
+    for m in ("random", "precondition", "replanner-privileged"):
+        assert main(["evaluate", "--monitor", m, "--episodes", str(release / "test.jsonl"), "--out", str(ev / m),
+                     "--bootstrap", "20", "--seeds", "2", "--quiet"]) == 0
+    metrics = json.loads((ev / "precondition" / "metrics.json").read_text())
+    assert metrics["threshold_rule"].startswith("Youden") and not metrics["privileged"]
+    assert "subset" in metrics and len(metrics["subset"]["ids"]) == metrics["subset"]["episodes"]
+    capsys.readouterr()
+    assert main(["summarize", str(ev / "random"), str(ev / "precondition"), str(ev / "replanner-privileged"),
+                 "--out", str(tmp_path / "sum")]) == 0
+    text = capsys.readouterr().out
+    table2 = text.split("## Table 13")[0]
+    head = table2.index("*Privileged / symbolic references")
+    assert table2.index("| precondition |") < head < table2.index("| replanner-privileged — reads grounded goal |")
+    for t in ("Table 13", "Table 14", "Table 15", "Tables 11-12", "Table 17", "Table 18"):
+        assert t in text
+    assert (tmp_path / "sum" / "summary.md").is_file() and (tmp_path / "sum" / "figure3.png").is_file()
+
+
+def test_subset_and_threshold_rule(release):
+    test = [json.loads(x) for x in (release / "test.jsonl").read_text().splitlines()]
+    ids = subset_ids(test, size=20, n_correct=10)
+    assert ids == subset_ids(test, size=20, n_correct=10) and len(ids) == 20
+    chosen = [ep for ep in test if ep["id"] in set(ids)]
+    assert sum(ep["correct"] for ep in chosen) == 10
+    eps = [{"correct": c} for c in (True, True, False, False)]
+    outs = [{"probs": [p]} for p in (0.1, 0.4, 0.3, 0.9)]
+    assert youden_threshold(eps, outs) == 0.9  # J(0.9) = 0.5 - 0 beats J(0.3) = 1 - 0.5; ties go higher
