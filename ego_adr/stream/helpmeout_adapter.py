@@ -9,9 +9,8 @@ EgoErrorVQA error types are mapped onto HelpMeOut's categories (:data:`CATEGORY_
 counterpart give no category). Unlike the rule-based ``egoadr`` HelpMeOut monitor it knows nothing of the
 PDDL semantics: it is the video monitor, fed text.
 
-Registry line for ``ego_adr/helpmeout/monitors/__init__.py`` (owned by the HelpMeOut area)::
-
-    "egoadr-online": lambda **kw: __import__("ego_adr.stream.helpmeout_adapter", fromlist=["x"]).EgoADROnlineMonitor(**kw),
+Registered as ``egoadr-online`` in :mod:`ego_adr.helpmeout.monitors.registry` (it reads the task input and the
+template's procedure in words: not privileged).
 """
 
 from __future__ import annotations
