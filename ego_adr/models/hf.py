@@ -211,8 +211,12 @@ class HFVideoLM:
             except BadRequest as e:
                 out[i] = Generation(text=None, error=f"bad request: {e}")
         groups: dict[tuple, list[int]] = {}
+        equal_frames = self.family_spec is not None and self.family_spec.equal_frames_in_batch
         for i in prepared:
-            groups.setdefault(tuple(sorted(requests[i].config.key().items())), []).append(i)
+            key = tuple(sorted(requests[i].config.key().items()))
+            if equal_frames:  # a family quirk: its processor cannot stack clips of different lengths
+                key += tuple(len(v) for v in prepared[i].videos)
+            groups.setdefault(key, []).append(i)
         for idx in groups.values():
             for s in range(0, len(idx), self.batch_size):
                 chunk = idx[s : s + self.batch_size]

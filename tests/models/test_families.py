@@ -199,11 +199,13 @@ def _mixed_requests(arch: str) -> list[Request]:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_batch_with_left_padding_equals_one_at_a_time(arch, tiny):
+def test_batch_with_left_padding_equals_one_at_a_time(arch, tiny, caplog):
     m = tiny(arch)
-    reqs = _mixed_requests(arch)
+    reqs = _mixed_requests(arch)  # clips of 8 and 4 frames, of two sizes, and prompts of different lengths
     assert m.tokenizer.padding_side == "left"
-    batched = m.generate(reqs)
+    with caplog.at_level("WARNING", logger="ego_adr.models.hf"):
+        batched = m.generate(reqs)
+    assert "retrying one by one" not in caplog.text  # batches really ran as batches
     single = [m.generate([r])[0] for r in reqs]
     assert [g.error for g in batched] == [None] * len(reqs)
     assert [g.text for g in batched] == [g.text for g in single]
