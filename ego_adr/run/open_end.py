@@ -20,7 +20,8 @@ DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
 
 def judge_loaders(cfg: RunConfig) -> tuple[dict, str]:
     """``{name: () -> VLM}`` for the configured judges (nothing is loaded yet) and a line for the report."""
-    from ego_adr.eval.judges import DEFAULT_JUDGES, JudgeSpec, build_tiny_text_lm, load_judge
+    from ego_adr.eval.judges import DEFAULT_JUDGES, JudgeSpec
+    from ego_adr.run.judging import build_tiny_text_lm, load_judge
 
     if cfg.model is None and list(cfg.judges) == DEFAULT_JUDGE_NAMES:
         root = cfg.resolved_cache_dir()

@@ -113,7 +113,7 @@ def test_narration_tokens_match_the_planner_and_carry_the_clip_rate(arch, frames
 @pytest.mark.parametrize("arch", TEXTS)
 def test_text_families_refuse_frames_per_request(arch, tiny):
     out = tiny(arch).generate([Request([Message.user(clip(), "x")], CFG), Request([Message.user("Score?")], CFG)])
-    assert "cannot take Frames" in out[0].error and out[1].ok
+    assert "cannot take video frames" in out[0].error and out[1].ok
 
 
 @pytest.mark.parametrize("arch", ARCHS)

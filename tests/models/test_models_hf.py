@@ -253,7 +253,7 @@ def test_text_only_causal_lm_path(tmp_path, monkeypatch):
     out = m.generate([Request([Message.system("Judge."), Message.user("Score 0-5.")], CFG),
                       Request([Message.user(clip(), "x")], CFG),
                       Request([Message.user("Another answer to score, longer than the first one.")], CFG)])
-    assert out[0].ok and out[2].ok and "cannot take Frames" in out[1].error
+    assert out[0].ok and out[2].ok and "cannot take video frames" in out[1].error
     assert out[2].text == m.generate([Request([Message.user("Another answer to score, longer than the first one.")],
                                               CFG)])[0].text
 
