@@ -241,3 +241,13 @@ def test_served_answer_equals_local_answer(arch, tiny):
         remote = OpenAIChatModel(arch, base_url=srv.base_url, image_format="png", max_side=None).generate(reqs)
     assert [g.error for g in remote] == [None, None]
     assert [g.text for g in remote] == [g.text for g in local]
+
+
+def test_qwen3_vl_per_frame_budget_is_its_token_cap_not_the_clip_budget():
+    """Qwen3-VL reads ``size.longest_edge`` as the whole clip's budget; a per-frame budget must become its
+    ``max_video_tokens`` so that 8 and 32 frames get the same per-frame resolution."""
+    m = load_model("tiny-qwen3-vl", device="cpu", max_pixels_per_frame=64 * 64)
+    assert m.describe()["video_kwargs"]["max_video_tokens"] == 4 and m.fingerprint.endswith("px=4cells")
+    for n in (8, 32):
+        enc = m.encode([Request([Message.user(clip(n, 128), "x")], CFG)])
+        assert visual_token_count(m, enc) == (n // 2) * 4  # 2x2 cells per temporal patch at 64x64 px
