@@ -1,4 +1,5 @@
-"""Append-only JSONL results: nothing a run has paid for is ever lost.
+"""Where ego_adr keeps things on disk: append-only JSONL results, the cache root, atomic build-once folders and
+the content fingerprint of a folder. Nothing a run has paid for is ever lost.
 
 Predictions and judge outputs are written one row per sample, the moment the sample is done, and each line is
 flushed and ``fsync``-ed before ``append`` returns. A run killed at any instant (even SIGKILL, mid-write) leaves
@@ -14,11 +15,14 @@ interleave bytes within a line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 try:  # advisory inter-process lock; absent on Windows, where the thread lock and O_APPEND must do
@@ -190,3 +194,67 @@ class JsonlStore:
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self.path)!r})"
+
+
+# ---- the one cache root, the one build-once routine, the one folder fingerprint ------------------------------
+
+
+def cache_root() -> Path:
+    """``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else ``~/.cache/ego_adr``: the demo set, the tiny
+    models, probe verdicts, procedure banks and the stage cache all live under it (``--cache-dir`` sets it)."""
+    if os.environ.get("EGO_ADR_CACHE"):
+        return Path(os.environ["EGO_ADR_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ego_adr"
+
+
+def build_once(final: Path, build: Callable[[Path], None], is_complete: Callable[[Path], bool]) -> Path:
+    """Build a folder at ``final`` exactly once, atomically: ``build(tmp)`` fills a temporary sibling that is then
+    renamed into place, so an interrupted build is never seen as complete and concurrent builders never see a
+    half-written folder. ``is_complete(folder)`` says whether an existing folder is current (a stale one is moved
+    away and rebuilt); when another process wins the race with a complete build, its build is kept."""
+    final = Path(final)
+    if is_complete(final):
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))
+    try:
+        build(tmp / "build")
+        if final.exists():  # stale (its builder or inputs changed): move it away first
+            old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old", dir=final.parent))
+            os.replace(final, old / "stale")
+            shutil.rmtree(old, ignore_errors=True)
+        try:
+            os.replace(tmp / "build", final)
+        except OSError:
+            if not is_complete(final):  # someone else won the race only if their build is complete
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+_TEXT_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".yaml", ".py")
+_SMALL = 64 << 20
+
+
+def folder_fingerprint(folder: str | os.PathLike) -> str:
+    """Content identity of a local model folder, cheap enough to take on every start: config, tokenizer and
+    processor files and every file under 64 MB are hashed whole (so a deterministic rebuild of a tiny model keeps
+    its fingerprint); a large weight file by name, size and its first and last MiB (hashing 15 GB of 7B weights
+    would cost minutes, and a re-trained or re-saved model changes its size or those bytes)."""
+    h = hashlib.sha256()
+    for f in sorted(Path(folder).iterdir()):
+        if not f.is_file():
+            continue
+        size = f.stat().st_size
+        h.update(f.name.encode())
+        if f.suffix in _TEXT_SUFFIXES or size < _SMALL:
+            h.update(f.read_bytes())
+            continue
+        h.update(f":{size}".encode())
+        with open(f, "rb") as fh:
+            h.update(fh.read(1 << 20))
+            fh.seek(-(1 << 20), os.SEEK_END)
+            h.update(fh.read())
+    return h.hexdigest()[:16]

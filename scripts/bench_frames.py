@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from ego_adr.data.demo import cache_root  # noqa: E402
+from ego_adr.store import cache_root  # noqa: E402
 from ego_adr.video.sampler import FrameSampler, available_backends, plan_indices  # noqa: E402
 from ego_adr.video.synth import make_test_video, read_frame_index  # noqa: E402
 

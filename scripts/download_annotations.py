@@ -1,4 +1,5 @@
-"""Download the EgoErrorVQA annotation files (``data/json/*.json`` of the public release) into one folder.
+"""Download the EgoErrorVQA annotation files (``data/json/*.json`` of the public release) into one folder, and
+the public evaluator's source beside them.
 
 Usage::
 
@@ -9,6 +10,11 @@ The release lives in the public GitHub repository ``z1oong/EgoErrorVQA`` (Apache
 its raw-content URL. ``--base-url`` points elsewhere (a mirror, a fork, a local ``file://`` copy). Each file is
 checked to be JSON before it replaces anything, so an interrupted or HTML error download never leaves a
 corrupt file behind. Nothing is fetched at import time; the tests never run this script.
+
+The same repository's evaluator source (``src/green_agent/agent.py`` and the files beside it) goes to
+``OUT/public-evaluator/``: our green agent reads the public question guidance from it at run time, so it asks
+exactly what the public green agent asks without this project shipping that prose. Each file is checked to parse
+as Python/TOML before it replaces anything. ``--no-source`` skips it; ``--source-base-url`` points elsewhere.
 """
 
 from __future__ import annotations
@@ -34,6 +40,18 @@ FILES = (
     "egooops_qa_pair.json",
     "epic_tent_qa_pair.json",
     "procedure.json",
+)
+
+
+DEFAULT_SOURCE_URL = "https://raw.githubusercontent.com/{repo}/{ref}"
+SOURCE_DIR = "public-evaluator"
+SOURCE_FILES = (
+    "src/green_agent/agent.py",
+    "src/green_agent/egoerrorvqa_green_agent.toml",
+    "src/white_agent/agent.py",
+    "src/my_util/my_a2a.py",
+    "src/launcher.py",
+    "main.py",
 )
 
 
@@ -79,6 +97,54 @@ def download(out: Path, base_url: str, force: bool = False, timeout: float = 60.
     return rows
 
 
+def _check_source(name: str, payload: bytes) -> None:
+    """Raise ValueError unless ``payload`` is what ``name`` should be (Python or TOML that parses)."""
+    import ast
+
+    import tomllib
+
+    text = payload.decode("utf-8")
+    if name.endswith(".py"):
+        ast.parse(text, filename=name)
+    elif name.endswith(".toml"):
+        tomllib.loads(text)
+
+
+def download_source(out: Path, base_url: str, force: bool = False, timeout: float = 60.0) -> list[tuple[str, str]]:
+    """Fetch the public evaluator's source files into ``out/public-evaluator``; RuntimeError lists failures."""
+    rows: list[tuple[str, str]] = []
+    failures: list[str] = []
+    for name in SOURCE_FILES:
+        target = out / SOURCE_DIR / name
+        label = f"{SOURCE_DIR}/{name}"
+        if target.is_file() and not force:
+            rows.append((label, "kept (exists; --force to replace)"))
+            continue
+        url = f"{base_url.rstrip('/')}/{name}"
+        try:
+            payload = fetch(url, timeout)
+            _check_source(name, payload)
+        except urllib.error.HTTPError as e:
+            failures.append(f"{url}: HTTP {e.code} {e.reason}")
+            continue
+        except (urllib.error.URLError, TimeoutError, OSError) as e:
+            failures.append(f"{url}: {getattr(e, 'reason', e)}")
+            continue
+        except (UnicodeDecodeError, SyntaxError, ValueError) as e:
+            failures.append(f"{url}: not the expected source file ({e})")
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".part")
+        tmp.write_bytes(payload)
+        tmp.replace(target)
+        rows.append((label, f"downloaded, {len(payload)} bytes"))
+    if failures:
+        raise RuntimeError("could not download the public evaluator's source:\n  " + "\n  ".join(failures)
+                           + "\nCheck the network, --ref and --source-base-url (default "
+                           f"{DEFAULT_SOURCE_URL.format(repo=REPOSITORY, ref='<ref>')}), or pass --no-source.")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", required=True, type=Path, help="folder to write the JSON files into (created)")
@@ -89,10 +155,18 @@ def main(argv: list[str] | None = None) -> int:
                         f"(default: {DEFAULT_BASE_URL})")
     p.add_argument("--force", action="store_true", help="replace files that already exist")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per file (default: 60)")
+    p.add_argument("--no-source", action="store_true",
+                   help=f"do not fetch the public evaluator's source into OUT/{SOURCE_DIR} (the green agent's "
+                        "public question wording reads its guidance text from there)")
+    p.add_argument("--source-base-url", default=None,
+                   help=f"URL of the repository root for the source files (default: {DEFAULT_SOURCE_URL})")
     args = p.parse_args(argv)
     base = args.base_url or DEFAULT_BASE_URL.format(repo=args.repo, ref=args.ref)
     try:
         rows = download(args.out, base, force=args.force, timeout=args.timeout)
+        if not args.no_source:
+            src_base = args.source_base_url or DEFAULT_SOURCE_URL.format(repo=args.repo, ref=args.ref)
+            rows += download_source(args.out, src_base, force=args.force, timeout=args.timeout)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -1,4 +1,4 @@
-"""frames: thin entry point; see ego_adr/experiments.py."""
+"""frames: thin entry point; see ego_adr/run/experiments.py."""
 
 import sys
 from pathlib import Path
@@ -8,4 +8,4 @@ from ego_adr.run.experiments import main
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiments" / "frames.yaml"
 
 if __name__ == "__main__":
-    sys.exit(main([str(CONFIG), *sys.argv[1:]]))
+    sys.exit(main(sys.argv[1:], prog="python scripts/frames.py", experiment=str(CONFIG)))

@@ -12,4 +12,4 @@ from ego_adr.run.experiments import main
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "experiments" / "table5.yaml"
 
 if __name__ == "__main__":
-    sys.exit(main([str(CONFIG), *sys.argv[1:]]))
+    sys.exit(main(sys.argv[1:], prog="python scripts/table5.py", experiment=str(CONFIG)))

@@ -11,14 +11,19 @@ It accepts the public task message, ``<white_agent_url>URL</white_agent_url>`` a
 - judges for open-ended: ``judge_model_path`` / ``deepseek_model_path`` (the public pair) or ``judges``
   (``["NAME=MODEL[@hf|@openai]", ...]`` or ``"tiny"``), ``judge_device``; default: the paper's two 7B judges
   (Section 3.4), or two tiny random judges when only the demo set is evaluated;
-- ours: ``output_dir`` (default ``runs/a2a-<task>``), ``concurrency`` (requests in flight, default 4),
-  ``limit`` (samples per run, spread over the datasets), ``seed``, ``qa_selection`` (``all`` | ``one``),
-  ``white_token`` (bearer token for the white agent), ``timeout`` (seconds per request).
+- ours: ``output_dir`` (default ``runs/a2a-<task>``, plus ``-ego_adr-wording`` for our wording),
+  ``concurrency`` (requests in flight, default 4), ``limit`` (samples per run, spread over the datasets),
+  ``seed``, ``qa_selection`` (``all`` | ``one``), ``white_token`` (bearer token for the white agent),
+  ``timeout`` (seconds per request), ``question_wording`` (``public``, the default: the public green agent's
+  multiple-choice message byte for byte, its guidance text read at run time from the public evaluator's source,
+  see :mod:`ego_adr.agents.public_mc`; ``ego_adr``: our own wording), ``public_evaluator_root``.
 
-Differences from the public evaluator, on purpose: every requested dataset is evaluated and scored (the public
-one scores only the last dataset in open-ended mode and fails building its multiple-choice summary); answers
-are normalised with :func:`ego_adr.taxonomy.normalize_option` and an answer that names no option is recorded
-as ``unparseable`` rather than counted as an error claim; a failed request is a failed sample, never a crash.
+Multiple choice is scored exactly as the public green agent scores it (:mod:`ego_adr.eval.scoring`; see
+:mod:`ego_adr.agents.green_mc`), so a white agent gets the same numbers from either. What ours does beyond it, on
+purpose: every requested dataset is evaluated and scored in open-ended mode too (the public one scores only the
+last dataset there), the multiple-choice summary does not crash (the public one raises building it), a
+``limit`` and a seeded question choice, a lenient reading shown beside (never instead of) the strict score,
+and a failed request is a failed sample, never a crash.
 Rows go to ``output_dir/predictions.jsonl`` in the runner's format (resume-safe: finished samples are skipped on
 a rerun), then metrics (:func:`ego_adr.eval.mc.compute_mc_metrics` or the open-ended judges) and the report are
 written beside it; the reply is a Message with the summary table and the metrics as JSON.
@@ -32,25 +37,23 @@ import json
 import logging
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ego_adr.agents.launch import ask
 from ego_adr.agents.protocol import (
     MULTIPLE_CHOICE,
     OPEN_END,
     ProtocolError,
-    mc_question,
     open_question,
     parse_green_message,
     white_message,
 )
+from ego_adr.data import sources as source_registry
 
 log = logging.getLogger("ego_adr.agents.green")
 
-DATASET_NAMES = {"captaincook4d": "captaincook4d", "epic_tent": "epic_tent", "epic-tent": "epic_tent",
-                 "epictent": "epic_tent", "assembly101": "assembly101", "egooops": "egooops", "demo": "demo"}
-PUBLIC_DATASETS = ["captaincook4d", "epic_tent", "assembly101", "egooops"]
+PUBLIC_DATASETS = list(source_registry.names(public_only=True))
 
 
 @dataclass
@@ -69,6 +72,8 @@ class EvalConfig:
     judge_device: str | None = None
     white_token: str | None = None
     timeout: float = 600.0
+    question_wording: str = "public"
+    public_evaluator_root: str | None = None
 
     @staticmethod
     def from_dict(d: dict) -> EvalConfig:
@@ -81,10 +86,14 @@ class EvalConfig:
         raw = d.get("datasets") or list(PUBLIC_DATASETS)
         if isinstance(raw, str):
             raw = [s for s in raw.split(",") if s.strip()]
-        bad = [s for s in raw if str(s).strip().lower() not in DATASET_NAMES]
-        if bad:
-            raise ProtocolError(f"unknown dataset(s) {bad}; expected some of {sorted(DATASET_NAMES)}")
-        datasets = list(dict.fromkeys(DATASET_NAMES[str(s).strip().lower()] for s in raw))
+        datasets = []
+        for s in raw:
+            try:
+                datasets.append(source_registry.get(str(s)).name)
+            except KeyError:
+                raise ProtocolError(f"unknown dataset {s!r}; expected some of {', '.join(source_registry.names())}"
+                                    ) from None
+        datasets = list(dict.fromkeys(datasets))
         judges = d.get("judges")
         if judges is None and (d.get("judge_model_path") or d.get("deepseek_model_path")):
             judges = []
@@ -98,7 +107,9 @@ class EvalConfig:
                              concurrency=int(d.get("concurrency") or 4), limit=d.get("limit"),
                              seed=int(d.get("seed") or 0), qa_selection=d.get("qa_selection", "all"),
                              judges=judges, judge_device=d.get("judge_device"), white_token=d.get("white_token"),
-                             timeout=float(d.get("timeout") or 600.0))
+                             timeout=float(d.get("timeout") or 600.0),
+                             question_wording=d.get("question_wording") or "public",
+                             public_evaluator_root=d.get("public_evaluator_root"))
         except (TypeError, ValueError) as e:
             raise ProtocolError(f"bad eval_config value: {e}") from None
         if cfg.concurrency < 1 or cfg.concurrency > 64:
@@ -107,11 +118,18 @@ class EvalConfig:
             raise ProtocolError("limit must be a positive integer")
         if cfg.qa_selection not in ("all", "one"):
             raise ProtocolError("qa_selection must be 'all' or 'one'")
+        if cfg.question_wording not in ("public", "ego_adr"):
+            raise ProtocolError("question_wording must be 'public' (the public green agent's text) or 'ego_adr'")
         return cfg
 
 
 def load_eval_samples(cfg: EvalConfig) -> list:
     """The samples to ask (procedures from ``procedure_json_path`` where it has them; ``limit`` per source)."""
+    return limit_samples(load_all_samples(cfg), cfg.limit)
+
+
+def load_all_samples(cfg: EvalConfig) -> list:
+    """Every sample of the requested datasets, in file order (procedures from ``procedure_json_path``)."""
     from ego_adr.data.egoerrorvqa import DataError, load_samples
 
     try:
@@ -126,13 +144,17 @@ def load_eval_samples(cfg: EvalConfig) -> list:
         for s in samples:
             if isinstance(procs, dict) and isinstance(procs.get(s.task_id), str):
                 s.procedure = procs[s.task_id]
-    if cfg.limit:
+    return samples
+
+
+def limit_samples(samples: list, limit: int | None) -> list:
+    if limit:
         per: dict[str, list] = {}
         for s in samples:
             per.setdefault(s.source, []).append(s)
-        k = max(1, -(-cfg.limit // max(1, len(per))))
+        k = max(1, -(-limit // max(1, len(per))))
         keep = {id(s) for v in per.values() for s in v[:k]}
-        samples = [s for s in samples if id(s) in keep][: cfg.limit]
+        samples = [s for s in samples if id(s) in keep][:limit]
     return samples
 
 
@@ -144,84 +166,53 @@ def _video_problem(s) -> str | None:
     return None
 
 
-async def _ask(client, sem, text: str) -> tuple[object, str | None, float]:
-    async with sem:
-        t0 = time.perf_counter()
-        try:
-            reply = await client.send(text)
-            return reply, None, time.perf_counter() - t0
-        except Exception as e:  # noqa: BLE001 -- any transport/JSON-RPC failure is this sample's failure
-            return None, f"white agent error: {type(e).__name__}: {e}", time.perf_counter() - t0
-
-
-def _mc_row(s, white_url: str, reply, error: str | None, seconds: float) -> dict:
-    from ego_adr.taxonomy import normalize_option
-
-    text = getattr(reply, "text", None)
-    pred = normalize_option(text) if text is not None else None
-    failure = error or (None if pred is not None else ("unparseable" if text else "empty answer"))
-    return {"sample_id": s.sample_id, "source": s.source, "task_id": s.task_id, "video_id": s.video_id,
-            "window": [s.start, s.end], "action": s.action, "ground_truth": list(s.ground_truth),
-            "prediction": pred if failure is None else None, "failure": failure, "raw": text, "route": "a2a",
-            "mode": "a2a", "white": {"url": white_url, "protocol": getattr(reply, "protocol", None),
-                                     "kind": getattr(reply, "kind", None),
-                                     "metadata": getattr(reply, "metadata", None)},
-            "timings": {"a2a_s": round(seconds, 4)}}
-
-
 async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> dict:
     """Run one evaluation; returns ``{"metrics", "summary", "output_dir"}``."""
     from tqdm import tqdm
 
+    from ego_adr.agents import green_mc
     from ego_adr.agents.launch import AgentClient
     from ego_adr.store import JsonlStore
 
-    out = Path(cfg.output_dir or Path("runs") / f"a2a-{cfg.task_type}")
-    out.mkdir(parents=True, exist_ok=True)
-    samples = await asyncio.to_thread(load_eval_samples, cfg)
+    mc = cfg.task_type == MULTIPLE_CHOICE
+    wording = "-ego_adr-wording" if cfg.question_wording != "public" else ""
+    out = Path(cfg.output_dir or Path("runs") / f"a2a-{cfg.task_type}{wording}")
+    every = await asyncio.to_thread(load_all_samples, cfg)
+    samples = limit_samples(every, cfg.limit)
     if not samples:
         raise ProtocolError(f"no samples in {cfg.datasets} under {cfg.json_root}")
+    messages, guidance_file = (await asyncio.to_thread(green_mc.questions, cfg, every)) if mc else ({}, None)
+    if not mc and cfg.question_wording == "public":
+        from ego_adr.agents.public_mc import public_open_messages
+
+        messages = await asyncio.to_thread(public_open_messages, every, cfg.json_root, cfg.video_root,
+                                           cfg.procedure_json_path)
+    out.mkdir(parents=True, exist_ok=True)
     store = JsonlStore(out / "predictions.jsonl")
     sem = asyncio.Semaphore(cfg.concurrency)
     try:
         async with AgentClient(white_url, cfg.white_token, cfg.timeout) as client:
-            if cfg.task_type == MULTIPLE_CHOICE:
-                await _run_mc(client, sem, samples, store, white_url, progress, tqdm)
+            if mc:
+                await green_mc.run_mc(client, sem, samples, messages, store, white_url, cfg.question_wording,
+                                      progress, tqdm)
             else:
-                await _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm)
+                await _run_open(client, sem, samples, messages, store, white_url, cfg, progress, tqdm)
         rows = store.rows()
     finally:
         store.close()
-    if cfg.task_type == MULTIPLE_CHOICE:
-        return await asyncio.to_thread(_score_mc, rows, samples, out, white_url)
+    if mc:
+        return await asyncio.to_thread(green_mc.score_mc, rows, samples, out, white_url, cfg, guidance_file)
     return await asyncio.to_thread(_score_open, rows, samples, out, cfg)
 
 
-async def _run_mc(client, sem, samples, store, white_url, progress, tqdm) -> None:
-    done = store.done_ids()
-    todo = [s for s in samples if s.sample_id not in done]
-    bar = tqdm(total=len(todo), desc="a2a multiple-choice", unit="sample", disable=not progress)
-
-    async def one(s):
-        problem = _video_problem(s)
-        if problem:
-            row = _mc_row(s, white_url, None, problem, 0.0)
-        else:
-            msg = white_message(s.video_path, mc_question(s.procedure, s.action), s.start, s.end)
-            reply, err, secs = await _ask(client, sem, msg)
-            row = _mc_row(s, white_url, reply, err, secs)
-        store.append(row)
-        bar.update(1)
-
-    try:
-        await asyncio.gather(*(one(s) for s in todo))
-    finally:
-        bar.close()
-
-
-async def _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm) -> None:
+async def _run_open(client, sem, samples, messages, store, white_url, cfg, progress, tqdm) -> None:
     from ego_adr.eval.open_end import select_qa, selection_label
 
+    public = cfg.question_wording == "public"
+    other = {r.get("question_wording", "ego_adr") for r in store.rows()} - {cfg.question_wording}
+    if other:
+        raise ProtocolError(f"output_dir {store.path.parent} holds answers to questions worded {sorted(other)[0]!r}, "
+                            f"not {cfg.question_wording!r}: use another output_dir")
     selection = selection_label(cfg.qa_selection, cfg.seed)
     done = {(r.get("sample_id"), r.get("qa_index")) for r in store.rows()}
     pairs = [(s, q) for s, q in select_qa(samples, cfg.qa_selection, cfg.seed) if (s.sample_id, q) not in done]
@@ -229,17 +220,22 @@ async def _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm)
 
     async def one(s, qi):
         qa = s.qa_pairs[qi]
-        problem = _video_problem(s)
+        if public:
+            msg, path = messages[(s.sample_id, qi)]
+            problem = None if path and os.path.exists(path) else f"video not found: {path or '(no path)'}"
+        else:
+            msg, problem = white_message(s.video_path, open_question(s.procedure, qa.question), s.start, s.end), \
+                _video_problem(s)
         reply, err, secs = None, problem, 0.0
         if not problem:
-            msg = white_message(s.video_path, open_question(s.procedure, qa.question), s.start, s.end)
-            reply, err, secs = await _ask(client, sem, msg)
+            reply, err, secs = await ask(client, sem, msg)
         answer = getattr(reply, "text", None)
         failure = err or (None if (answer or "").strip() else "empty answer")
         store.append({"task": OPEN_END, "sample_id": s.sample_id, "qa_index": qi, "source": s.source,
                       "task_id": s.task_id, "question": qa.question, "reference": qa.answer, "answer": answer,
                       "error": failure, "failure": failure, "model": white_url, "method": "a2a", "frames": None,
-                      "qa_selection": selection, "white": {"url": white_url,
+                      "qa_selection": selection, "question_wording": cfg.question_wording,
+                      "white": {"url": white_url,
                                                            "protocol": getattr(reply, "protocol", None)},
                       "timings": {"a2a_s": round(secs, 4)}})
         bar.update(1)
@@ -248,22 +244,6 @@ async def _run_open(client, sem, samples, store, white_url, cfg, progress, tqdm)
         await asyncio.gather(*(one(s, q) for s, q in pairs))
     finally:
         bar.close()
-
-
-def _score_mc(rows: list[dict], samples, out: Path, white_url: str) -> dict:
-    from ego_adr.eval.mc import compute_mc_metrics
-    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
-
-    wanted = {s.sample_id for s in samples}
-    rows = [r for r in rows if r.get("sample_id") in wanted]
-    metrics = compute_mc_metrics(rows)
-    write_metrics_json(metrics, out)
-    write_report(metrics, out, title=f"Multiple-choice VQA over A2A: {white_url}",
-                 notes="Answers collected by the ego_adr green agent; scored by ego_adr.eval.mc.")
-    o = metrics["overall"]
-    summary = (summary_table(metrics) + f"\n\nTP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}  "
-               f"unparseable {o['n_unparseable']}  no answer {o['n_failed']}")
-    return {"metrics": metrics, "summary": summary, "output_dir": str(out)}
 
 
 def _judge_config(cfg: EvalConfig, demo_only: bool):

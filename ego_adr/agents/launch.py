@@ -321,15 +321,26 @@ class _Agent:
 
 def run_launch(task: str = "multiple-choice", output_dir: str | None = None, frames: int = 8, mode: str = "auto",
                limit: int | None = None, concurrency: int = 2, model: str = "tiny",
-               max_new_tokens: int | None = None, startup_timeout: float = 240.0) -> dict:
+               max_new_tokens: int | None = None, startup_timeout: float = 240.0, question_wording: str | None = None,
+               public_evaluator_root: str | None = None) -> dict:
     """Start white + green on free loopback ports, evaluate the demo set, stop both; return the metrics.
 
     The tiny random model never emits an end token, so every answer runs to the token limit; with it, answers are
     capped at :data:`TINY_MAX_NEW_TOKENS` to keep the demo short (real models keep Appendix C's 256).
+    ``question_wording`` None: the public green agent's questions when its source is found, else ours (said so).
     """
+    from ego_adr.agents.protocol import ProtocolError
+    from ego_adr.agents.public_mc import find_public_root
     from ego_adr.data.demo import ensure_demo
 
     root = ensure_demo()
+    if question_wording is None and task == "multiple-choice":
+        try:
+            public_evaluator_root = str(find_public_root(public_evaluator_root, str(root / "annotations")))
+            question_wording = "public"
+        except ProtocolError as e:
+            question_wording = "ego_adr"
+            print(f"note: asking with ego_adr's own wording: {e}", file=sys.stderr)
     out = Path(output_dir or Path("runs") / f"a2a-demo-{task}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -350,7 +361,8 @@ def run_launch(task: str = "multiple-choice", output_dir: str | None = None, fra
                "procedure_json_path": str(root / "annotations" / "procedure.json"), "datasets": ["demo"],
                "task_type": task, "output_dir": str(out), "concurrency": concurrency, "limit": limit, "seed": 0,
                # open-ended: one QA pair per clip, as the public evaluator asks (it draws one at random)
-               "qa_selection": "one"}
+               "qa_selection": "one", "question_wording": question_wording or "public",
+               "public_evaluator_root": public_evaluator_root}
         from ego_adr.agents.protocol import green_message
 
         reply = asyncio.run(send_text(green_url, green_message(white_url, cfg), timeout=3600))
@@ -375,6 +387,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=2)
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help=f"white agent answer cap (default: {TINY_MAX_NEW_TOKENS} for the tiny model, else 256)")
+    p.add_argument("--question-wording", choices=["public", "ego_adr"], default=None,
+                   help="multiple-choice questions: the public green agent's (read from its source) or ours "
+                        "(default: public when its source is found, else ours, with a note)")
+    p.add_argument("--public-evaluator-root", default=None,
+                   help="folder with the public evaluator's src/ (default: $EGO_ADR_PUBLIC_EVALUATOR)")
     a = p.parse_args(argv)
-    run_launch(a.task, a.output_dir, a.frames, a.mode, a.limit, a.concurrency, a.model, a.max_new_tokens)
+    run_launch(a.task, a.output_dir, a.frames, a.mode, a.limit, a.concurrency, a.model, a.max_new_tokens,
+               question_wording=a.question_wording, public_evaluator_root=a.public_evaluator_root)
     return 0
+
+
+async def ask(client, sem, text: str) -> tuple[object, str | None, float]:
+    """Send one question under the semaphore: ``(reply, None, seconds)``, or ``(None, reason, seconds)`` when the
+    white agent could not be asked (any transport or JSON-RPC failure is that sample's failure)."""
+    async with sem:
+        t0 = time.perf_counter()
+        try:
+            reply = await client.send(text)
+            return reply, None, time.perf_counter() - t0
+        except Exception as e:  # noqa: BLE001 -- any transport/JSON-RPC failure is this sample's failure
+            return None, f"white agent error: {type(e).__name__}: {e}", time.perf_counter() - t0

@@ -5,11 +5,13 @@
 
 Multiple choice runs the Ego-ADR pipeline (:class:`ego_adr.reasoning.pipeline.EgoADR`) on the clip: the step is
 the message's ``Current Step`` (or, when that is ``"None"``, found by matching a narration against the
-procedure) and the reply is exactly one option string. The public evaluator scores whatever string comes back,
-so when the pipeline fails or its verdict is unparseable the reply is the documented fallback
-:data:`FALLBACK_OPTION` (``Others``: an error claim that is never credited as a correct type, and never the
-silent ``correct`` that would earn true negatives), and the Message's ``metadata["ego_adr"]`` says
-``status: "fallback"`` with the failure reason and the raw model text. Open-ended questions get a prose answer.
+procedure) and the reply is the method's answer: the option Ego-ADR concluded (or, for the one-pass baselines,
+the model's reply as it came, as the public white agent sends it). The agent never answers an option it did not
+conclude: when the video cannot be read, the pipeline fails or its verdict names no option, the reply is
+``unanswerable: <reason>`` (:data:`UNANSWERABLE`), a text no ground truth can match -- the public evaluator
+scores it as an uncredited error claim, never as the ``Others`` type or the silent ``correct`` that would earn
+true negatives -- and the Message's ``metadata["ego_adr"]`` says ``status: "unanswerable"`` with the reason and
+the raw model text. Open-ended questions get a prose answer.
 
 Safety, in order of the checks:
 - the message must follow the public wire format (else JSON-RPC error -32602, invalid params);
@@ -38,13 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ego_adr.agents.protocol import MULTIPLE_CHOICE, ProtocolError, WhiteQuery, parse_white_message
+from ego_adr.models.backends import BACKENDS, backend_help
+from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.taxonomy import OPTIONS
 
 log = logging.getLogger("ego_adr.agents.white")
 
-FALLBACK_OPTION = "Others"
+UNANSWERABLE = "unanswerable: "
 DEFAULT_MAX_BODY = 64 * 1024  # a public question is ~3-5 kB (guidance + procedure); 64 kB leaves room
-assert FALLBACK_OPTION in OPTIONS
 
 SKILLS = [
     {"id": "egoerrorvqa-multiple-choice", "name": "Procedural error type (multiple choice)",
@@ -118,6 +121,24 @@ class Answer:
     metadata: dict = field(default_factory=dict)
 
 
+def method_answer(row: dict) -> str | None:
+    """What the method concluded for one pipeline row, or ``None`` when it concluded nothing.
+
+    A row with an ``answer`` field (the string the method would send) is taken at its word. Without one, a
+    one-pass baseline (``direct``/``cot``) answers its model's raw reply, as the public white agent does, and
+    Ego-ADR answers its ``prediction`` only when that is an option and the row has no failure.
+    """
+    failed = bool(row.get("failure")) and row.get("failure") != "unparseable"
+    if "answer" in row:
+        a = row.get("answer")
+        return a if isinstance(a, str) and not failed else None
+    if row.get("route") in ("direct", "cot"):
+        raw = row.get("raw")
+        return raw.strip() if isinstance(raw, str) and not failed else None
+    pred = row.get("prediction")
+    return pred if pred in OPTIONS and not row.get("failure") else None
+
+
 class WhiteAgent:
     """The protocol-independent core: text in, :class:`Answer` out (or :class:`RequestRefused`)."""
 
@@ -161,10 +182,12 @@ class WhiteAgent:
                 "prediction": pred, "failure": row.get("failure"), "raw": row.get("raw"),
                 "matched_step": (row.get("stages", {}).get("match") or {}).get("step"),
                 "timings": row.get("timings")}
-        if pred in OPTIONS and not row.get("failure"):
-            return Answer(pred, {"ego_adr": {**meta, "status": "ok"}})
-        meta["fallback_reason"] = row.get("failure") or "no option"
-        return Answer(FALLBACK_OPTION, {"ego_adr": {**meta, "status": "fallback"}})
+        answer = method_answer(row)
+        if answer is not None:
+            return Answer(answer, {"ego_adr": {**meta, "status": "ok", "answer_from": row.get("answer_from")}})
+        reason = " ".join(str(row.get("failure") or "no option concluded").split())[:300]
+        meta["unanswerable_reason"] = reason
+        return Answer(UNANSWERABLE + reason, {"ego_adr": {**meta, "status": "unanswerable"}})
 
     def _run_open(self, item, question: str) -> Answer:
         res = self.pipe.answer_open([item], [question])[0]
@@ -262,9 +285,9 @@ def load_agent_model(name: str, device: str = "auto", backend: str = "hf", cache
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ego_adr.agents.white", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="alias, hub id or folder; 'tiny' = the embedded random model")
-    p.add_argument("--backend", default="hf", choices=["hf", "openai", "vllm"])
+    p.add_argument("--backend", default="hf", choices=list(BACKENDS), help=backend_help())
     p.add_argument("--base-url", default=None, help="openai backend: the server's URL")
-    p.add_argument("--mode", default="auto", choices=["auto", "deep", "shallow", "cot", "direct"])
+    p.add_argument("--mode", default="auto", choices=list(MODES), help=mode_help())
     p.add_argument("--frames", type=int, default=8, help="frames per clip (paper Section 6.1: 8/16/24/32)")
     p.add_argument("--video-root", action="append", required=True,
                    help="folder the agent may read videos from (repeatable); other paths are refused")

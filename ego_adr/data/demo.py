@@ -28,11 +28,12 @@ import hashlib
 import json
 import math
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ego_adr.store import build_once, cache_root
 
 VERSION = "1"
 FPS = 8
@@ -311,43 +312,24 @@ def _build(dest: Path, procs: dict[str, dict]) -> None:
     (ann / "demo_qa_pairs.json").write_text(json.dumps(oe, indent=1))
 
 
-def cache_root() -> Path:
-    """``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else ``~/.cache/ego_adr``."""
-    if os.environ.get("EGO_ADR_CACHE"):
-        return Path(os.environ["EGO_ADR_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ego_adr"
-
-
 def ensure_demo(root: str | os.PathLike | None = None) -> Path:
-    """Build the demo set once and return its root (``<root or cache_root()>/demo-v{VERSION}``).
+    """Build the demo set once and return its root (``<root or the cache root>/demo-v{VERSION}``).
 
-    Idempotent: an existing build with the same stamp is returned as is (no work). Atomic: built in a
-    temporary sibling folder, then renamed into place, so an interrupted build is never seen as complete.
+    Idempotent: an existing build with the same stamp is returned as is (no work). Atomic
+    (:func:`ego_adr.store.build_once`), so an interrupted build is never seen as complete.
     """
-    parent = Path(root) if root is not None else cache_root()
-    final = parent / f"demo-v{VERSION}"
     procs = load_procedures()
     stamp = _fingerprint(procs)
-    if (final / "STAMP").is_file() and (final / "STAMP").read_text().strip() == stamp:
-        return final
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = parent / f".demo-v{VERSION}.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        _build(tmp, procs)
-        (tmp / "STAMP").write_text(stamp + "\n")
-        if final.exists():  # stale build (generator or procedures changed): move it away first
-            old = parent / f".demo-v{VERSION}.old{os.getpid()}"
-            os.replace(final, old)
-            shutil.rmtree(old, ignore_errors=True)
-        try:
-            os.replace(tmp, final)
-        except OSError:  # another process finished first; keep its build if it is current
-            if not ((final / "STAMP").is_file() and (final / "STAMP").read_text().strip() == stamp):
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
+
+    def build(dest: Path) -> None:
+        _build(dest, procs)
+        (dest / "STAMP").write_text(stamp + "\n")
+
+    def current(folder: Path) -> bool:
+        return (folder / "STAMP").is_file() and (folder / "STAMP").read_text().strip() == stamp
+
+    parent = Path(root) if root is not None else cache_root()
+    return build_once(parent / f"demo-v{VERSION}", build, current)
 
 
 def demo_paths(root: str | os.PathLike | None = None) -> tuple[Path, Path]:

@@ -3,17 +3,22 @@
 The annotation files keep each source's native schema (see :mod:`ego_adr.data.sources` for what is read from
 which field and why). This module handles what every source shares:
 
-* **Files** (names of the public release). Multiple choice: ``captaincook4d_answer.json``, ``assembly101_answers.json``,
-  ``egooops_answer.json``, ``epic_tent_answer_sec.json``; open-ended: ``captaincook4d_qa_pairs_updated.json``,
-  ``assembly101_qa_pairs_updated.json``, ``egooops_qa_pair.json``, ``epic_tent_qa_pair.json``; and
-  ``procedure.json`` (task_id -> paragraph). ``scripts/download_annotations.py`` fetches them.
+* **Files**: each source's annotation file per task comes from its spec in the source registry
+  (:mod:`ego_adr.data.sources`; for the public release e.g. ``captaincook4d_answer.json`` and
+  ``captaincook4d_qa_pairs_updated.json``), plus ``procedure.json`` (task_id -> paragraph).
+  ``scripts/download_annotations.py`` fetches them.
 * **Errors.** A missing data root, ``procedure.json`` or file of a *requested* source raises :class:`DataError`
   (a run cannot start). A bad *record* never does: the sample is still loaded as far as possible, the problem
   is logged, appended to the optional ``issues`` list, and :func:`sample_problem` restates it from the sample
   alone (empty ``procedure``, no valid ground truth, no QA pairs) so a runner can record it as that sample's
   failure reason. Unknown labels are left out of ``ground_truth`` (an issue is recorded).
-* **Time window.** ``start_time``/``end_time`` in seconds; -1 (CaptainCook4D omissions), any negative value
-  (one Epic-Tent record has -3661.033), a missing value or ``end <= start`` mean "whole video": ``None, None``.
+* **Time window.** ``start_time``/``end_time`` in seconds. Both negative (-1: CaptainCook4D omissions; one
+  Epic-Tent record has -3661.033 for both) or both missing mean "no segment", the whole video: ``None, None``.
+  Anything else is kept as it is (a missing or non-numeric end becomes ``None``) and a malformed window (one end
+  missing or negative, ``end < start``) is logged as an issue: :mod:`ego_adr.video.window` holds the one rule
+  that decides what is sampled, so the sample fails with that rule's reason instead of being reinterpreted.
+* **Video id.** A record without ``video_id`` gets no video path; :func:`sample_problem` names the problem
+  (instead of a "file not found" for a path like ``captaincook4d/_360p.mp4``).
 * **Sample ids** are readable and built only from the clip's identity, never from its labels:
   ``{source}/{video_id}/{window}/{step}`` (EgoOops: ``egooops/{task}/{video}/...``), the window as
   ``{start:.3f}-{end:.3f}`` or ``whole``. Times are rounded to milliseconds because the Epic-Tent
@@ -39,34 +44,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ego_adr.data import sources as src
+from ego_adr.data import sources as registry
 from ego_adr.data.sample import MULTIPLE_CHOICE, OPEN_END, TASKS, QAPair, Sample
+from ego_adr.data.sources import assembly101
+from ego_adr.data.sources import spec as src
 from ego_adr.taxonomy import CORRECT, canonical
+from ego_adr.video.window import window_problem
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_SOURCES: tuple[str, ...] = (src.CAPTAINCOOK4D, src.EPIC_TENT, src.ASSEMBLY101, src.EGOOOPS)
-SOURCES: tuple[str, ...] = PUBLIC_SOURCES + (src.DEMO,)
-
+# Snapshots of the registry's built-in sources, for callers that want plain tuples; the loader itself always asks
+# the registry, so sources registered later (plugins, tests) load too.
+PUBLIC_SOURCES: tuple[str, ...] = registry.names(public_only=True)
+SOURCES: tuple[str, ...] = registry.names()
 FILES: dict[tuple[str, str], str] = {
-    (src.CAPTAINCOOK4D, MULTIPLE_CHOICE): "captaincook4d_answer.json",
-    (src.ASSEMBLY101, MULTIPLE_CHOICE): "assembly101_answers.json",
-    (src.EGOOOPS, MULTIPLE_CHOICE): "egooops_answer.json",
-    (src.EPIC_TENT, MULTIPLE_CHOICE): "epic_tent_answer_sec.json",
-    (src.DEMO, MULTIPLE_CHOICE): "demo_answer.json",
-    (src.CAPTAINCOOK4D, OPEN_END): "captaincook4d_qa_pairs_updated.json",
-    (src.ASSEMBLY101, OPEN_END): "assembly101_qa_pairs_updated.json",
-    (src.EGOOOPS, OPEN_END): "egooops_qa_pair.json",
-    (src.EPIC_TENT, OPEN_END): "epic_tent_qa_pair.json",
-    (src.DEMO, OPEN_END): "demo_qa_pairs.json",
+    (name, task): f for name, spec in registry.SOURCES.items() for task, f in spec.files.items()
 }
 PROCEDURE_FILE = "procedure.json"
 ANNOTATION_FILES: tuple[str, ...] = tuple(
-    f for (s, _), f in FILES.items() if s != src.DEMO
+    f for (s, _), f in FILES.items() if registry.SOURCES[s].public
 ) + (PROCEDURE_FILE,)
-
-# Assembly101 camera views in the order the public evaluator tries them.
-ASSEMBLY101_VIEWS = ("HMC_84355350_mono10bit.mp4", "HMC_21110305_mono10bit.mp4")
+ASSEMBLY101_VIEWS = assembly101.VIEWS
+DEMO = "demo"
 
 _DOWNLOAD_HINT = (
     "download the annotations with `python scripts/download_annotations.py --out DIR` and pass --data-root DIR"
@@ -89,7 +88,7 @@ class LoadIssue:
 
 
 def _hint(source: str | None = None) -> str:
-    if source == src.DEMO:
+    if source == DEMO:
         return "the demo files are written by ego_adr.data.demo; point --data-root at that folder"
     return _DOWNLOAD_HINT
 
@@ -131,68 +130,56 @@ def load_procedures(data_root: str | os.PathLike) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items() if v is not None}
 
 
-def time_window(start: Any, end: Any) -> tuple[float | None, float | None]:
-    """Seconds, or ``(None, None)`` for the whole video (missing, negative, non-finite or empty window)."""
+def _seconds(t: Any) -> float | None:
     try:
-        s, e = float(start), float(end)
+        v = float(t)
     except (TypeError, ValueError):
-        return None, None
-    if not (math.isfinite(s) and math.isfinite(e)) or s < 0 or e <= s:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def time_window(start: Any, end: Any) -> tuple[float | None, float | None]:
+    """Seconds; ``(None, None)`` for "no segment" (both ends missing or negative). Any other window is returned
+    as given (a missing or non-numeric end as ``None``), malformed or not: see the module docstring."""
+    s, e = _seconds(start), _seconds(end)
+    if (s is None or s < 0) and (e is None or e < 0):
         return None, None
     return s, e
 
 
 def video_path_for(source: str, record: dict, video_root: str | os.PathLike | None) -> str | None:
-    """Path of the clip's video under ``video_root`` by the public evaluator's layout; None without a root.
-
-    Assembly101 has several camera views per recording: the first existing one of :data:`ASSEMBLY101_VIEWS`,
-    else any ``HMC_*.mp4`` in the folder (sorted, so the choice is stable), else the preferred path so that
-    the "video not found" failure names the file the user should provide.
-    """
+    """Path of the clip's video under ``video_root`` by the source's layout (its spec's ``video_path``); None
+    without a root."""
     if video_root is None or str(video_root) == "":
         return None
-    root = Path(video_root).expanduser()
-    vid = src.video_id_of(record)
-    source = _source_name(source)
-    if source == src.CAPTAINCOOK4D:
-        return str(root / "captaincook4d" / f"{vid}_360p.mp4")
-    if source == src.EPIC_TENT:
-        return str(root / "epic-tent" / f"0{vid}.tent.gopro.MP4")
-    if source == src.EGOOOPS:
-        return str(root / "egooops" / src.task_id_of(record) / f"{vid}.MP4")
-    if source == src.DEMO:
-        return str(root / "demo" / f"{vid}.mp4")
-    if source == src.ASSEMBLY101:
-        folder = root / "assembly101" / vid
-        for name in ASSEMBLY101_VIEWS:
-            if (folder / name).is_file():
-                return str(folder / name)
-        if folder.is_dir():
-            others = sorted(p for p in folder.glob("HMC_*.mp4") if p.is_file())
-            if others:
-                return str(others[0])
-        return str(folder / ASSEMBLY101_VIEWS[0])
-    raise ValueError(f"unknown source {source!r}; expected one of {SOURCES}")
+    if not src.video_id_of(record):
+        return None  # sample_problem says "record has no video_id"
+    try:
+        spec = registry.get(source)
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
+    return spec.video_path(Path(video_root).expanduser(), record)
 
 
-def _source_name(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
+def _file(source: str, task: str) -> str:
+    return registry.get(source).files[task]
 
 
 def _requested(sources: Iterable[str] | str | None) -> list[str]:
     if sources is None:
-        return list(PUBLIC_SOURCES)
+        return list(registry.names(public_only=True))
     if isinstance(sources, str):
         sources = [s for s in sources.split(",") if s.strip()]
     out: list[str] = []
     for s in sources:
-        name = _source_name(s)
-        if name not in SOURCES:
-            raise ValueError(f"unknown source {s!r}; expected some of {', '.join(SOURCES)}")
+        try:
+            name = registry.get(s).name
+        except KeyError:
+            raise ValueError(f"unknown source {s!r}; expected some of {', '.join(registry.names())}") from None
         if name not in out:
             out.append(name)
     if not out:
-        raise ValueError(f"no source given; expected some of {', '.join(SOURCES)}")
+        raise ValueError(f"no source given; expected some of {', '.join(registry.names())}")
     return out
 
 
@@ -240,9 +227,7 @@ def _digest(obj: Any) -> str:
 
 
 def base_sample_id(source: str, record: dict, start: float | None, end: float | None, parts: tuple) -> str:
-    head = [source]
-    if source == src.EGOOOPS:  # EgoOops video ids are camera file names, unique only within a task
-        head.append(src.task_id_of(record) or "?")
+    head = [source, *registry.get(source).id_prefix(record)]
     head += [src.video_id_of(record) or "?", _window_key(start, end), *parts]
     return "/".join(p.replace("/", "|") if i else p for i, p in enumerate(head))
 
@@ -270,13 +255,18 @@ def _disambiguate(ids: list[str], records: list[dict]) -> list[str]:
     return out
 
 
-def _egooops_steps(root: Path) -> dict[tuple[str, int], str]:
+def _context(root: Path, source: str):
+    """The source's cross-record table (its spec's ``context``) from the records of all its task files."""
+    spec = registry.get(source)
+    if spec.context is None:
+        return None
     records: list = []
     for task in TASKS:
-        path = root / FILES[(src.EGOOOPS, task)]
-        if path.is_file():
-            records += _records(_read_json(path, src.EGOOOPS), path)
-    return src.egooops_step_table(records)
+        name = spec.files.get(task)
+        if name and (root / name).is_file():
+            records += [spec.normalise(r) if spec.normalise and isinstance(r, dict) else r
+                        for r in _records(_read_json(root / name, source), root / name)]
+    return spec.context(records)
 
 
 def load_samples(
@@ -295,16 +285,15 @@ def load_samples(
     wanted = _requested(sources)
     root = _root(data_root)
     procedures = load_procedures(root)
-    missing = [FILES[(s, task)] for s in wanted if not (root / FILES[(s, task)]).is_file()]
+    missing = [_file(s, task) for s in wanted if not (root / _file(s, task)).is_file()]
     if missing:
-        hint = _hint(src.DEMO) if wanted == [src.DEMO] else _DOWNLOAD_HINT
+        hint = _hint(DEMO) if wanted == [DEMO] else _DOWNLOAD_HINT
         raise DataError(f"{', '.join(missing)} not found in {str(root)!r}: {hint} (or drop those --sources)")
-    steps = _egooops_steps(root) if src.EGOOOPS in wanted else {}
     found: list[LoadIssue] = []
     samples: list[Sample] = []
     for source in wanted:
-        path = root / FILES[(source, task)]
-        samples += _load_file(source, task, path, procedures, steps, video_root, found)
+        path = root / _file(source, task)
+        samples += _load_file(source, task, path, procedures, _context(root, source), video_root, found)
     if found:
         shown = "; ".join(f"{i.sample_id}: {i.problem}" for i in found[:5])
         logger.warning("%d problem(s) in %s annotations, e.g. %s", len(found), task, shown)
@@ -318,24 +307,28 @@ def _load_file(
     task: str,
     path: Path,
     procedures: dict[str, str],
-    steps: dict[tuple[str, int], str],
+    context,
     video_root: str | os.PathLike | None,
     issues: list[LoadIssue],
 ) -> list[Sample]:
+    spec = registry.get(source)
     records: list[dict] = []
     for n, r in enumerate(_records(_read_json(path, source), path)):
         if isinstance(r, dict):
-            records.append(r)
+            records.append(spec.normalise(r) if spec.normalise else r)
         else:
             issues.append(LoadIssue(source, task, f"{source}/record{n}", f"not a record: {r!r:.80}"))
     built: list[tuple[Sample, list[str]]] = []
     for r in records:
         start, end = time_window(r.get("start_time"), r.get("end_time"))
-        ex = src.extract(source, r, steps)
+        ex = spec.extract(r, context)
         problems: list[str] = []
         task_id, video_id = src.task_id_of(r), src.video_id_of(r)
         if not video_id:
             problems.append("record has no video_id")
+        bad_window = window_problem(start, end)
+        if bad_window:
+            problems.append(f"{bad_window} (start_time {r.get('start_time')!r}, end_time {r.get('end_time')!r})")
         procedure = procedures.get(task_id, "")
         if not procedure:
             problems.append(f"task_id {task_id!r} not in {PROCEDURE_FILE}")
@@ -378,8 +371,12 @@ def sample_problem(sample: Sample) -> str | None:
     """Why ``sample`` cannot be evaluated as loaded (a per-sample failure reason), or None.
 
     Restated from the sample itself so a runner needs no state from the load: no procedure text, no valid
-    ground-truth label (multiple choice), no question-answer pairs (open-ended). The video is not checked.
+    ground-truth label (multiple choice), no question-answer pairs (open-ended), no video id. The video and the
+    window are not checked here: the sampler applies the window rule (:mod:`ego_adr.video.window`) or the run's
+    sampling policy, so a malformed window fails there with that rule's reason.
     """
+    if not sample.video_id:
+        return "record has no video_id"
     if not sample.procedure:
         return f"no procedure text for task_id {sample.task_id!r}"
     if sample.task == MULTIPLE_CHOICE and not sample.ground_truth:

@@ -1,12 +1,15 @@
 """Scoring of EgoErrorVQA predictions: metrics, reports, comparisons, rater agreement, shard merging.
 
+Multiple-choice samples are scored by one rule, the public evaluator's (:mod:`ego_adr.eval.scoring`), in every
+caller; :func:`score_row` is that rule for one predictions row.
+
 Everything here is a pure function of predictions files; nothing touches a model. Submodules are imported on
 use so that ``import ego_adr.eval`` stays cheap (numpy/scipy/matplotlib load only when scoring).
 """
 
 from __future__ import annotations
 
-__all__ = ["compute_mc_metrics", "write_report", "compare_runs", "agreement", "merge_predictions"]
+__all__ = ["compute_mc_metrics", "score_row", "write_report", "compare_runs", "agreement", "merge_predictions"]
 
 
 def __getattr__(name: str):
@@ -14,12 +17,16 @@ def __getattr__(name: str):
         from ego_adr.eval.mc import compute_mc_metrics
 
         return compute_mc_metrics
+    if name == "score_row":
+        from ego_adr.eval.scoring import score_row
+
+        return score_row
     if name == "write_report":
         from ego_adr.eval.report import write_report
 
         return write_report
     if name == "compare_runs":
-        from ego_adr.eval.stats import compare_runs
+        from ego_adr.eval.compare import compare_runs
 
         return compare_runs
     if name == "agreement":

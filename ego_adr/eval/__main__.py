@@ -2,6 +2,7 @@
 
 Subcommands
   score PREDICTIONS.jsonl --out DIR    metrics.json, report.md, confusion_matrix.png, per_type_accuracy.png
+                                       (the public evaluator's strict rule; a lenient reading beside it)
   compare A.jsonl B.jsonl              paired comparison (B - A) with bootstrap CIs and McNemar's test
   agreement ratings.csv [--humans ..]  Cohen/Fleiss kappa, Pearson/Spearman (paper Table 8 layout)
   merge OUT.jsonl IN.jsonl ...         merge shard outputs (dedup by sample_id, see ego_adr.eval.merge)
@@ -68,25 +69,46 @@ def cmd_score(args) -> int:
             raise UsageError(f"{args.predictions} mixes open-ended and multiple-choice rows; score each task's "
                              "file separately")
         return _score_open_end(rows, out, title)
-    try:
-        metrics = compute_mc_metrics(rows, n_boot=args.n_boot, seed=args.seed)
-    except ValueError as e:
-        raise UsageError(f"{args.predictions}: {e}") from None
+    sources = [x.strip() for x in args.sources.split(",") if x.strip()] if args.sources else None
+    metrics = compute_mc_metrics(rows, n_boot=args.n_boot, seed=args.seed, sources=sources)
+    if not metrics["overall"]["n"] and not metrics["unscored"]["n"]:
+        raise UsageError(f"{args.predictions}: no row can be scored ({exclusion_line(metrics['excluded'])}); "
+                         "is this a multiple-choice predictions file of the sources you named?")
     write_metrics_json(metrics, out)
     paths = write_report(metrics, out, title=title, notes=args.notes, frames=args.frames)
     o = metrics["overall"]
     print(summary_table(metrics, args.frames))
-    print(f"\nTP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}  "
-          f"unparseable {o['n_unparseable']}  no answer {o['n_failed']}  "
+    print(f"\nscoring: {metrics['scoring']['name']} (the public evaluator's rule)  "
+          f"TP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}  "
+          f"not an option {o['n_unparseable']}  no answer {o['n_failed']}  "
           f"duplicates dropped {metrics['n_duplicates_dropped']}")
+    len_ = metrics["lenient"]
+    print(f"lenient reading (not the paper's protocol): Acc {100 * len_['accuracy']:.1f}  "
+          f"Pre {100 * len_['precision']:.1f}  Recall {100 * len_['recall']:.1f}  F1 {100 * len_['f1']:.1f}  "
+          f"({len_['n_lenient_only']} answers only lenient reading understands)")
     ci = metrics["ci95"]
     print("95% CI: " + "  ".join(f"{k} [{100 * v[0]:.1f}, {100 * v[1]:.1f}]" for k, v in ci.items()))
+    if metrics["ci95_flags"].get("note"):
+        print(f"warning: intervals flagged: {metrics['ci95_flags']['note']}")
+    for kind in ("excluded", "unscored"):
+        if metrics[kind]["n"]:
+            print(f"{kind}: {exclusion_line(metrics[kind])}")
     print(f"wrote {out / 'metrics.json'}, " + ", ".join(str(p) for p in paths.values()))
     return 0
 
 
+def exclusion_line(block: dict, max_ids: int = 8) -> str:
+    """``3 rows (unknown ground-truth label 2, no source 1): id1, id2, id3`` for an excluded/unscored block."""
+    if not block.get("n"):
+        return "0 rows"
+    reasons = ", ".join(f"{r} {c}" for r, c in block["by_reason"].items())
+    ids = block["ids"][:max_ids]
+    more = " ..." if len(block["ids"]) > max_ids or block.get("ids_truncated") else ""
+    return f"{block['n']} rows ({reasons}): {', '.join(ids)}{more}"
+
+
 def cmd_compare(args) -> int:
-    from ego_adr.eval.stats import compare_runs, format_comparison
+    from ego_adr.eval.compare import compare_runs, format_comparison
 
     a, b = _load(args.a), _load(args.b)
     try:
@@ -144,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--title")
     s.add_argument("--notes", help="text put under the report title")
     s.add_argument("--frames", help="frames column of the table, e.g. 8f")
+    s.add_argument("--sources", help="comma-separated sources this file should hold; rows of others are excluded "
+                                     "and listed (default: every source in the file is scored)")
     s.add_argument("--n-boot", type=int, default=1000)
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_score)

@@ -1,24 +1,20 @@
 """Multiple-choice metrics of EgoErrorVQA, as pure functions of a predictions file.
 
-Definitions (paper Section 4.2 and Appendix E; counting rules as in the public evaluator):
+Per-sample scoring is :mod:`ego_adr.eval.scoring` -- the public evaluator's rule exactly (read its docstring);
+this module aggregates (paper Section 4.2 and Appendix E):
 
-* A sample's ground truth is a list of options; it is an *error sample* when the list contains no ``correct``
-  (the released annotations never mix ``correct`` with an error type).
-* ``correct`` (a hit) = the prediction equals any ground-truth option, case-insensitively.
-* TP = predicted an error of a matching type; FP = predicted an error on a correct sample, or an error of a
-  non-matching type; TN = predicted ``correct`` on a correct sample; FN = predicted ``correct`` on an error sample.
-* An *unparseable* answer (``failure == "unparseable"``: the model answered but the text maps to no option) is
-  an error prediction that matches no type, so it is an FP -- the public evaluator treats any text other than
-  ``correct`` as an error prediction. A prediction string that is not one of the nine options is treated the same.
-* A sample with *no answer* (any other ``failure``, or no prediction at all) counts in ``n`` as wrong but in
-  none of TP/FP/TN/FN.
-* accuracy = (TP + TN) / n (``n`` includes no-answer samples); precision = TP / (TP + FP);
-  recall = TP / (TP + FN); F1 = harmonic mean. A rate whose denominator is 0 is reported as 0, as the public
-  evaluator does, so that a run that never predicts an error has precision 0 rather than "undefined".
+* TP/FP/TN/FN as defined there; ``n`` includes samples without an answer (they are in no cell);
+* accuracy = hits / n (the public ``correct_count / total``); precision = TP / (TP + FP); recall = TP / (TP + FN);
+  F1 = harmonic mean. A rate whose denominator is 0 is reported as 0, as the public evaluator does, so that a
+  run that never predicts an error has precision 0 rather than "undefined";
+* ``n_unparseable`` (alias ``n_not_option``) counts answers that are no option string -- scored, as error
+  claims that are never credited; ``n_failed`` counts samples without an answer;
+* rows that cannot be scored (no id, no source, an unknown label, a foreign source) are *excluded* and rows
+  without ground truth *unscored*: both are counted and listed under ``excluded`` / ``unscored``, never raised.
 
 Duplicates: shards and resumed runs may hold several rows per ``sample_id``. :func:`dedup_rows` keeps the last
-row, except that a row with a model answer (valid or unparseable) is never replaced by a later failed row --
-a retry that crashed must not erase an answer that was obtained. :mod:`ego_adr.eval.merge` uses the same rule.
+row, except that a row with a model answer is never replaced by a later failed row -- a retry that crashed must
+not erase an answer that was obtained. :mod:`ego_adr.eval.merge` uses the same rule.
 
 All rates in the returned dict are fractions in [0, 1]; the markdown report prints percentages like the paper.
 """
@@ -28,18 +24,32 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from ego_adr.taxonomy import CORRECT, OPTIONS
+from ego_adr.eval.scoring import (  # noqa: F401  (rates: re-exported)
+    ANSWERED,
+    EXCLUDED,
+    NO_ANSWER,
+    NOT_OPTION,
+    SCORED,
+    UNSCORED,
+    describe,
+    labels_of,
+    lenient_block,
+    rates,
+    row_status,
+    score_row,
+    screen,
+    screen_rows,
+)
+from ego_adr.taxonomy import OPTIONS
 
 UNPARSEABLE = "unparseable"
 FAILED = "failed"
 CM_COLUMNS: tuple[str, ...] = (*OPTIONS, UNPARSEABLE, FAILED)
 RATE_KEYS = ("accuracy", "precision", "recall", "f1")
 COUNT_KEYS = ("tp", "fp", "tn", "fn", "n", "n_failed", "n_unparseable")
-_CANON = {o.lower(): o for o in OPTIONS}
-KNOWN_SOURCES = ("captaincook4d", "epic_tent", "assembly101", "egooops")
 
-# Row statuses: a usable option, an answer that maps to no option, no answer at all.
-ANSWERED, UNPARSED, NO_ANSWER = "answered", "unparseable", "failed"
+# Row statuses (see ego_adr.eval.scoring): an option string, other text (an uncredited error claim), no answer.
+ANSWERED, UNPARSED, NO_ANSWER = ANSWERED, NOT_OPTION, NO_ANSWER
 
 
 def load_predictions(path: str | Path) -> list[dict]:
@@ -52,19 +62,6 @@ def load_predictions(path: str | Path) -> list[dict]:
     if not path.is_file():
         raise FileNotFoundError(f"predictions file not found: {path}")
     return list(read_jsonl(path))
-
-
-def row_status(row: dict) -> str:
-    """``answered``, ``unparseable`` or ``failed`` for one predictions row (the ``failure`` field decides)."""
-    failure = row.get("failure")
-    if failure == UNPARSEABLE:
-        return UNPARSED
-    if failure:
-        return NO_ANSWER
-    pred = row.get("prediction")
-    if pred is None:
-        return NO_ANSWER
-    return ANSWERED if str(pred).strip().lower() in _CANON else UNPARSED
 
 
 def is_open_row(row: dict) -> bool:
@@ -83,13 +80,15 @@ def dedup_rows(rows: list[dict]) -> list[dict]:
     """One row per sample -- per ``(sample_id, qa_index)`` for open-ended rows, which have one row per
     question: the last one, unless it has no answer and an earlier one has.
 
-    Order is that of each key's first appearance, so concatenated shards keep dataset order.
+    Order is that of each key's first appearance, so concatenated shards keep dataset order. Rows without a
+    ``sample_id`` cannot be matched and are kept as they are (scoring excludes them and says so).
     """
     best: dict[tuple, dict] = {}
-    for row in rows:
-        sid = row.get("sample_id")
-        if sid is None:
-            raise ValueError(f"predictions row without sample_id: {str(row)[:200]}")
+    for n, row in enumerate(rows):
+        sid = row.get("sample_id") if isinstance(row, dict) else None
+        if sid is None or str(sid) == "":
+            best[("", n)] = row
+            continue
         key = (str(sid), row.get("qa_index"))
         prev = best.get(key)
         if prev is not None and not has_answer(row) and has_answer(prev):
@@ -99,61 +98,17 @@ def dedup_rows(rows: list[dict]) -> list[dict]:
 
 
 def ground_truth_of(row: dict) -> list[str]:
-    gt = row.get("ground_truth")
-    if isinstance(gt, str):
-        gt = [gt]
-    if not gt:
-        raise ValueError(f"sample {row.get('sample_id')!r} has no ground_truth; is this a multiple-choice file?")
-    out = []
-    for g in gt:
-        c = _CANON.get(str(g).strip().lower())
-        if c is None:
-            raise ValueError(f"sample {row.get('sample_id')!r}: unknown ground-truth option {g!r}")
-        out.append(c)
-    return out
+    """Canonical ground-truth options of a row; raises ``ValueError`` for a row that cannot be scored (use
+    :func:`ego_adr.eval.scoring.screen_rows` to count such rows instead)."""
+    verdict, reason = screen(row)
+    if verdict != SCORED:
+        raise ValueError(f"sample {row.get('sample_id')!r}: {reason}")
+    return labels_of(row)
 
 
 def outcome(row: dict) -> dict:
-    """How one row scores: status, hit, confusion cell (tp/fp/tn/fn or None) and confusion-matrix position.
-
-    The confusion-matrix row is the ground-truth option the prediction matched, else the first ground-truth
-    option (so each sample lands in exactly one cell and the matrix sums to ``n``).
-    """
-    gt = ground_truth_of(row)
-    gt_error = CORRECT not in gt
-    status = row_status(row)
-    pred = _CANON[str(row["prediction"]).strip().lower()] if status == ANSWERED else None
-    hit = pred is not None and pred in gt
-    if status == NO_ANSWER:
-        cell, col = None, FAILED
-    elif status == UNPARSED:
-        cell, col = "fp", UNPARSEABLE
-    elif pred == CORRECT:
-        cell, col = ("fn" if gt_error else "tn"), pred
-    else:
-        cell, col = ("tp" if hit else "fp"), pred
-    return {
-        "sample_id": str(row.get("sample_id")),
-        "source": str(row.get("source") or "unknown"),
-        "gt": gt,
-        "gt_error": gt_error,
-        "status": status,
-        "pred": pred,
-        "hit": hit,
-        "cell": cell,
-        "cm_row": pred if hit else gt[0],
-        "cm_col": col,
-        "failure": row.get("failure") if status == NO_ANSWER else None,
-    }
-
-
-def rates(tp: int, fp: int, tn: int, fn: int, n: int) -> dict[str, float]:
-    """Accuracy/precision/recall/F1 from counts; 0 where a denominator is 0 (see module docstring)."""
-    acc = (tp + tn) / n if n else 0.0
-    pre = tp / (tp + fp) if tp + fp else 0.0
-    rec = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * pre * rec / (pre + rec) if pre + rec else 0.0
-    return {"accuracy": acc, "precision": pre, "recall": rec, "f1": f1}
+    """How one row scores: :func:`ego_adr.eval.scoring.score_row` (the public rule)."""
+    return score_row(row)
 
 
 def block(outcomes: list[dict]) -> dict:
@@ -162,10 +117,11 @@ def block(outcomes: list[dict]) -> dict:
     counts = {k: cells.get(k, 0) for k in ("tp", "fp", "tn", "fn")}
     n = len(outcomes)
     out: dict = rates(**counts, n=n)
+    out["accuracy"] = sum(o["hit"] for o in outcomes) / n if n else 0.0  # the public correct_count / total
     out.update(counts)
     out["n"] = n
     out["n_failed"] = sum(o["status"] == NO_ANSWER for o in outcomes)
-    out["n_unparseable"] = sum(o["status"] == UNPARSED for o in outcomes)
+    out["n_unparseable"] = out["n_not_option"] = sum(o["status"] == UNPARSED for o in outcomes)
     return out
 
 
@@ -208,8 +164,11 @@ def simple_average(blocks: dict[str, dict]) -> dict:
 
 
 def source_order(source: str) -> tuple:
-    """Sort key: the paper's source order (Table 3: Cook, Tent, Toy, Hand), then any other source by name."""
-    return (KNOWN_SOURCES.index(source), "") if source in KNOWN_SOURCES else (len(KNOWN_SOURCES), source)
+    """Sort key: the source registry's order (the paper's Table 3: Cook, Tent, Toy, Hand), then any other source
+    by name."""
+    from ego_adr.data.sources import order_key  # noqa: PLC0415 -- keep `import ego_adr.eval.mc` minimal
+
+    return order_key(source)
 
 
 def _frames_label(row: dict) -> str | None:
@@ -224,22 +183,28 @@ def is_open_end_rows(rows: list[dict]) -> bool:
     return any(is_open_row(r) for r in rows)
 
 
-def compute_mc_metrics(rows: list[dict], *, n_boot: int = 1000, seed: int = 0) -> dict:
+def compute_mc_metrics(rows: list[dict], *, n_boot: int = 1000, seed: int = 0, sources=None) -> dict:
     """All multiple-choice metrics of a predictions file's rows (duplicates resolved by :func:`dedup_rows`).
 
     Returns ``overall``, ``per_source``, ``simple_average`` (blocks with the four rates and the counts),
     ``per_type_accuracy`` (overall and per source), ``confusion_matrix``, ``ci95`` (stratified percentile
-    bootstrap of the overall rates, ``n_boot`` resamples, seeded) and bookkeeping counts.
+    bootstrap of the overall rates, ``n_boot`` resamples, seeded) with ``ci95_flags`` (small n), ``lenient``
+    (the same rates under the lenient reading, labelled, never the headline), ``scoring`` (the rule used),
+    ``excluded`` / ``unscored`` (rows that could not be scored, counted and listed) and bookkeeping counts.
+    ``sources``, when given, is the set of sources the caller expects: rows of any other are excluded.
     """
-    from ego_adr.eval.stats import bootstrap_ci  # noqa: PLC0415 -- stats imports this module
+    from ego_adr.eval.stats import bootstrap_ci, interval_flags  # noqa: PLC0415 -- numpy off `import eval.mc`
 
     n_rows = len(rows)
+    rows, screened = screen_rows(rows, sources)
+    n_kept = len(rows)
     rows = dedup_rows(rows)
     outcomes = [outcome(r) for r in rows]
     sources = sorted({o["source"] for o in outcomes}, key=source_order)
     by_src = {s: [o for o in outcomes if o["source"] == s] for s in sources}
     per_source = {s: block(os_) for s, os_ in by_src.items()}
     frames = sorted({_frames_label(r) for r in rows} - {None})
+    ci = bootstrap_ci(outcomes, n_boot=n_boot, seed=seed) if outcomes else {}
     return {
         "overall": block(outcomes),
         "per_source": per_source,
@@ -249,10 +214,16 @@ def compute_mc_metrics(rows: list[dict], *, n_boot: int = 1000, seed: int = 0) -
             "per_source": {s: per_type(os_) for s, os_ in by_src.items()},
         },
         "confusion_matrix": confusion(outcomes),
-        "ci95": bootstrap_ci(outcomes, n_boot=n_boot, seed=seed) if outcomes else {},
+        "ci95": ci,
+        "ci95_flags": interval_flags(outcomes, ci),
+        "lenient": lenient_block(outcomes),
+        "scoring": describe(),
+        "answer_sources": dict(Counter(o["answer_from"] for o in outcomes)),
+        "excluded": screened[EXCLUDED],
+        "unscored": screened[UNSCORED],
         "failure_reasons": dict(Counter(o["failure"] for o in outcomes if o["status"] == NO_ANSWER)),
         "n_rows_read": n_rows,
-        "n_duplicates_dropped": n_rows - len(rows),
+        "n_duplicates_dropped": n_kept - len(rows),
         "frames": "/".join(frames) if frames else None,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "stratified_by": "ground truth correct vs error"},
     }

@@ -17,24 +17,25 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+# score parsing lives with the judges: only the form the judge prompt asks for (see parse_score)
+from ego_adr.eval.judges import PARSE_FAILURES, SCORE_RANGE, parse_score  # noqa: F401 (re-exported)
 from ego_adr.models.base import GenerationConfig, Message, Request
 
 log = logging.getLogger(__name__)
 
-# Table 3 columns <-> data sources.
-SOURCE_COLUMNS: dict[str, str] = {
-    "captaincook4d": "Cook",
-    "epic_tent": "Tent",
-    "assembly101": "Toy",
-    "egooops": "Hand",
-}
-SCORE_RANGE = (0.0, 5.0)  # Section 3.4
+
+
+def source_columns() -> dict[str, str]:
+    """Table 3 columns: each public source's report label (Cook, Tent, Toy, Hand), from the source registry."""
+    from ego_adr.data import sources  # noqa: PLC0415
+
+    return {n: sources.SOURCES[n].label for n in sources.names(public_only=True)}
+
+
 JUDGE_CONFIG = GenerationConfig(max_new_tokens=256, do_sample=False)  # Appendix H
-PARSE_FAILURES = frozenset({"empty", "unparseable", "ambiguous", "out_of_range"})
 SELECTION_MODES = ("all", "one")
 
 
@@ -42,116 +43,6 @@ def _judge_prompt():
     from ego_adr.reasoning.prompts import JUDGE
 
     return JUDGE
-
-
-# --- score parsing --------------------------------------------------------------------------------------------
-_NUM = r"[-+]?\d+(?:\.\d+)?"
-_FILL = r"[\s\"'*_`]*"
-# A score cue: "score: 4", "Score = 3.5", "Sim.: 4", "similarity score of 2", "rating (0-5): 4", "I rate it 4".
-_CUE = re.compile(
-    rf"(?:\b(?:final\s+)?(?:score|sim(?:ilarity)?|rating)\b\.?{_FILL}(?:\([^)]{{0,20}}\))?{_FILL}"
-    rf"(?:[:=]|\bis\b|\bof\b)?"
-    rf"|\brate[sd]?\b(?:\s+(?:it|this|the|this\s+answer|the\s+answer))?(?:\s+(?:as|an?))?)"
-    rf"{_FILL}({_NUM})(?:\s*/\s*5(?:\.0)?\b)?",
-    re.IGNORECASE,
-)
-_FRACTION = re.compile(rf"(?<![\w.])({_NUM})\s*/\s*5(?:\.0)?(?![\w.]*\d)")
-_EMPHASIS = re.compile(rf"\*\*\s*({_NUM})\s*\*\*")
-_LONE = re.compile(rf"^[\s\"'*_`#.]*({_NUM})[\s\"'*_`.!]*$")
-_LEADING = re.compile(rf"^[\s\"'*_`#]*({_NUM})[*_`]*\s*(?:\n|:|-|–|—|\(|,)")
-_ANY_NUMBER = re.compile(rf"(?<![\w.])({_NUM})(?!\w)")
-_SCORE_KEYS = ("score", "sim", "sim.", "similarity", "rating", "semantic_similarity", "similarity_score")
-_REASON_KEYS = ("reason", "reasoning", "explanation", "justification", "rationale")
-
-
-def _json_objects(text: str) -> list[dict]:
-    dec = json.JSONDecoder()
-    out, i = [], text.find("{")
-    while i != -1:
-        try:
-            obj, end = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-        i = text.find("{", end)
-    return out
-
-
-def _as_number(v) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        m = re.fullmatch(rf"\s*({_NUM})\s*(?:/\s*5(?:\.0)?)?\s*", v)
-        return float(m.group(1)) if m else None
-    return None
-
-
-def _decide(values: list[float], method: str) -> tuple[float | None, str]:
-    distinct = sorted(set(values))
-    if len(distinct) > 1:
-        return None, "ambiguous"
-    v = distinct[0]
-    if not SCORE_RANGE[0] <= v <= SCORE_RANGE[1]:
-        return None, "out_of_range"
-    return v, method
-
-
-def parse_score(text: str | None) -> tuple[float | None, str | None, str]:
-    """``(score, reason, method)`` from a judge's reply; ``score`` is None on failure and ``method`` says why.
-
-    Rules, first that applies wins (each collects *all* its matches; different values -> "ambiguous"):
-
-    1. ``json``: a JSON object (bare, in a code fence or inside prose) with a score-like key (``score``, ``sim``,
-       ``similarity``, ``rating``, any key containing "score"); its ``reason``/``explanation`` is returned too.
-    2. ``cue``: a number after a cue word: ``score: 4``, ``Score = 3.5``, ``Sim.: 4``, ``similarity score of 2``,
-       ``rating (0-5): 4``, ``I rate it 4``, optionally followed by ``/5``.
-    3. ``fraction``: ``n/5``.
-    4. ``emphasis``: a bold number ``**4**``.
-    5. ``lone``: the whole reply is one number (``4``, ``"3."``).
-    6. ``leading``: the reply starts with a number followed by a newline, ``:``, ``-``, ``(`` or ``,``
-       (``4 - minor error``); a leading ``4.`` is not taken (it reads as a numbered list).
-    7. ``only_number``: the reply contains exactly one distinct number.
-
-    Failures: ``empty`` (no text), ``unparseable`` (no rule applies), ``ambiguous`` (a rule found different
-    numbers, or there are several numbers and no cue), ``out_of_range`` (outside 0–5). Non-integers inside the
-    range (``3.5``) are kept as they are.
-    """
-    if text is None or not text.strip():
-        return None, None, "empty"
-    t = text.strip()
-
-    scored = []
-    for obj in _json_objects(t):
-        key = next((k for k in obj if str(k).lower() in _SCORE_KEYS or "score" in str(k).lower()), None)
-        if key is None:
-            continue
-        num = _as_number(obj[key])
-        if num is not None:
-            reason = next((obj[k] for k in obj if str(k).lower() in _REASON_KEYS), None)
-            scored.append((num, None if reason is None else str(reason)))
-    if scored:
-        score, method = _decide([s for s, _ in scored], "json")
-        return score, scored[0][1], method
-
-    for pattern, method in ((_CUE, "cue"), (_FRACTION, "fraction"), (_EMPHASIS, "emphasis")):
-        vals = [float(m.group(1)) for m in pattern.finditer(t)]
-        if vals:
-            score, method = _decide(vals, method)
-            return score, None, method
-    for pattern, method in ((_LONE, "lone"), (_LEADING, "leading")):
-        m = pattern.match(t)
-        if m:
-            score, method = _decide([float(m.group(1))], method)
-            return score, None, method
-    vals = [float(m.group(1)) for m in _ANY_NUMBER.finditer(t)]
-    if vals:
-        score, method = _decide(vals, "only_number")
-        return score, None, method
-    return None, None, "unparseable"
 
 
 # --- question selection -----------------------------------------------------------------------------------
@@ -347,10 +238,12 @@ def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> d
             if s is not None:
                 judge_scores[n][src].append(float(s))
     all_scores = [s for v in by_source.values() for s in v]
+    from ego_adr.data.sources import order_key  # noqa: PLC0415
+
+    labels = source_columns()
     per_source = {
-        src: {"column": SOURCE_COLUMNS.get(src, src), "mean": _mean(v), "n": len(v)}
-        for src, v in sorted(by_source.items(), key=lambda kv: list(SOURCE_COLUMNS).index(kv[0])
-                             if kv[0] in SOURCE_COLUMNS else 99)
+        src: {"column": labels.get(src, src), "mean": _mean(v), "n": len(v)}
+        for src, v in sorted(by_source.items(), key=lambda kv: order_key(kv[0]))
     }
     per_judge = {}
     for n, srcs in judge_scores.items():
@@ -392,9 +285,10 @@ def render_open_end_report(metrics: dict | Sequence[dict]) -> str:
     """Markdown in Table 3's layout (Method, frames, Cook, Tent, Toy, Hand, Avg-Sim.), then per-judge means,
     failure counts and the question selection of each run."""
     runs = [metrics] if isinstance(metrics, Mapping) else list(metrics)
-    extra = sorted({s for m in runs for s in m["per_source"] if s not in SOURCE_COLUMNS})
-    cols = [*SOURCE_COLUMNS, *extra]
-    head = ["Method", "frames", *[SOURCE_COLUMNS.get(c, c) for c in cols], "Avg-Sim."]
+    columns = source_columns()
+    extra = sorted({s for m in runs for s in m["per_source"] if s not in columns})
+    cols = [*columns, *extra]
+    head = ["Method", "frames", *[columns.get(c, c) for c in cols], "Avg-Sim."]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in runs:
         frames = m.get("frames")

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ego_adr.eval.scoring import PUBLIC_STRIP
 from ego_adr.taxonomy import BY_OPTION, OPTIONS
 
 MAIN_TYPES = ("correct", "Omission", "Unintended and unnecessary action", "Wrong action", "Wrong object",
@@ -119,6 +120,12 @@ def write_report(metrics: dict, out_dir: str | Path, title: str = "Multiple-choi
         notes = [notes]
     for note in notes or []:
         parts += [note, ""]
+    sc = metrics.get("scoring") or {}
+    if sc:
+        parts += [f"Scoring: **{sc.get('name')}**, the public evaluator's rule (reply stripped of whitespace and "
+                  f"`{PUBLIC_STRIP}` at both ends, compared case-insensitively with the options; `correct` = no "
+                  "error, any other text = an error claim credited only when it is a ground-truth option; no "
+                  "answer = in n, in no cell).", ""]
     parts += ["Percentages. C..WOr: accuracy per ground-truth type (paper Table 4 columns). "
               "Simple average: unweighted mean over sources.", "",
               render_table(srows, _t4_columns("Source")), "",
@@ -126,8 +133,10 @@ def write_report(metrics: dict, out_dir: str | Path, title: str = "Multiple-choi
               "## Counts", "",
               render_table(_counts_rows(metrics),
                            [("label", "Source", None), ("n", "n", "d"), ("tp", "TP", "d"), ("fp", "FP", "d"),
-                            ("tn", "TN", "d"), ("fn", "FN", "d"), ("n_unparseable", "unparseable", "d"),
-                            ("n_failed", "no answer", "d")]), ""]
+                            ("tn", "TN", "d"), ("fn", "FN", "d"), ("n_unparseable", "not an option", "d"),
+                            ("n_failed", "no answer", "d")]), "",
+              "*not an option*: answers that are no option string -- scored as error claims, never credited.", ""]
+    parts += _lenient_part(metrics) + _screen_part(metrics)
     ci = metrics.get("ci95") or {}
     if ci:
         b = metrics.get("bootstrap", {})
@@ -135,6 +144,9 @@ def write_report(metrics: dict, out_dir: str | Path, title: str = "Multiple-choi
         parts += [f"## 95% bootstrap intervals (overall; {b.get('n_boot', '?')} resamples, stratified, "
                   f"seed {b.get('seed', '?')})", "",
                   render_table([ci_row], [(k, k.capitalize() if k != "f1" else "F1", None) for k in ci]), ""]
+        note = (metrics.get("ci95_flags") or {}).get("note")
+        if note:
+            parts += [f"**Flagged: {note}.**", ""]
     if metrics.get("failure_reasons"):
         parts += ["## No-answer reasons", "",
                   render_table([{"r": r, "c": c} for r, c in sorted(metrics["failure_reasons"].items())],
@@ -147,6 +159,36 @@ def write_report(metrics: dict, out_dir: str | Path, title: str = "Multiple-choi
     paths["confusion_matrix"] = plot_confusion(metrics["confusion_matrix"], out / "confusion_matrix.png", title)
     paths["per_type_accuracy"] = plot_per_type(metrics["per_type_accuracy"], out / "per_type_accuracy.png", title)
     return paths
+
+
+def _lenient_part(metrics: dict) -> list[str]:
+    """The lenient reading, labelled, below the strict table (never instead of it)."""
+    len_ = metrics.get("lenient")
+    if not len_:
+        return []
+    row = {"label": "lenient reading", **len_}
+    return ["## Lenient reading (not the paper's protocol)", "",
+            f"Answers read with `{len_.get('reader')}`, which finds an option inside prose. "
+            f"{len_.get('n_lenient_only', 0)} answers are understood only by this reading; the strict table above "
+            "is the number comparable with the paper.", "",
+            render_table([row], [("label", "", None), ("accuracy", "Acc", "pct"), ("precision", "Pre", "pct"),
+                                 ("recall", "Recall", "pct"), ("f1", "F1", "pct"), ("n_lenient_only",
+                                                                                 "lenient-only answers", "d")]), ""]
+
+
+def _screen_part(metrics: dict) -> list[str]:
+    """Rows that could not be scored: how many, why, which ids."""
+    out: list[str] = []
+    for kind, what in (("excluded", "Excluded rows (not scored: the data is unusable)"),
+                       ("unscored", "Unscored rows (no ground truth)")):
+        b = metrics.get(kind) or {}
+        if not b.get("n"):
+            continue
+        ids = ", ".join(f"`{i}`" for i in b["ids"]) + (" ..." if b.get("ids_truncated") else "")
+        out += [f"## {what}: {b['n']}", "",
+                render_table([{"r": r, "c": c} for r, c in b["by_reason"].items()],
+                             [("r", "reason", None), ("c", "rows", "d")]), "", f"ids: {ids}", ""]
+    return out
 
 
 def write_metrics_json(metrics: dict, out_dir: str | Path) -> Path:

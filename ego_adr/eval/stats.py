@@ -8,6 +8,11 @@ percentile-bootstrap interval and every A/B comparison with a paired test.
   samples (paper, Limitations), and a plain resample would let the error share -- and hence precision/recall --
   wander for reasons unrelated to the model.
 * Paired comparisons draw the *same* samples for both runs, so the interval is on the per-sample difference.
+* Small samples: a percentile bootstrap of a handful of samples is no interval at all (with one error sample
+  every resample has the same recall, so the interval has zero width). :func:`interval_flags` marks every
+  interval computed from fewer than :data:`SMALL_N` samples, or from a stratum of fewer than
+  :data:`SMALL_STRATUM`, and every zero-width one; reports print the flag beside the interval. The thresholds are
+  a rule of thumb of ours (the paper reports no intervals), not a number from the paper.
 * McNemar's test uses per-sample correctness (hit or not); it is exact (binomial) when fewer than 25 samples
   are discordant, where the chi-square approximation is poor, and otherwise chi-square with continuity
   correction.
@@ -18,19 +23,22 @@ from __future__ import annotations
 import numpy as np
 
 RATES = ("accuracy", "precision", "recall", "f1")
+SMALL_N = 30
+SMALL_STRATUM = 10
 
 
 def _cell_arrays(outcomes: list[dict]) -> np.ndarray:
-    """(4, n) 0/1 matrix of tp, fp, tn, fn per sample."""
+    """(5, n) 0/1 matrix of tp, fp, tn, fn and hit per sample."""
     cells = [o["cell"] for o in outcomes]
-    return np.array([[c == k for c in cells] for k in ("tp", "fp", "tn", "fn")], dtype=np.int64).reshape(4, -1)
+    rows = [[c == k for c in cells] for k in ("tp", "fp", "tn", "fn")] + [[bool(o["hit"]) for o in outcomes]]
+    return np.array(rows, dtype=np.int64).reshape(5, -1)
 
 
-def _rates_vec(tp, fp, tn, fn, n) -> dict[str, np.ndarray]:
-    """Vectorised :func:`ego_adr.eval.mc.rates` (same zero-denominator convention)."""
-    tp, fp, tn, fn = (np.asarray(x, dtype=float) for x in (tp, fp, tn, fn))
+def _rates_vec(tp, fp, tn, fn, hits, n) -> dict[str, np.ndarray]:
+    """Vectorised :func:`ego_adr.eval.mc.block` rates (accuracy = hits / n; same zero-denominator convention)."""
+    tp, fp, tn, fn, hits = (np.asarray(x, dtype=float) for x in (tp, fp, tn, fn, hits))
     with np.errstate(divide="ignore", invalid="ignore"):
-        acc = np.where(n > 0, (tp + tn) / max(n, 1), 0.0)
+        acc = np.where(n > 0, hits / max(n, 1), 0.0)
         pre = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
         rec = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
         f1 = np.where(pre + rec > 0, 2 * pre * rec / (pre + rec), 0.0)
@@ -47,7 +55,7 @@ def _draws(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndar
 
 
 def _boot_rates(cells: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
-    sums = [cells[k][draws].sum(axis=1) for k in range(4)]
+    sums = [cells[k][draws].sum(axis=1) for k in range(5)]
     return _rates_vec(*sums, n=draws.shape[1])
 
 
@@ -69,83 +77,33 @@ def bootstrap_ci(outcomes: list[dict], *, n_boot: int = 1000, seed: int = 0) -> 
     return {k: _interval(v) for k, v in boots.items()}
 
 
-def mcnemar_test(hit_a: list[bool], hit_b: list[bool]) -> dict:
-    """McNemar's test on paired per-sample correctness (statsmodels), exact when discordant < 25."""
-    from statsmodels.stats.contingency_tables import mcnemar  # noqa: PLC0415 -- slow import
+def interval_flags(outcomes: list[dict], ci: dict[str, list[float]]) -> dict:
+    """Whether the intervals in ``ci`` can be trusted: ``small_n`` (fewer than :data:`SMALL_N` samples or a
+    ground-truth stratum under :data:`SMALL_STRATUM`), the ``zero_width`` metrics, the metrics whose denominator
+    (precision: TP + FP, recall: TP + FN) is under :data:`SMALL_STRATUM` (``small_denominator``), and a ``note``
+    for reports (``None`` when nothing is flagged)."""
+    n = len(outcomes)
+    n_err = sum(bool(o["gt_error"]) for o in outcomes)
+    strata = [k for k in (n_err, n - n_err) if k]
+    small = n < SMALL_N or (bool(strata) and min(strata) < SMALL_STRATUM)
+    zero = [k for k, (lo, hi) in ci.items() if hi - lo <= 0]
+    cells = {c: sum(o["cell"] == c for o in outcomes) for c in ("tp", "fp", "fn")}
+    denominators = {"accuracy": n, "precision": cells["tp"] + cells["fp"], "recall": cells["tp"] + cells["fn"]}
+    denominators["f1"] = min(denominators["precision"], denominators["recall"])
+    thin = [k for k in ci if denominators.get(k, n) < SMALL_STRATUM]
+    note = None
+    if small or zero or thin:
+        parts = []
+        if small:
+            parts.append(f"n = {n} ({n_err} error, {n - n_err} correct samples): too few for a percentile "
+                         f"bootstrap (flagged below {SMALL_N} samples or {SMALL_STRATUM} per stratum)")
+        if thin:
+            parts.append("fewer than " + str(SMALL_STRATUM) + " samples behind " + ", ".join(
+                f"{k} ({denominators[k]})" for k in thin))
+        if zero:
+            parts.append("zero-width interval for " + ", ".join(zero) + " (every resample gave the same value; "
+                         "this is not certainty)")
+        note = "; ".join(parts)
+    return {"small_n": small, "n": n, "n_error": n_err, "n_correct": n - n_err, "zero_width": zero,
+            "small_denominator": thin, "denominators": denominators, "note": note}
 
-    a = np.asarray(hit_a, dtype=bool)
-    b = np.asarray(hit_b, dtype=bool)
-    table = [[int(np.sum(a & b)), int(np.sum(a & ~b))], [int(np.sum(~a & b)), int(np.sum(~a & ~b))]]
-    discordant = table[0][1] + table[1][0]
-    exact = discordant < 25
-    if discordant == 0:  # identical correctness: nothing to test (statsmodels would divide by zero)
-        return {"table": table, "discordant": 0, "exact": True, "statistic": 0.0, "pvalue": 1.0}
-    res = mcnemar(table, exact=exact, correction=True)
-    return {"table": table, "discordant": discordant, "exact": exact,
-            "statistic": float(res.statistic), "pvalue": float(res.pvalue)}
-
-
-def compare_runs(rows_a: list[dict], rows_b: list[dict], *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """Paired comparison of two multiple-choice runs on the samples both contain (B - A).
-
-    Returns the sample accounting (``n_common``, ``n_only_a``, ``n_only_b``), each run's metrics on the common
-    samples, the differences with paired-bootstrap 95% intervals, and McNemar's test on correctness.
-    Ground truth is taken from run A; samples whose ground truth differs between the files are counted in
-    ``n_gt_mismatch`` (a sign that the two runs used different annotation files).
-    """
-    from ego_adr.eval.mc import block, dedup_rows, outcome  # noqa: PLC0415 -- mc imports this module lazily
-
-    oa = {o["sample_id"]: o for o in map(outcome, dedup_rows(rows_a))}
-    ob = {o["sample_id"]: o for o in map(outcome, dedup_rows(rows_b))}
-    common = [s for s in oa if s in ob]
-    gt_mismatch = sum(sorted(oa[s]["gt"]) != sorted(ob[s]["gt"]) for s in common)
-    res: dict = {"n_common": len(common), "n_only_a": len(oa) - len(common), "n_only_b": len(ob) - len(common),
-                 "n_gt_mismatch": gt_mismatch}
-    if not common:
-        res.update(a=None, b=None, diff={}, ci95={}, mcnemar=None)
-        return res
-    la = [oa[s] for s in common]
-    # B scored against A's ground truth, so both runs are judged on the same labels.
-    lb = [{**ob[s], **_rescore(ob[s], oa[s]["gt"])} for s in common]
-    ma, mb = block(la), block(lb)
-    res["a"], res["b"] = ma, mb
-    res["diff"] = {k: mb[k] - ma[k] for k in RATES}
-    rng = np.random.default_rng(seed)
-    draws = _draws(np.array([o["gt_error"] for o in la]), n_boot, rng)
-    ba, bb = _boot_rates(_cell_arrays(la), draws), _boot_rates(_cell_arrays(lb), draws)
-    res["ci95"] = {k: _interval(bb[k] - ba[k]) for k in RATES}
-    res["mcnemar"] = mcnemar_test([o["hit"] for o in la], [o["hit"] for o in lb])
-    res["bootstrap"] = {"n_boot": n_boot, "seed": seed, "paired": True}
-    return res
-
-
-def _rescore(o: dict, gt: list[str]) -> dict:
-    if sorted(o["gt"]) == sorted(gt):
-        return {}
-    from ego_adr.eval.mc import outcome  # noqa: PLC0415
-
-    status_row = {"sample_id": o["sample_id"], "source": o["source"], "ground_truth": gt,
-                  "prediction": o["pred"] if o["status"] == "answered" else None,
-                  "failure": {"unparseable": "unparseable", "failed": o["failure"] or "failed"}.get(o["status"])}
-    return outcome(status_row)
-
-
-def format_comparison(res: dict, label_a: str = "A", label_b: str = "B") -> str:
-    """Plain-text summary of :func:`compare_runs` (percent points)."""
-    lines = [f"common samples: {res['n_common']}  only in {label_a}: {res['n_only_a']}  "
-             f"only in {label_b}: {res['n_only_b']}  ground-truth mismatches: {res['n_gt_mismatch']}"]
-    if not res["n_common"]:
-        lines.append("no samples in common: nothing to compare")
-        return "\n".join(lines)
-    lines.append(f"{'metric':<14} {label_a:>8} {label_b:>8} {'B-A':>8}   95% CI (paired bootstrap)")
-    for k in RATES:
-        lo, hi = res["ci95"][k]
-        lines.append(f"{k:<14} {100 * res['a'][k]:8.1f} {100 * res['b'][k]:8.1f} {100 * res['diff'][k]:+8.1f}"
-                     f"   [{100 * lo:+.1f}, {100 * hi:+.1f}]")
-    for k in ("tp", "fp", "tn", "fn", "n_failed", "n_unparseable"):
-        lines.append(f"{k:<14} {res['a'][k]:8d} {res['b'][k]:8d} {res['b'][k] - res['a'][k]:+8d}")
-    m = res["mcnemar"]
-    kind = "exact binomial" if m["exact"] else "chi-square, continuity-corrected"
-    lines.append(f"McNemar ({kind}) on correctness: {label_a}-only correct {m['table'][0][1]}, "
-                 f"{label_b}-only correct {m['table'][1][0]}, statistic {m['statistic']:.3f}, p = {m['pvalue']:.4g}")
-    return "\n".join(lines)

@@ -14,82 +14,110 @@ def _generate(a: argparse.Namespace) -> int:
     from ego_adr.helpmeout.generator import GeneratorConfig
 
     if a.episodes < 1:
-        raise SystemExit("--episodes must be at least 1")
+        raise _UserError("--episodes must be at least 1")
+    if a.workers < 1:
+        raise _UserError("--workers must be at least 1")
     t0 = time.perf_counter()
     eps = generate(a.episodes, a.seed, GeneratorConfig(), a.templates, workers=a.workers, progress=not a.quiet)
     assign_splits(eps, a.seed, test_size=a.test_size)
     stats = write_release(eps, Path(a.out))
     print(shares_table(stats))
+    if "paper_composition" in stats:
+        from ego_adr.helpmeout.composition import composition_table
+
+        print("\n" + composition_table(stats["paper_composition"]))
     print(f"\n{stats['episodes']} episodes ({stats['splits']}) -> {a.out} in {time.perf_counter() - t0:.1f} s; "
           f"positive-step rate {stats['positive_step_rate']}; mean length {stats['mean_observed_length']}")
     return 0
 
 
 def _validate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.episodes import validate_file
+    from ego_adr.helpmeout.io import invalid_episodes, load_episodes
 
     bad = total = 0
     for f in a.files:
-        for eid, problems in validate_file(f):
-            total += 1
-            if problems:
-                bad += 1
-                if bad <= 20:
-                    print(f"INVALID {eid}: " + "; ".join(problems))
+        eps = load_episodes(f)
+        total += len(eps)
+        for eid, problems in invalid_episodes(eps):
+            bad += 1
+            if bad <= 20:
+                print(f"INVALID {eid}: " + "; ".join(problems))
     print(f"{total - bad}/{total} episodes valid")
     return 1 if bad else 0
 
 
-def _train_file(a: argparse.Namespace) -> Path | None:
-    if a.train:
-        return Path(a.train)
-    cand = Path(a.episodes).with_name("train.jsonl")
-    return cand if cand.is_file() and cand.resolve() != Path(a.episodes).resolve() else None
+def _sibling(path: str, name: str) -> Path | None:
+    cand = Path(path).with_name(name)
+    return cand if cand.is_file() and cand.resolve() != Path(path).resolve() else None
+
+
+def _checked(path: str | Path, what: str) -> list[dict]:
+    """Episodes that ``validate`` accepts, else one line and exit 2."""
+    from ego_adr.helpmeout.io import invalid_episodes, load_episodes
+
+    eps = load_episodes(path)
+    bad = invalid_episodes(eps)
+    if bad:
+        eid, problems = bad[0]
+        raise _UserError(f"{len(bad)} of {len(eps)} {what} episodes in {path} are invalid (first: {eid}: "
+                         f"{problems[0]}); `python -m ego_adr.helpmeout validate {path}` lists them")
+    return eps
 
 
 def _evaluate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.episodes import read_jsonl
-    from ego_adr.helpmeout.metrics import compute_metrics, mean_metrics
-    from ego_adr.helpmeout.monitors import MONITORS, build_monitor, run_monitor
+    from ego_adr.helpmeout.evalrun import evaluate, subset_ids
+    from ego_adr.helpmeout.monitors import MONITORS, build_monitor
     from ego_adr.helpmeout.report import report_markdown, table2_row
 
-    if a.monitor not in MONITORS:
-        raise SystemExit(f"unknown monitor {a.monitor!r}; choose one of {', '.join(MONITORS)}")
-    episodes = read_jsonl(a.episodes)
+    spec = MONITORS[a.monitor]
+    episodes = _checked(a.episodes, "test")
     if a.limit:
         episodes = episodes[: a.limit]
+    train = val = None
+    if spec.trains:
+        tf = Path(a.train) if a.train else _sibling(a.episodes, "train.jsonl")
+        if tf is None:
+            raise _UserError(f"{a.monitor} trains on the train split: pass --train FILE or keep train.jsonl "
+                             f"next to {a.episodes}")
+        train = _checked(tf, "training")
+    if a.threshold is None and a.monitor != "random":
+        vf = Path(a.val) if a.val else _sibling(a.episodes, "val.jsonl")
+        if vf is None:
+            raise _UserError(f"the M3 threshold is chosen on the validation split: pass --val FILE, keep val.jsonl "
+                             f"next to {a.episodes}, or fix it with --threshold X")
+        val = _checked(vf, "validation")
+    sub = subset_ids(episodes) if Path(a.episodes).name == "test.jsonl" or a.subset else None
+    if a.subset or spec.name == "llm":
+        sub = subset_ids(episodes)
+        episodes = [ep for ep in episodes if ep["id"] in set(sub)]
+        if val:
+            val = [ep for ep in val if ep["id"] in set(subset_ids(val))]
     out = Path(a.out)
+    if out.exists() and not out.is_dir():
+        raise _UserError(f"--out {out} is a file; pass a folder")
     out.mkdir(parents=True, exist_ok=True)
     kw: dict = {"cache_dir": str(out), "budget_s": a.budget_s, "templates_dir": a.templates}
-    if a.monitor == "egoadr-deep":
+    if spec.needs_model:
         if not a.model:
-            raise SystemExit("egoadr-deep needs --model NAME (an alias, hub id or folder for ego_adr.models.load_model)")
+            raise _UserError(f"{a.monitor} needs --model NAME (an alias, hub id or folder for ego_adr.models)")
         from ego_adr.models import load_model
 
         kw["model"] = load_model(a.model, backend=a.backend)
-    seeds = list(range(a.seeds)) if a.monitor == "random" else [0]
-    t0 = time.perf_counter()
-    runs, rows = [], []
-    for seed in seeds:
-        mon = build_monitor(a.monitor, seed=seed, **kw)
-        if a.monitor in ("cusum", "learned"):
-            tf = _train_file(a)
-            if tf is None:
-                raise SystemExit(f"{a.monitor} trains on the train split: pass --train FILE or keep train.jsonl "
-                                 f"next to {a.episodes}")
-            mon.fit(read_jsonl(tf))
-        rows = run_monitor(mon, episodes, progress=not a.quiet)
-        runs.append(compute_metrics(episodes, rows, a.threshold, a.tolerance, a.bootstrap if seed == 0 else 0, seed))
-    metrics = runs[0] if len(runs) == 1 else mean_metrics(runs)
-    metrics.update({"monitor": a.monitor, "episodes_file": str(a.episodes), "seeds": len(seeds),
-                    "seconds": round(time.perf_counter() - t0, 2)})
+        kw["cache_path"] = str(out / "llm_cache.sqlite")
+    metrics, rows = evaluate(spec, episodes, build=lambda seed: build_monitor(a.monitor, seed=seed, **kw), val=val,
+                             train=train, threshold=a.threshold, tolerance=a.tolerance, bootstrap=a.bootstrap,
+                             seeds=a.seeds, subset=None if (a.subset or spec.name == "llm") else sub,
+                             progress=not a.quiet)
+    metrics.update({"episodes_file": str(a.episodes), "on_subset": bool(a.subset or spec.name == "llm")})
+    if spec.needs_model:
+        metrics["model"] = a.model
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True, default=float) + "\n")
     with open(out / "outputs.jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
     (out / "report.md").write_text(report_markdown(a.monitor, metrics))
     print(table2_row(a.monitor, metrics))
-    print(f"-> {out}/metrics.json, report.md ({metrics['seconds']} s)")
+    print(f"-> {out}/metrics.json, report.md ({metrics['seconds']} s; M3 threshold: {metrics['threshold_rule']})")
     return 0
 
 
@@ -100,7 +128,7 @@ def _summarize(a: argparse.Namespace) -> int:
     for d in a.dirs:
         p = Path(d) / "metrics.json"
         if not p.is_file():
-            raise SystemExit(f"{p} not found; run `evaluate --out {d}` first")
+            raise _UserError(f"{p} not found; run `evaluate --out {d}` first")
         m = json.loads(p.read_text())
         results[m.get("monitor", Path(d).name)] = m
     print(summary_table(results))
@@ -131,20 +159,29 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="replay every trajectory; non-zero exit on any invalid one")
     v.add_argument("files", nargs="+")
     v.set_defaults(fn=_validate)
-    e = sub.add_parser("evaluate", help="stream a monitor over episodes and score M1-M4")
-    e.add_argument("--monitor", required=True)
-    e.add_argument("--episodes", required=True)
-    e.add_argument("--out", required=True)
+    from ego_adr.helpmeout.monitors.registry import MONITORS, monitor_help
+
+    e = sub.add_parser("evaluate", help="stream a monitor over episodes and score M1-M4",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Stream one monitor over episodes and score M1-M4.\n\nmonitors:\n" + monitor_help())
+    e.add_argument("--monitor", required=True, choices=list(MONITORS), metavar="NAME",
+                   help="one of the monitors listed above")
+    e.add_argument("--episodes", required=True, help="episodes .jsonl (usually DIR/test.jsonl)")
+    e.add_argument("--out", required=True, help="output folder (metrics.json, outputs.jsonl, report.md)")
     e.add_argument("--train", default=None, help="training episodes (default: train.jsonl next to --episodes)")
-    e.add_argument("--threshold", type=float, default=0.5)
+    e.add_argument("--val", default=None, help="validation episodes for the M3 threshold rule "
+                   "(default: val.jsonl next to --episodes)")
+    e.add_argument("--threshold", type=float, default=None,
+                   help="fix the M3 threshold (default: chosen on validation by Youden's J; Random 0.5)")
     e.add_argument("--tolerance", type=int, default=0, help="steps after the onset still counted on target")
-    e.add_argument("--bootstrap", type=int, default=1000)
+    e.add_argument("--bootstrap", type=int, default=1000, help="stratified bootstrap resamples for the 95%% CIs")
     e.add_argument("--seeds", type=int, default=20, help="random monitor: seeds to average (Table 2: 20)")
-    e.add_argument("--budget-s", type=float, default=5.0, help="re-planner: planning budget per episode")
-    e.add_argument("--model", default=None, help="egoadr-deep: model alias / hub id / folder")
-    e.add_argument("--backend", default="hf")
-    e.add_argument("--templates", default=None)
-    e.add_argument("--limit", type=int, default=0)
+    e.add_argument("--subset", action="store_true", help="score only the 60-episode subset (always for llm)")
+    e.add_argument("--budget-s", type=float, default=5.0, help="re-planners: planning budget per episode")
+    e.add_argument("--model", default=None, help="egoadr-deep / llm: model alias, hub id or folder")
+    e.add_argument("--backend", default="hf", help="model backend (hf, vllm, openai)")
+    e.add_argument("--templates", default=None, help="template folder (default procedures/helpmeout)")
+    e.add_argument("--limit", type=int, default=0, help="only the first N episodes (0: all)")
     e.add_argument("--quiet", action="store_true")
     e.set_defaults(fn=_evaluate)
     s = sub.add_parser("summarize", help="one Table-2 style table from several evaluate output dirs")
@@ -156,9 +193,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _UserError(Exception):
+    """A mistake the user can fix: one line, exit 2."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.helpmeout.io import EpisodesFileError
+
     a = build_parser().parse_args(argv)
-    return int(a.fn(a))
+    try:
+        return int(a.fn(a))
+    except (_UserError, EpisodesFileError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; nothing partial is kept as a result (rerun the command)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

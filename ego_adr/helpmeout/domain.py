@@ -8,6 +8,9 @@ each container holds (``contains``), and unary/binary flags (``open``, ``switche
 
 Actions are written in PDDL notation, ``(human-pick-up-at-location mug countertop)``; the end of the task is
 the pseudo-action ``(task-end)`` (Figure 1: an omission "is confirmed only when the task ends").
+
+Executing actions (preconditions and effects) lives in :mod:`.operators`, and the replay validator next to it in
+:mod:`.replay`, so this module imports neither (no import circle).
 """
 
 from __future__ import annotations
@@ -184,31 +187,6 @@ def state_from_facts(facts: Iterable[str]) -> State:
         raise ValueError("scene has no (human-at ...) fact")
     locations.add(human)
     return initial_state(scene, human, locations)
-
-
-@dataclass
-class ReplayResult:
-    ok: bool
-    steps: int  # number of actions executed successfully
-    failed_at: int | None = None
-    reason: str | None = None
-    state: State | None = None
-
-
-def replay(state: State, actions: Sequence[Action | str], stop_on_error: bool = True) -> ReplayResult:
-    """Execute actions from ``state`` (copied); the first failed precondition makes the trajectory invalid."""
-    from ego_adr.helpmeout.operators import apply_action, check_action
-
-    st = state.copy()
-    for i, a in enumerate(actions):
-        act = parse_action(a) if isinstance(a, str) else a
-        if act == ("task-end",):
-            continue
-        why = check_action(st, act)
-        if why is not None:
-            return ReplayResult(False, i, i, f"{format_action(act)}: {why}", st)
-        apply_action(st, act)
-    return ReplayResult(True, len(actions), state=st)
 
 
 def goal_unmet(state: State, goal: Iterable[Sequence[str]]) -> list[tuple[str, ...]]:

@@ -15,11 +15,11 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ego_adr.helpmeout.domain import TASK_END, goal_unmet, replay, state_from_facts
+from ego_adr.helpmeout.domain import TASK_END, goal_unmet, state_from_facts
 from ego_adr.helpmeout.generator import (
     CATEGORIES,
     GeneratorConfig,
@@ -30,7 +30,9 @@ from ego_adr.helpmeout.generator import (
     target_shares,
     try_inject,
 )
-from ego_adr.helpmeout.planner import Step, plan, scene_state
+from ego_adr.helpmeout.lifting import ground
+from ego_adr.helpmeout.planner import PlanError, Step, plan, scene_state
+from ego_adr.helpmeout.replay import replay
 from ego_adr.helpmeout.templates import Template, instantiate_scene, load_templates
 
 SPLITS = ("train", "val", "test")
@@ -41,6 +43,7 @@ class EpisodeSpec:
     index: int
     correct: bool
     category: str | None  # first error's category (None for a correct episode)
+    complexity: str | None = None  # Table 14's template complexity the episode is drawn from (None: any)
 
 
 def plan_release(n: int, seed: int, cfg: GeneratorConfig, shares: dict[str, float]) -> list[EpisodeSpec]:
@@ -54,7 +57,22 @@ def plan_release(n: int, seed: int, cfg: GeneratorConfig, shares: dict[str, floa
         quota[c] += 1
     cats: list[str | None] = [c for c in CATEGORIES for _ in range(quota[c])] + [None] * n_correct
     rng.shuffle(cats)
-    return [EpisodeSpec(i, c is None, c) for i, c in enumerate(cats)]
+    cx = _quotas(COMPLEXITY_MIX, n)
+    rng.shuffle(cx)
+    return [EpisodeSpec(i, c is None, c, x) for i, (c, x) in enumerate(zip(cats, cx, strict=True))]
+
+
+# Table 14: the test split has 121 simple, 291 medium and 88 complex episodes; the release keeps that mix.
+COMPLEXITY_MIX = {"simple": 121 / 500, "medium": 291 / 500, "complex": 88 / 500}
+
+
+def _quotas(shares: dict[str, float], n: int) -> list[str]:
+    """``n`` labels in exact largest-remainder proportion to ``shares`` (deterministic, unshuffled)."""
+    raw = {k: v * n for k, v in shares.items()}
+    q = {k: int(r) for k, r in raw.items()}
+    for k in sorted(shares, key=lambda k: -(raw[k] - q[k]))[: n - sum(q.values())]:
+        q[k] += 1
+    return [k for k in shares for _ in range(q[k])]
 
 
 @lru_cache(maxsize=4096)
@@ -70,24 +88,39 @@ def make_episode(spec: EpisodeSpec, seed: int, cfg: GeneratorConfig, templates: 
                  shares: dict[str, float]) -> dict:
     rng = random.Random(f"helpmeout:{seed}:{spec.index}")
     model = GoalControlModel(cfg)
-    wanted = [spec.category] if spec.category else []
+    # A correct episode is the reference of an errorful draw whose error is then not made (the pair of Figure 1b
+    # without its errorful half): its task variant is drawn exactly as an errorful one's, so trajectory length
+    # does not give away whether an episode is correct (a random monitor's M1 stays at 0.5).
+    shadow = spec.category or rng.choices(list(shares), weights=list(shares.values()))[0]
+    wanted = [shadow]
     last_error = None
-    for _attempt in range(cfg.max_attempts):
-        t = rng.choice(templates)
+    pool = [t for t in templates if t.complexity == spec.complexity] or list(templates)
+    for attempt in range(2 * cfg.max_attempts):
+        # a short task variant may admit no edit of the wanted category: every 20 failed draws the variant grows by
+        # a block; last of all any template of any complexity is tried whole (so that no seed can fail)
+        lifted = rng.choice(pool if attempt < cfg.max_attempts else templates)
+        lift = replace(cfg.lift, extra_blocks=attempt // 20) if attempt < cfg.max_attempts else \
+            replace(cfg.lift, p_keep_block=1.0)
+        t, mapping, moved, keep = ground(lifted, rng, lift)
         scene = instantiate_scene(t, rng, p_distractor=cfg.p_distractor)
         order = t.random_order(rng)
-        ref = list(_reference(t, order, tuple(sorted(scene.locations))))
+        try:
+            ref = list(_reference(t, order, tuple(sorted(scene.locations))))
+        except PlanError:
+            last_error = f"{lifted.name}: grounding {mapping} is not plannable"
+            continue
         if len(ref) < cfg.min_length:
             continue
         state = scene_state(scene)
-        if spec.correct:
-            return _record(spec, seed, t, scene.facts, state, order, ref, ref, [], [], scene.distractors)
         act = model.activations(len(order), rng)
         inj = Injection(program(t, order))
         got = try_inject(wanted[0], inj, t, scene, state, order, act, model, rng, ref, cfg.max_sites)
         if got is None:
             last_error = f"{wanted[0]} infeasible"
             continue
+        if spec.correct:
+            return _record(spec, seed, t, scene.facts, state, order, ref, ref, [], [], scene.distractors,
+                           (mapping, moved, keep))
         inj, real = got
         if model.second_error(act, rng):
             cats = list(shares)
@@ -98,13 +131,15 @@ def make_episode(spec: EpisodeSpec, seed: int, cfg: GeneratorConfig, templates: 
                     inj, real = got2
                     break
         ons = onsets(inj, real)
-        return _record(spec, seed, t, scene.facts, state, order, ref, real.steps, inj.errors, ons, scene.distractors)
+        return _record(spec, seed, t, scene.facts, state, order, ref, real.steps, inj.errors, ons, scene.distractors,
+                       (mapping, moved, keep))
     raise RuntimeError(f"episode {spec.index}: no template admits a {spec.category} error after "
                        f"{cfg.max_attempts} draws ({last_error}); lower max_sites or check the templates")
 
 
 def _record(spec: EpisodeSpec, seed: int, t: Template, facts: list, state, order, ref: list[Step],
-            obs: list[Step], errors: list, ons: list[int], distractors: dict) -> dict:
+            obs: list[Step], errors: list, ons: list[int], distractors: dict,
+            grounding: tuple[dict, tuple, tuple] = ({}, (), ())) -> dict:
     n = len(obs)
     labels = [0] * (n + 1)
     errs = []
@@ -124,6 +159,8 @@ def _record(spec: EpisodeSpec, seed: int, t: Template, facts: list, state, order
         "initial_scene": state.facts(),
         "goal": ["(" + " ".join(g) + ")" for g in t.goal],
         "block_order": list(order),
+        "template_blocks": list(grounding[2]),
+        "grounding": {"roles": dict(sorted(grounding[0].items())), "moved_out": sorted(grounding[1])},
         "distractors": dict(sorted(distractors.items())),
         "reference": [s.text for s in ref] + [TASK_END],
         "reference_blocks": [s.block for s in ref] + ["end"],
@@ -162,14 +199,34 @@ def generate(n: int, seed: int, cfg: GeneratorConfig | None = None, templates_di
 
 
 def assign_splits(episodes: list[dict], seed: int, test_size: int = 500, val_frac: float = 2022 / 20000) -> None:
-    """Table 10: a 500-episode test set (capped at a quarter of a small release), ~10% validation, rest train."""
+    """Table 10: a 500-episode test set (capped at a quarter of a small release), ~10% validation, rest train.
+
+    The test set is drawn stratified by (complexity, primary category or correct), so that its composition is the
+    release's in exact proportion: 188 correct / 312 errorful, 121 / 291 / 88 simple / medium / complex
+    (Tables 2 and 14) and Table 12's per-category counts, up to rounding.
+    """
     n = len(episodes)
-    idx = list(range(n))
-    random.Random(f"helpmeout-split:{seed}").shuffle(idx)
+    rng = random.Random(f"helpmeout-split:{seed}")
     n_test = min(test_size, n // 4)
     n_val = min(round(val_frac * n), n - n_test)
-    for rank, i in enumerate(idx):
-        episodes[i]["split"] = "test" if rank < n_test else ("val" if rank < n_test + n_val else "train")
+    cells: dict[tuple, list[int]] = {}
+    for i, ep in enumerate(episodes):
+        cells.setdefault((ep["complexity"], ep["primary_category"] or "correct"), []).append(i)
+    keys = sorted(cells)
+    raw = {k: n_test * len(cells[k]) / max(1, n) for k in keys}
+    quota = {k: int(raw[k]) for k in keys}
+    for k in sorted(keys, key=lambda k: (-(raw[k] - quota[k]), k))[: n_test - sum(quota.values())]:
+        quota[k] += 1
+    test: set[int] = set()
+    for k in keys:
+        members = list(cells[k])
+        rng.shuffle(members)
+        test.update(members[: quota[k]])
+    rest = [i for i in range(n) if i not in test]
+    rng.shuffle(rest)
+    val = set(rest[:n_val])
+    for i, ep in enumerate(episodes):
+        ep["split"] = "test" if i in test else ("val" if i in val else "train")
 
 
 def release_stats(episodes: list[dict]) -> dict:
@@ -196,7 +253,10 @@ def release_stats(episodes: list[dict]) -> dict:
         "positive_step_rate": round(sum(sum(ep["labels"]) for ep in episodes)
                                     / max(1, sum(len(ep["labels"]) for ep in episodes)), 4),
         "tasks": dict(sorted(Counter(ep["task"] for ep in episodes).items())),
-        "complexity": dict(Counter(ep["complexity"] for ep in episodes)),
+        "complexity": dict(sorted(Counter(ep["complexity"] for ep in episodes).items())),
+        "templates": len({ep["task"] for ep in episodes}),
+        "mean_task_variant_blocks": round(sum(len(ep.get("template_blocks", ())) for ep in episodes)
+                                          / max(1, len(episodes)), 3),
     }
 
 
@@ -230,6 +290,12 @@ def write_release(episodes: list[dict], out: Path) -> dict:
     for split in SPLITS:
         write_jsonl(out / f"{split}.jsonl", (ep for ep in episodes if ep["split"] == split))
     stats = release_stats(episodes)
+    from ego_adr.helpmeout.composition import compare
+
+    test = [ep for ep in episodes if ep["split"] == "test"]
+    if test:
+        stats["paper_composition"] = compare(test)
+        stats["paper_composition_within_10pct"] = all(v["within_10pct"] for v in stats["paper_composition"].values())
     (out / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
     return stats
 

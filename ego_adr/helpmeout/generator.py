@@ -35,8 +35,10 @@ import random
 from dataclasses import dataclass, field, replace
 
 from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import State, goal_unmet, replay
+from ego_adr.helpmeout.domain import State, goal_unmet
+from ego_adr.helpmeout.lifting import LiftConfig
 from ego_adr.helpmeout.planner import DEFAULT_TOOLS, PlanError, Planner, Step
+from ego_adr.helpmeout.replay import replay
 from ego_adr.helpmeout.templates import Block, Scene, Subgoal, Template
 
 CATEGORIES = ("omission", "sequence", "anticipation", "perseveration", "action_addition",
@@ -74,9 +76,10 @@ class GeneratorConfig:
     activation_noise_std: float = 0.10  # Table 8: ACTIVATION_NOISE_STD
     min_length: int = 10  # Table 8: shorter trajectories are filtered
     correct_share: float = 188 / 500  # Table 2: 188 correct of the 500 test episodes
-    max_attempts: int = 80  # template/scene redraws before an episode's category is given up
+    max_attempts: int = 120  # template/scene redraws before an episode's category is given up
     max_sites: int = 12  # edit sites tried per draw
     p_distractor: float = 0.5  # chance that a used object gets a look-alike next to it (scene instantiation)
+    lift: LiftConfig = field(default_factory=LiftConfig)  # per-episode grounding of the lifted template
 
 
 TOOL_KEYS = {"stirred": "stir", "sliced": "sliced", "cut": "cut", "peeled": "peeled", "cooked": "cook",
@@ -226,8 +229,10 @@ def candidates(category: str, inj: Injection, template: Template, scene: Scene, 
         # (b) a step-order norm: a block that should follow another by norm is done first
         for k, bid in enumerate(order):
             b = template.block(bid)
+            present = {it.block.id for it in items}  # an earlier omission may have deleted either block
             for prior in b.norm_after:
-                if prior in order and order.index(prior) < k and bid not in tagged_blocks and prior not in tagged_blocks:
+                if prior in order and order.index(prior) < k and bid not in tagged_blocks and prior not in tagged_blocks \
+                        and {bid, prior} <= present:
                     sites.append((k, ("norm", bid, prior)))
     elif category == "anticipation":
         # a placement (store/serve/pack) of an object done before the processing it needs
@@ -296,7 +301,7 @@ def candidates(category: str, inj: Injection, template: Template, scene: Scene, 
         surfaces = sorted(x for x in scene.locations if onto.type_of(x) in onto.ONTOP_LOCATIONS)
         for i in free:
             k = _block_index(items, order, i)
-            for loc in extra_locs + [x for x in scene.locations if onto.type_of(x) in onto.OPENABLE_LOCATIONS]:
+            for loc in extra_locs + [x for x in sorted(scene.locations) if onto.type_of(x) in onto.OPENABLE_LOCATIONS]:
                 if onto.type_of(loc) in onto.OPENABLE_LOCATIONS:
                     sites.append((k, ("add", i, ("open", loc))))
                 if onto.type_of(loc) in onto.SWITCHABLE_LOCATIONS and onto.type_of(loc) not in onto.CLOSED_TO_RUN:

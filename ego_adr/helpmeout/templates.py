@@ -86,6 +86,9 @@ class Template:
 
     def objects(self) -> set[str]:
         """Every object and location the template names (scene, subgoals, tools)."""
+        return set(_objects(self))
+
+    def _objects(self) -> set[str]:
         names: set[str] = {self.start, self.work_surface, *self.locations}
         for f in self.scene:
             names.update(a for a in f[1:] if onto.class_of(a))
@@ -127,6 +130,11 @@ class Template:
 
     def canonical_order(self) -> tuple[str, ...]:
         return tuple(b.id for b in self.blocks)
+
+
+@lru_cache(maxsize=8192)
+def _objects(t: Template) -> frozenset[str]:
+    return frozenset(t._objects())
 
 
 def _word(x: object) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ego_adr.models.backends import BACKENDS  # noqa: E402  (the registry: name -> spec)
 from ego_adr.models.base import (
     VLM,
     Capabilities,
@@ -13,8 +14,6 @@ from ego_adr.models.base import (
     Request,
     generate_one,
 )
-
-BACKENDS = ("hf", "openai", "vllm")
 
 __all__ = [
     "BACKENDS",
@@ -49,30 +48,8 @@ def load_model(
     largest that fits ``frames`` frames (keyword, default 32, the paper's largest setting) at this batch size,
     or refuse up front with the reason (:class:`ego_adr.models.planner.MemoryPlanError`). ``"openai"`` / ``"vllm"`` are forwarded to their backends.
     """
-    from ego_adr.models.registry import resolve
+    from ego_adr.models.backends import get
 
-    if backend == "hf":
-        from ego_adr.models.hf import HFVideoLM
-
-        path, spec = resolve(name_or_path)
-        frames = int(kw.pop("frames", 32))
-        planned = None
-        if gpu_memory is not None and max_pixels_per_frame is None:
-            from ego_adr.models.planner import plan_for_load
-
-            planned = plan_for_load(name_or_path, path, gpu_memory, frames=frames, batch_size=batch_size)
-        return HFVideoLM(path, spec=spec, device=device, dtype=dtype, batch_size=batch_size,
-                         max_pixels_per_frame=max_pixels_per_frame, planned_max_pixels=planned,
-                         revision=revision, **kw)
-    if backend == "openai":
-        from ego_adr.models.openai_api import OpenAIChatModel
-
-        return OpenAIChatModel(name_or_path, **kw)  # its parallelism is `concurrency`, not a batch
-    if backend == "vllm":
-        from ego_adr.models.vllm_engine import VLLMModel
-
-        path, _spec = resolve(name_or_path)
-        given = dict(dtype=dtype, max_pixels_per_frame=max_pixels_per_frame, gpu_memory=gpu_memory,
-                     revision=revision)
-        return VLLMModel(path, batch_size=batch_size, **{k: v for k, v in given.items() if v is not None}, **kw)
-    raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    return get(backend).load(name_or_path, device=device, dtype=dtype, batch_size=batch_size,
+                             max_pixels_per_frame=max_pixels_per_frame, gpu_memory=gpu_memory, revision=revision,
+                             **kw)

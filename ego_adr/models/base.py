@@ -10,10 +10,16 @@ transformers or vLLM, and backends know nothing about error types.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+
+class BadRequest(ValueError):
+    """A request that can never succeed (malformed message, empty clip, a client request the server cannot turn
+    into a model request — HTTP 400): it fails alone and is never retried."""
 
 
 @dataclass
@@ -88,15 +94,59 @@ class Request:
         return any(isinstance(p, Frames) for m in self.messages for p in m.content)
 
 
+#: Failure kinds. ``INFRASTRUCTURE``: the request never got a fair answer (connection refused, timeout, HTTP 5xx /
+#: 429, out of memory, a crashed decoder) -- asking again later may succeed, so it is *retryable* and nothing about
+#: it may be cached. ``SAMPLE``: the input itself is the problem (a bad frame, a 4xx refusal) -- asking again gives
+#: the same answer.
+INFRASTRUCTURE, SAMPLE = "infrastructure", "sample"
+#: Tag an infrastructure error message starts with. Error strings travel through the pipeline into the row's
+#: ``failure`` text, so the tag is how a row written anywhere downstream still says that it is retryable.
+INFRA_TAG = "[infrastructure]"
+_INFRA_TEXT = re.compile(
+    r"out of memory|OutOfMemoryError|CUDA error|connection (?:refused|reset|aborted)|ConnectError|"
+    r"ConnectTimeout|ReadTimeout|timed out|HTTP 5\d\d|HTTP 429|HTTP 408",
+    re.IGNORECASE,
+)
+
+
+def infra_error(message: str) -> str:
+    """``message`` tagged as an infrastructure (retryable) failure."""
+    return message if message.startswith(INFRA_TAG) else f"{INFRA_TAG} {message}"
+
+
+def error_kind(message: str | None) -> str | None:
+    """``INFRASTRUCTURE`` for a tagged message (or, for backends that do not tag, one that reads like an outage or
+    out-of-memory), ``SAMPLE`` for any other error, ``None`` for no error."""
+    if not message:
+        return None
+    if INFRA_TAG in message or _INFRA_TEXT.search(message):
+        return INFRASTRUCTURE
+    return SAMPLE
+
+
 @dataclass
 class Generation:
+    """One request's outcome. ``kind`` is the failure kind of ``error`` (see :data:`INFRASTRUCTURE`); a backend
+    that knows an error is retryable passes ``kind=INFRASTRUCTURE`` and the message is tagged accordingly."""
+
     text: str | None
     error: str | None = None
     seconds: float = 0.0
+    kind: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.error is not None:
+            if self.kind == INFRASTRUCTURE:
+                self.error = infra_error(self.error)
+            self.kind = error_kind(self.error)
 
     @property
     def ok(self) -> bool:
         return self.error is None and self.text is not None
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind == INFRASTRUCTURE
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ index probe instead of re-reading a growing JSONL file. Keep the file on a local
 reliable on network filesystems); shards on several nodes should each use a local cache and merge with
 :meth:`StageCache.merge_from`.
 
-Only successful generations are stored: a failed call (out of memory, bad input) is retried next time.
+Only successful generations are stored: a failed call (out of memory, bad input) is retried next time, and an
+infrastructure failure (connection, timeout, 5xx, OOM: ``Generation.retryable``) is never stored in any form.
 """
 
 from __future__ import annotations
@@ -199,6 +200,7 @@ class CachedModel:
         self.model_calls = 0
         self.cache_hits = 0
         self.failed_calls = 0
+        self.retryable_failures = 0  # infrastructure failures among failed_calls
         self.calls_by_stage: Counter = Counter()
         self.hits_by_stage: Counter = Counter()
 
@@ -239,9 +241,9 @@ class CachedModel:
             raise RuntimeError(
                 f"{self.model_id}: backend returned {len(gens)} generations for {len(send)} requests"
             )
-        failed = 0
+        failed = retryable = 0
         for k, req, g in zip(send_keys, send, gens, strict=True):
-            if g.ok and self.cache is not None:
+            if g.ok and not g.retryable and self.cache is not None:
                 meta = req.meta or {}
                 self.cache.put(
                     k,
@@ -256,15 +258,17 @@ class CachedModel:
                     },
                 )
             failed += 0 if g.ok else 1
+            retryable += 1 if g.retryable else 0
             for j, pos in enumerate(miss_index[k]):
                 # A duplicate inside the batch was not paid for twice: it is a hit of the first one's answer.
-                out[pos] = g if j == 0 else Generation(text=g.text, error=g.error, seconds=0.0)
+                out[pos] = g if j == 0 else Generation(text=g.text, error=g.error, seconds=0.0, kind=g.kind)
                 if j:
                     hit_stages.append(_stage(requests[pos]))
 
         with self._lock:
             self.model_calls += len(send)
             self.failed_calls += failed
+            self.retryable_failures += retryable
             self.cache_hits += len(hit_stages)
             self.calls_by_stage.update(_stage(r) for r in send)
             self.hits_by_stage.update(hit_stages)
@@ -277,6 +281,7 @@ class CachedModel:
                 "model_calls": self.model_calls,
                 "cache_hits": self.cache_hits,
                 "failed_calls": self.failed_calls,
+                "retryable_failures": self.retryable_failures,
                 "model_calls_by_stage": dict(self.calls_by_stage),
                 "cache_hits_by_stage": dict(self.hits_by_stage),
             }

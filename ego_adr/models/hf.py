@@ -14,7 +14,6 @@ out-of-memory error on one request is reported on that request and the cache is 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -33,6 +32,7 @@ from ego_adr.models.hf_inputs import (
     video_metadata,
 )
 from ego_adr.models.registry import ModelSpec, unknown_model_message
+from ego_adr.store import folder_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -58,23 +58,6 @@ def _pick_dtype(dtype: str | None, device: str):
     if dtype not in table:
         raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(table)}")
     return table[dtype]
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    """Cheap content identity of a local model folder: config + processor files hashed; weight files hashed
-    when small (< 64 MB, e.g. the tiny models, so a deterministic rebuild keeps its fingerprint), else
-    identified by name, size and mtime."""
-    h = hashlib.sha256()
-    for f in sorted(folder.iterdir()):
-        if not f.is_file():
-            continue
-        st = f.stat()
-        h.update(f.name.encode())
-        if f.suffix in (".json", ".jinja", ".txt", ".model") or st.st_size < 64 << 20:
-            h.update(f.read_bytes())
-        else:
-            h.update(f"{st.st_size}:{int(st.st_mtime)}".encode())
-    return h.hexdigest()[:16]
 
 
 def _check_available(name: str, revision: str | None, known: bool) -> None:
@@ -182,7 +165,7 @@ class HFVideoLM:
         """Model identity + everything of ours that changes outputs (dtype, pixel budget)."""
         if self._fingerprint is None:
             if Path(self._name).is_dir():
-                ident = f"{Path(self._name).name}@{_folder_fingerprint(Path(self._name))}"
+                ident = f"{Path(self._name).name}@{folder_fingerprint(Path(self._name))}"
             else:
                 ident = f"{self._name}@{self._revision or self._commit or 'main'}"
             dt = str(self.dtype).removeprefix("torch.")

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ego_adr.models.base import Frames, Request
+from ego_adr.models.base import BadRequest, Frames, Request  # noqa: F401  (BadRequest: re-exported)
 
 ROLES = ("system", "user", "assistant")
-
-
-class BadRequest(ValueError):
-    """A request that can never succeed (malformed message, empty clip): fails alone, never retried."""
 
 
 @dataclass

@@ -16,6 +16,10 @@ not land in resolved configs or shell history). A loopback ``base_url`` may run 
 The ``openai`` package is used when installed (``pip install 'ego-adr[openai]'``); otherwise requests go through
 ``httpx`` (a core dependency). Retries (429, 408, 409, 5xx, connection errors and timeouts; never other 4xx) are
 done here with exponential backoff and jitter in both cases, so behaviour does not depend on which client is used.
+A request that still fails on a retryable status or an unreachable endpoint is returned with kind
+``infrastructure`` (retryable: never cached, rerun by ``--retry-failed``); any other 4xx is a ``sample`` failure.
+Once one request has found the endpoint unreachable through its whole retry sequence, later requests try once
+each until one gets through, so an outage is noticed in one backoff sequence rather than one per sample.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
-from .base import Capabilities, Frames, Generation, Message, Request
+from .base import INFRASTRUCTURE, SAMPLE, Capabilities, Frames, Generation, Message, Request
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"}
@@ -194,6 +198,7 @@ class OpenAIChatModel:
         self.retry_base_seconds = retry_base_seconds
         self.retry_max_seconds = retry_max_seconds
         self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._endpoint_down = threading.Event()  # set after a whole retry sequence found nobody
         self._client = None
         self._client_lock = threading.Lock()
         if use_openai_sdk is None:
@@ -259,13 +264,21 @@ class OpenAIChatModel:
             try:
                 with self._slots:
                     text = self._post(payload)
+                self._endpoint_down.clear()
                 if text is None:
                     return Generation(None, "empty response (no message content)", time.perf_counter() - t0)
                 return Generation(text, None, time.perf_counter() - t0)
             except APIError as e:
-                if not e.retryable or attempt >= self.max_retries:
+                down = e.status is None and self._endpoint_down.is_set()
+                if not e.retryable or attempt >= self.max_retries or down:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    return Generation(None, f"{e}{tries}", time.perf_counter() - t0)
+                    if e.status is None and attempt >= self.max_retries:
+                        # the endpoint stayed unreachable through a whole retry sequence: later requests fail
+                        # fast (one attempt each) until one of them gets through, so an outage costs one
+                        # backoff sequence per run, not one per sample
+                        self._endpoint_down.set()
+                    kind = INFRASTRUCTURE if e.retryable else SAMPLE
+                    return Generation(None, f"{e}{tries}", time.perf_counter() - t0, kind=kind)
                 time.sleep(self._backoff(attempt, e.retry_after))
                 attempt += 1
             except Exception as e:  # a malformed reply etc.: recorded, never raised

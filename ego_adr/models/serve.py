@@ -26,12 +26,8 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from ego_adr.models.base import Frames, GenerationConfig, Message, Request
+from ego_adr.models.base import BadRequest, Frames, GenerationConfig, Message, Request
 from ego_adr.models.openai_api import is_loopback, parse_frames_note
-
-
-class BadRequest(ValueError):
-    """The client's request cannot be turned into a model request (HTTP 400)."""
 
 
 def decode_image(url: str) -> np.ndarray:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from ego_adr.models.families._qwen import TINY_MAX_PIXELS, TINY_MIN_PIXELS  # noqa: F401 (re-exported)
@@ -189,33 +187,13 @@ def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int =
     return out
 
 
-def cache_dir() -> Path:
-    """The user cache: ``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else ``~/.cache/ego_adr``."""
-    if os.environ.get("EGO_ADR_CACHE"):
-        return Path(os.environ["EGO_ADR_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ego_adr"
-
-
 def ensure_tiny(arch: str = "qwen2.5-vl") -> Path:
-    """Build the tiny model once into the user cache (temp dir + rename, so concurrent builders never see a
-    half-written folder) and return its path."""
-    root = cache_dir()
-    final = root / f"tiny-{arch}-{TINY_VERSION}"
-    if (final / "config.json").exists():
-        return final
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tiny-{arch}-", dir=root))
-    try:
-        build_tiny(tmp / "m", arch=arch)
-        try:
-            os.replace(tmp / "m", final)
-        except OSError:
-            if not (final / "config.json").exists():  # someone else won the race only if it is complete
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    """Build the tiny model once into the cache root (atomically, :func:`ego_adr.store.build_once`) and return
+    its path."""
+    from ego_adr.store import build_once, cache_root
+
+    final = cache_root() / f"tiny-{arch}-{TINY_VERSION}"
+    return build_once(final, lambda dest: build_tiny(dest, arch=arch), lambda f: (f / "config.json").exists())
 
 
 def main(argv: list[str] | None = None) -> None:

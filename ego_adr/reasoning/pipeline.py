@@ -23,9 +23,10 @@ from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.banks import BankStore
 from ego_adr.reasoning.classify import Classification, classify_answer, classify_keywords
 from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
+from ego_adr.reasoning.modes import MODES as MODE_SPECS
 from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
 
-MODES = ("auto", "deep", "shallow", "cot", "direct")
+MODES = tuple(MODE_SPECS)
 NARRATION_SOURCES = ("model", "reference")
 
 
@@ -94,7 +95,7 @@ class EgoADR:
 
     @property
     def needs_frames(self) -> bool:
-        if self.route in ("cot", "direct"):
+        if MODE_SPECS[self.route].one_pass:
             return True
         if self.config.narration and self.config.narration_source == "reference":
             return False
@@ -198,15 +199,15 @@ class EgoADR:
             if not it.sample.procedure:
                 it.failure = it.failure or "data: no procedure text for this task"
         live = [it for it in items if it.failure is None]
-        if self.route in ("cot", "direct"):
+        if MODE_SPECS[self.route].one_pass:
             self._one_pass(live)
         else:
             self._decoupled(live)
         return [self._row(it) for it in items]
 
     def _one_pass(self, items: list[Item]) -> None:
-        stage = "cot" if self.route == "cot" else "direct"
-        prompt = P.COT if stage == "cot" else P.DIRECT
+        spec = MODE_SPECS[self.route] if MODE_SPECS[self.route].one_pass else MODE_SPECS["direct"]
+        stage, prompt = spec.name, getattr(P, spec.prompt)
         reqs = [self._video_request(it.frames, prompt, stage, procedure=it.sample.procedure,
                                     step=it.sample.action or "None", definitions=P.DEFINITIONS,
                                     options=P.OPTION_LIST) for it in items]
@@ -259,7 +260,7 @@ class EgoADR:
         for i, text in zip(live, narrations):
             items[i].stages["narration"] = text
         live = [i for i in live if items[i].failure is None]
-        if self.route == SHALLOW:
+        if MODE_SPECS[self.route].classifier == "keywords":
             for i in live:
                 t = time.perf_counter()
                 items[i].result = classify_keywords(items[i].stages.get("narration"), objects[i])

@@ -25,6 +25,17 @@ DEEP, SHALLOW = "deep", "shallow"
 PROBE_VERSION = f"{PROBE_TEXT.version}.{PROBE_STEP_FORMULA.version}"
 
 
+class ProbeUnreachable(RuntimeError):
+    """The probe could not reach its model (an infrastructure failure): no verdict, nothing cached. Routing an
+    unreachable model to *shallow* would outlive the outage, so the run stops instead."""
+
+
+def _reachable(model: VLM, gens: list) -> None:
+    bad = next((g for g in gens if getattr(g, "retryable", False)), None)
+    if bad is not None:
+        raise ProbeUnreachable(f"the routing probe could not reach {model.model_id}: {bad.error}")
+
+
 @dataclass
 class ProbeResult:
     route: str
@@ -95,6 +106,7 @@ def run_probe(model: VLM, trials: int = 3, seed: int = 0, max_new_tokens: int = 
         return base
     req = _text_request(PROBE_TEXT.template, "probe", PROBE_TEXT.meta("probe"), max_new_tokens)
     g = model.generate([req])[0]
+    _reachable(model, [g])
     why = is_abnormal(PROBE_TEXT.template, g.text, g.error)
     base.stage1 = {"prompt": PROBE_TEXT.template, "answer": g.text, "error": g.error, "abnormal": why}
     if why:
@@ -108,6 +120,7 @@ def run_probe(model: VLM, trials: int = 3, seed: int = 0, max_new_tokens: int = 
         for s, f, _ in specs
     ]
     gens = model.generate(reqs)
+    _reachable(model, gens)
     passed = 0
     for (s, f, v), r, gen in zip(specs, reqs, gens):
         chk = check_trial(gen.text, s, v)

@@ -3,8 +3,13 @@
 With no arguments it builds (once, cached) the embedded tiny model and demo set and runs the auto-routed
 pipeline on them, offline, on the CPU. With ``--model qwen2.5-vl --data-root DIR --video-root DIR`` it runs the
 real benchmark. Output folder: ``predictions.jsonl`` (one row per sample), ``metrics.json``, ``report.md`` with
-plots, and ``run.json`` (resolved config, versions, model calls and cache hits). Rerunning into the same folder
-resumes.
+plots, ``run.json`` (resolved config, versions, model calls and cache hits, one entry per invocation) and
+``identity.json`` (what the folder holds). Rerunning the same settings into the same folder resumes; other settings
+stop at once with one line (use another ``--output-dir`` or ``--fresh``); a second live run into the folder is
+refused. Failures on infrastructure (server down, timeout, out of memory) are retryable: the run exits 3 with a
+summary when they are most of its failures, and ``--retry-failed`` reruns exactly those samples.
+
+Exit status: 0 done, 2 a mistake in the command (nothing was run), 3 infrastructure, 130 interrupted (resumable).
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ego_adr.data import sources as source_registry
+from ego_adr.models.backends import BACKENDS, backend_help
+from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.run.config import RunConfig
 
 
@@ -23,20 +31,28 @@ def _bool(v: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected on/off, got {v!r}")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A wrong flag is one line (what is wrong, where the help is) and exit 2, not the whole usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m ego_adr.run",
         description="Run Ego-ADR (or a baseline) on EgoErrorVQA or the embedded demo set.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="Exit status: 0 done; 2 a mistake in the command (one line says what to do; nothing was run); "
+               "3 infrastructure (the model or server could not be reached, or most failures were outages: "
+               "rerun with --retry-failed once it is back); 130 interrupted (rerun the same command to resume).",
     )
-    a = p.add_argument
+    a = _adder(p)
     a("--config", help="YAML file of settings (flags given here override it)")
     a("--model", help="alias (qwen2.5-vl, qwen2-vl, qwen3-vl, llava-onevision, video-llava, internvl3.5, ...), "
                       "hub id or local folder; default: the embedded tiny demo model")
-    a("--backend", choices=["hf", "openai", "vllm"], help="model backend (default hf)")
+    a("--backend", choices=list(BACKENDS), help=f"model backend (default hf). {backend_help()}")
     a("--task", choices=["multiple-choice", "open-end"], help="benchmark task (default multiple-choice)")
-    a("--mode", choices=["auto", "deep", "shallow", "cot", "direct"],
-      help="auto = text-only probe routes to deep/shallow; cot/direct = one-pass baselines (default auto)")
+    a("--mode", choices=list(MODES), help=f"reasoning mode (default auto). {mode_help()}")
     a("--frames", type=int, help="uniformly sampled frames per clip: 8/16/24/32 in the paper (default 8)")
     a("--match", type=_bool, help="key-step matching on/off (Table 6 ablation; default on)")
     a("--narration", type=_bool, help="video narration on/off (Table 6 ablation; default on)")
@@ -45,29 +61,56 @@ def build_parser() -> argparse.ArgumentParser:
     a("--bank-builder", choices=["auto", "rule", "model"], help="procedure bank builder (default auto)")
     a("--data-root", help="folder with the EgoErrorVQA json files; default: the embedded demo set")
     a("--video-root", help="folder with the source datasets' videos in the public layout")
-    a("--sources", help="comma-separated: captaincook4d,epic_tent,assembly101,egooops (default all)")
-    a("--limit", type=int, help="at most N samples (spread over the sources)")
+    a("--sources", help=f"comma-separated, some of {','.join(source_registry.names())} "
+                        f"(default {','.join(source_registry.names(public_only=True))})")
+    a("--limit", type=int, help="at most N samples in total (not per source), dealt round robin over the "
+                                "sources so each is represented when N >= their number; default: all")
     a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f)")
     a("--device", help="auto, cpu, cuda, cuda:1 ... (default auto)")
     a("--dtype", help="bfloat16/float16/float32 (default: bf16 on GPU, fp32 on CPU)")
-    a("--batch-size", type=int, help="requests per model call (default 1)")
+    a("--batch-size", type=int, help="requests per model call (default: 1 for hf, 8 for openai (its concurrency), 64 for vllm; 4 for the embedded demo)")
     a("--max-pixels-per-frame", type=int, help="per-frame pixel budget (default: planned from --gpu-memory)")
     a("--gpu-memory", help="GPU memory the per-frame pixel budget is planned for (default 24GB, Section 6.1)")
     a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
     a("--tensor-parallel-size", type=int, help="vLLM tensor parallel size")
-    a("--max-new-tokens", type=int, help="generation budget per call (paper: 256)")
+    a("--max-new-tokens", type=int, help="generation budget per call (default: 256, the paper's, Appendix C; 64 for the embedded demo, whose random model never stops)")
     a("--num-shards", type=int, help="data-parallel shards (merge with python -m ego_adr.eval merge)")
     a("--shard-index", type=int, help="which shard this process runs (0-based)")
-    a("--seed", type=int)
+    a("--seed", type=int, help="seed of the probe's trials and of --qa-selection one")
     a("--prefetch", type=int, help="clips decoded ahead of the model (default 4)")
     a("--decode-workers", type=int, help="background decoding threads (default 2)")
-    a("--cache-dir", help="stage cache, probe results, demo and tiny model (default ~/.cache/ego_adr)")
+    a("--cache-dir", help="every cache: stage cache, probe verdicts, procedure banks, demo set, tiny models and judges (default: $EGO_ADR_CACHE, else ~/.cache/ego_adr)")
     a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
-    a("--judges", help="open-end judges, comma-separated (aliases, hub ids, folders)")
+    a("--judges", help="open-end judges, comma-separated (aliases, hub ids, folders; default: qwen2.5-7b-instruct,deepseek-llm-7b-chat, tiny stand-ins for the embedded demo)")
     a("--judge-backend", choices=["hf", "openai"], help="backend of the judges")
     a("--qa-selection", choices=["all", "one"], help="open-end: every QA pair, or one per sample (seeded)")
     a("--quiet", action="store_true", help="no progress bar")
+    a("--dry-run", action="store_true", default=argparse.SUPPRESS,
+      help="print samples, videos found/missing, frame indices and the memory plan; load no model")
+    a("--fresh", action="store_true", help="discard the results already in --output-dir and start over (needed "
+                                           "when the folder holds a run with other settings)")
+    a("--retry-failed", action="store_true", help="rerun the samples whose failure was infrastructure "
+                                                  "(connection, timeout, 5xx, out of memory, decoder crash)")
     return p
+
+
+def _adder(parser: argparse.ArgumentParser):
+    """``add_argument`` that appends the true default from :class:`RunConfig` to a help text that does not state
+    one itself (argparse's own defaults are all None here: a flag left out means "use the config's value")."""
+    from dataclasses import MISSING, fields
+
+    defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+
+    def add(*names, **kw):
+        dest = names[0].lstrip("-").replace("-", "_")
+        text = kw.get("help")
+        if text and "default" not in text and defaults.get(dest) is not None and kw.get("action") != "store_true":
+            d = defaults[dest]
+            shown = ("on" if d else "off") if isinstance(d, bool) else d
+            kw["help"] = f"{text} (default: {shown})"
+        return parser.add_argument(*names, **kw)
+
+    return add
 
 
 _LIST_FIELDS = {"sources", "judges"}
@@ -79,11 +122,14 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
     args = build_parser().parse_args(argv)
     values: dict = RunConfig.from_yaml(args.config) if args.config else {}
     for key, val in vars(args).items():
-        if key in ("config", "quiet", "no_cache") or val is None:
+        if key in ("config", "quiet", "no_cache", "fresh", "retry_failed") or val is None:
             continue
         values[key] = [x.strip() for x in val.split(",") if x.strip()] if key in _LIST_FIELDS else val
     if args.no_cache:
         values["use_cache"] = False
+    from ego_adr.run.checks import check_types
+
+    check_types(values, "command line")
     if values.get("model") is None:
         # The embedded demo model has random weights and never emits end-of-sequence, so every call would run to
         # the full budget; a shorter budget and small batches keep the offline demo within ~2 minutes on 2 CPU
@@ -94,19 +140,37 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.reasoning.probe import ProbeUnreachable
     from ego_adr.run.config import ConfigError
+    from ego_adr.run.failures import EXIT_INFRASTRUCTURE
 
+    out = None
     try:
-        cfg, args = config_from_args(argv)
-        from ego_adr.run.runner import execute
+        argv = list(sys.argv[1:] if argv is None else argv)
+        if "--dry-run" in argv:  # preflight (ego_adr/run/preflight.py): nothing is loaded or written
+            from ego_adr.run.preflight import run_dry
 
-        out, metrics = execute(cfg, progress=not args.quiet)
+            return run_dry(config_from_args([a for a in argv if a != "--dry-run"])[0])
+        cfg, args = config_from_args(argv)
+        from ego_adr.run.runner import default_output_dir, execute
+
+        out = cfg.output_dir or default_output_dir(cfg)
+        out, metrics = execute(cfg, progress=not args.quiet, fresh=args.fresh, retry_failed=args.retry_failed)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:  # missing data files: say what to do, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except ProbeUnreachable as e:
+        print(f"error: {e}; nothing was recorded or cached: start the model server (or check --base-url) and "
+              "rerun the same command", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
+    except KeyboardInterrupt:
+        where = f" in {out}" if out else ""
+        print(f"\ninterrupted: every finished sample is saved{where}; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
     from ego_adr.eval.report import summary_table
 
     if cfg.task == "multiple-choice":
@@ -116,7 +180,22 @@ def main(argv: list[str] | None = None) -> int:
 
         print(render_open_end_report(metrics))
     print(f"\nresults in {out}/ (predictions.jsonl, metrics.json, report.md, run.json)")
-    return 0
+    return _infrastructure_exit(out)
+
+
+def _infrastructure_exit(out) -> int:
+    """Non-zero (3) with a one-line summary when most of the run's failures were infrastructure."""
+    from pathlib import Path
+
+    from ego_adr.run.failures import summarise, summary_line
+    from ego_adr.store import read_jsonl
+
+    path = Path(out) / "predictions.jsonl"
+    summary = summarise(read_jsonl(path)) if path.is_file() else {"exit_code": 0, "n_infrastructure": 0}
+    if summary["n_infrastructure"]:
+        print(("error: " if summary["exit_code"] else "warning: ") + summary_line(summary, Path(out)),
+              file=sys.stderr)
+    return summary["exit_code"]
 
 
 if __name__ == "__main__":

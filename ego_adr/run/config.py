@@ -7,28 +7,21 @@ what to do (a :class:`ConfigError`), before any model is loaded.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from ego_adr.data import sources as source_registry
+from ego_adr.models.backends import BACKENDS
 from ego_adr.reasoning.pipeline import MODES, NARRATION_SOURCES
+from ego_adr.store import cache_root
 
-ALL_SOURCES = ("captaincook4d", "epic_tent", "assembly101", "egooops")
+ALL_SOURCES = source_registry.names(public_only=True)  # a run's default sources
 TASKS = ("multiple-choice", "open-end")
-BACKENDS = ("hf", "openai", "vllm")
 FRAME_CHOICES_PAPER = (8, 16, 24, 32)  # Section 6.1
 
 
 class ConfigError(ValueError):
     """A wrong flag or value: the run stops before doing any work."""
-
-
-def cache_root() -> Path:
-    """``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else ``~/.cache/ego_adr``."""
-    if os.environ.get("EGO_ADR_CACHE"):
-        return Path(os.environ["EGO_ADR_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ego_adr"
 
 
 @dataclass
@@ -73,28 +66,30 @@ class RunConfig:
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be one of {MODES}, got {self.mode!r}")
         if self.backend not in BACKENDS:
-            raise ConfigError(f"--backend must be one of {BACKENDS}, got {self.backend!r}")
+            raise ConfigError(f"--backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.narration_source not in NARRATION_SOURCES:
             raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
         if self.frames < 1:
             raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
-        if self.gpu_memory is None and self.backend == "hf":
+        if self.gpu_memory is None and BACKENDS[self.backend].plans_memory:
             self.gpu_memory = "24GB"
         if self.batch_size is None:
-            self.batch_size = {"hf": 1, "openai": 8, "vllm": 64}[self.backend]
+            self.batch_size = BACKENDS[self.backend].default_batch_size
         if self.batch_size < 1:
             raise ConfigError("--batch-size must be >= 1")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("--limit must be >= 1")
-        if self.num_shards < 1 or not 0 <= self.shard_index < self.num_shards:
+        if self.num_shards < 1:
+            raise ConfigError("--num-shards must be >= 1")
+        if not 0 <= self.shard_index < self.num_shards:
             raise ConfigError(f"--shard-index must be in 0..{self.num_shards - 1} for --num-shards {self.num_shards}")
         if self.qa_selection not in ("all", "one"):
             raise ConfigError("--qa-selection must be 'all' or 'one'")
         if self.sources is not None:
-            known = set(ALL_SOURCES) | {"demo"}
+            known = source_registry.names()
             bad = [s for s in self.sources if s not in known]
             if bad:
-                raise ConfigError(f"unknown source(s) {bad}; choose from {sorted(known)}")
+                raise ConfigError(f"unknown source(s) {bad}; choose from {', '.join(known)}")
         if self.narration_source == "reference" and self.task != "multiple-choice":
             raise ConfigError("--narration-source reference is a multiple-choice diagnostic")
         if self.data_root is not None and not Path(self.data_root).is_dir():
@@ -105,6 +100,9 @@ class RunConfig:
             )
         if self.video_root is not None and not Path(self.video_root).is_dir():
             raise ConfigError(f"--video-root {self.video_root} is not a folder (see README: 'Getting the videos')")
+        from ego_adr.run.checks import check_environment
+
+        check_environment(self)
         return self
 
     @staticmethod
@@ -114,13 +112,20 @@ class RunConfig:
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"--config {path}: no such file")
-        data = yaml.safe_load(p.read_text()) or {}
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except (yaml.YAMLError, OSError, UnicodeDecodeError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ConfigError(f"--config {path} is not readable YAML ({first}); fix the file") from None
         if not isinstance(data, dict):
             raise ConfigError(f"--config {path}: expected a mapping of settings")
         names = {f.name for f in fields(RunConfig)}
         unknown = sorted(set(data) - names)
         if unknown:
             raise ConfigError(f"--config {path}: unknown setting(s) {unknown}; known: {sorted(names)}")
+        from ego_adr.run.checks import check_types
+
+        check_types(data, f"--config {path}")
         return data
 
     def to_dict(self) -> dict:

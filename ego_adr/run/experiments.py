@@ -11,7 +11,6 @@ the cells' predictions files, never from numbers kept on the side.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -27,7 +26,12 @@ def load_experiment(path: str | Path) -> dict:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"experiment file {path} not found (see configs/experiments/)")
-    exp = yaml.safe_load(p.read_text()) or {}
+    try:
+        exp = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not readable YAML ({str(e).splitlines()[0]}); fix the file") from None
+    if not isinstance(exp, dict):
+        raise ConfigError(f"{path}: expected a mapping with name, table, base and cells")
     if exp.get("table") not in TABLES:
         raise ConfigError(f"{path}: 'table' must be one of {TABLES}")
     if not exp.get("cells"):
@@ -52,23 +56,36 @@ def cell_configs(exp: dict, overrides: dict | None = None, out_root: Path | None
 
             values = tiny_cell(values)
         values["output_dir"] = str(out_root / label.replace(" ", "_").replace("/", "-"))
+        from dataclasses import fields
+
+        from ego_adr.run.checks import check_types
+
+        unknown = sorted(set(values) - {f.name for f in fields(RunConfig)})
+        if unknown:
+            raise ConfigError(f"experiment {exp['name']}, cell {label!r}: unknown setting(s) {unknown}")
+        check_types(values, f"experiment {exp['name']}, cell {label!r}")
         cells.append(({"label": label, **cell}, RunConfig(**values).validate()))
     return cells
 
 
 def run_experiment(exp: dict, overrides: dict | None = None, out_root: Path | None = None, progress: bool = True,
-                   model=None, tiny: bool = False) -> tuple[str, list[dict]]:
-    """Run every cell (resuming finished ones) and return the rendered table and per-cell results."""
+                   model=None, tiny: bool = False, fresh: bool = False,
+                   retry_failed: bool = False) -> tuple[str, list[dict]]:
+    """Run every cell (resuming finished ones) and return the rendered table and per-cell results.
+
+    Each cell is an ordinary run, so the run-identity rule holds per cell: a cell folder written with other
+    settings (another ``--model``, ``--limit``, data...) stops the grid with one line unless ``fresh``."""
     from ego_adr.eval.mc import compute_mc_metrics, load_predictions
     from ego_adr.run.runner import execute
 
     results = []
     for cell, cfg in cell_configs(exp, overrides, out_root, tiny=tiny):
-        out, _ = execute(cfg, progress=progress, model=model)
+        out, _ = execute(cfg, progress=progress, model=model, fresh=fresh, retry_failed=retry_failed)
         metrics = compute_mc_metrics(load_predictions(out / "predictions.jsonl"))
         run = json.loads((out / "run.json").read_text())
         results.append({"cell": cell, "config": cfg, "metrics": metrics, "out": str(out),
-                        "model_calls": run.get("model_calls", 0), "cache_hits": run.get("cache_hits", 0)})
+                        "model_calls": run.get("model_calls", 0), "cache_hits": run.get("cache_hits", 0),
+                        "model_from_cell": "model" not in (overrides or {}), "failures": run.get("failures") or {}})
     return render(exp, results), results
 
 
@@ -85,7 +102,9 @@ def render(exp: dict, results: list[dict]) -> str:
     rows = []
     for r in results:
         o = r["metrics"]["overall"]
-        rows.append({"method": r["cell"].get("method", r["config"].model or "tiny-demo"),
+        # the label names the model that produced the numbers: a --model override replaces the YAML's method
+        method = r["cell"].get("method") if r.get("model_from_cell", True) else None
+        rows.append({"method": method or r["config"].model or "tiny-demo",
                      "level": r["cell"]["label"], "match": _mark(r["cell"].get("match", True)),
                      "narration": _mark(r["cell"].get("narration", True)), "tp": o["tp"],
                      "precision": o["precision"], "recall": o["recall"], "f1": o["f1"],
@@ -100,33 +119,59 @@ def render(exp: dict, results: list[dict]) -> str:
     return render_table(rows, cols)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ego_adr.run.experiments",
-                                description="Run a paper ablation grid from configs/experiments/*.yaml")
-    p.add_argument("experiment", help="YAML file, e.g. configs/experiments/table6.yaml")
+def main(argv: list[str] | None = None, prog: str | None = None, experiment: str | None = None) -> int:
+    """``prog``/``experiment``: a thin script (scripts/table5.py) passes its own name and its fixed YAML, so its
+    usage line is its own and it takes no experiment argument."""
+    from ego_adr.run.cli import OneLineParser
+
+    p = OneLineParser(prog=prog or "python -m ego_adr.run.experiments",
+                                description=f"Run the paper ablation grid {Path(experiment).stem}" if experiment
+                                else "Run a paper ablation grid from configs/experiments/*.yaml",
+                                epilog="Exit status: 0 done; 2 a mistake in the command or a cell folder holding "
+                                       "other settings (one line says what to do); 3 infrastructure failures; 130 "
+                                       "interrupted (rerun to resume).")
+    if experiment is None:
+        p.add_argument("experiment", help="YAML file, e.g. configs/experiments/table6.yaml")
     p.add_argument("--out", help="root folder of the cells (default runs/experiments/<name>)")
     p.add_argument("--model", help="override the model of every cell")
-    p.add_argument("--data-root")
-    p.add_argument("--video-root")
-    p.add_argument("--limit", type=int)
-    p.add_argument("--device")
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--data-root", help="EgoErrorVQA json folder (default: the embedded demo set)")
+    p.add_argument("--video-root", help="videos in the public layout")
+    p.add_argument("--limit", type=int, help="at most N samples per cell in total, round robin over the sources "
+                                             "(default: all)")
+    p.add_argument("--device", help="auto, cpu, cuda, cuda:N (default: auto)")
+    p.add_argument("--batch-size", type=int, help="requests per model call (default: per backend)")
+    p.add_argument("--max-new-tokens", type=int, help="generation budget per call (default: 256, Appendix C)")
+    p.add_argument("--cache-dir", help="every cache (default: $EGO_ADR_CACHE, else ~/.cache/ego_adr)")
     p.add_argument("--tiny", action="store_true",
                    help="offline: every cell on the tiny random model of its own model's architecture")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--fresh", action="store_true", help="discard the cells' results and start over")
+    p.add_argument("--retry-failed", action="store_true", help="rerun samples that failed on infrastructure")
     args = p.parse_args(argv)
+    if experiment is not None:
+        args.experiment = experiment
     over = {k: v for k, v in vars(args).items()
-            if k not in ("experiment", "out", "quiet", "tiny") and v is not None}
+            if k not in ("experiment", "out", "quiet", "fresh", "retry_failed", "tiny") and v is not None}
+    from ego_adr.reasoning.probe import ProbeUnreachable
+
     try:
+        from ego_adr.run.checks import check_types
+
+        check_types(over, "command line")
         if args.tiny and args.model:
             raise ConfigError("--tiny picks each cell's tiny model from the cell's own model; drop --model")
         exp = load_experiment(args.experiment)
         table, results = run_experiment(exp, over, Path(args.out) if args.out else None, progress=not args.quiet,
-                                        tiny=args.tiny)
-    except ConfigError as e:
+                                        tiny=args.tiny, fresh=args.fresh, retry_failed=args.retry_failed)
+    except (ConfigError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except ProbeUnreachable as e:
+        print(f"error: {e}; nothing was cached: start the model server and rerun", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished samples are saved; rerun the same command to resume", file=sys.stderr)
+        return 130
     from ego_adr.run.tiny_cells import tiny_title
 
     title = tiny_title(exp.get("title", exp["name"]), [r["config"] for r in results])
@@ -135,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     (out_root / "table.md").write_text(f"## {title}\n\n{table}\n")
     print(f"\ncells in {out_root}/ ; table in {out_root / 'table.md'}; model calls "
           f"{sum(r['model_calls'] for r in results)}, cache hits {sum(r['cache_hits'] for r in results)}")
+    outage = [r["cell"]["label"] for r in results if r["failures"].get("exit_code")]
+    if outage:
+        print(f"error: cell(s) {', '.join(outage)} failed mostly on infrastructure (model or server unreachable, "
+              "out of memory): their numbers are not results; rerun with --retry-failed once it is back",
+              file=sys.stderr)
+        return 3
     return 0
 
 

@@ -11,13 +11,13 @@ through :class:`ego_adr.models.openai_api.OpenAIChatModel`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from ego_adr.eval.judges import JudgeSpec
 from ego_adr.models.base import Generation, Request
 from ego_adr.models.hf import HFVideoLM
+from ego_adr.store import folder_fingerprint
 
 
 def load_judge(spec: JudgeSpec, device: str | None = None, max_batch_size: int = 8):
@@ -32,29 +32,6 @@ def load_judge(spec: JudgeSpec, device: str | None = None, max_batch_size: int =
 
         model, family = resolve(model)
     return HFTextLM(model, device=device, max_batch_size=max_batch_size, spec=family)
-
-
-def folder_fingerprint(path: str | os.PathLike) -> str:
-    """A cheap weights hash of a local judge folder: config, tokenizer files, and each weight file's name, size
-    and first/last MiB. Hashing 15 GB of 7B weights on every start would cost minutes; a re-trained or re-saved
-    model changes sizes or the sampled bytes."""
-    p = Path(path)
-    h = hashlib.sha256()
-    for f in sorted(p.iterdir()):
-        if not f.is_file():
-            continue
-        if f.suffix in (".safetensors", ".bin", ".pt", ".gguf"):
-            size = f.stat().st_size
-            h.update(f"{f.name}:{size}".encode())
-            with open(f, "rb") as fh:
-                h.update(fh.read(1 << 20))
-                if size > 2 << 20:
-                    fh.seek(-(1 << 20), os.SEEK_END)
-                    h.update(fh.read())
-        elif f.suffix in (".json", ".txt", ".model", ".jinja"):
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()[:16]
 
 
 class HFTextLM(HFVideoLM):

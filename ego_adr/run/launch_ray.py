@@ -1,37 +1,53 @@
-"""Data-parallel shards of one run, as Ray tasks or local processes, then one merged and scored result.
+"""One run as many small chunks, scheduled dynamically on a Ray cluster or local processes, then merged and scored.
 
-    python -m ego_adr.run.launch_ray --num-shards 8 --gpus-per-shard 1 -- --model qwen2.5-vl --data-root D \\
-        --video-root V --output-dir runs/q25
-    python -m ego_adr.run.launch_ray --local --num-shards 2 --devices 0,1 -- <ego_adr.run args>
+    python -m ego_adr.run.launch_ray --gpus-per-chunk 1 --address auto -- --model qwen2.5-vl --data-root D \\
+        --video-root V --output-dir /shared/runs/q25
+    python -m ego_adr.run.launch_ray --local --devices 0,1 -- <ego_adr.run arguments>
 
-Why subprocesses of ``python -m ego_adr.run`` rather than calling the pipeline inside Ray workers: each shard is
-then exactly the command a user could run by hand (``--num-shards K --shard-index i --output-dir OUT/shard-i``),
-keeps its own log, resumes on rerun (``ego_adr.run`` appends to its predictions file), and a crash in one shard
-(CUDA OOM, a segfault in a decoder) cannot take the others down. Ray only places the processes on GPUs/nodes
-(it sets ``CUDA_VISIBLE_DEVICES`` for each task); ``--local`` does the same on one machine without Ray.
+**Chunks, not shards.** The run's samples are cut into ``K`` small contiguous blocks (``--chunk-size`` samples
+each, or ``--num-chunks K``); chunk ``i`` is exactly the command a user could type,
+``python -m ego_adr.run <args> --num-shards K --shard-index i --output-dir OUT/chunk-i``. All chunks are queued at
+once and each free slot (a Ray worker with the requested CPUs/GPUs, or one of ``--max-parallel`` local
+processes) takes the next one, so a slow chunk (long videos) or a failing one holds up only its own slot, never
+the rest. Contiguous blocks keep the samples of one long video together (its reader is reused inside a chunk).
 
-When every shard succeeded, ``python -m ego_adr.eval merge OUT/predictions.jsonl OUT/shard-*/predictions.jsonl``
-and ``python -m ego_adr.eval score OUT/predictions.jsonl --out OUT`` produce the run's metrics and report. With
-Ray on several nodes, OUT must be on a file system every node can write.
+**Failures.** A chunk whose process exits non-zero (a crash, an OOM kill, a lost node) is retried
+(``--retries``, default 2; by Ray itself with ``retry_exceptions`` in Ray mode, by the local worker otherwise).
+The retry runs the same command into the same folder, and ``ego_adr.run`` resumes from that folder's
+``predictions.jsonl``: finished samples are never redone. When a chunk still fails, the others finish, the
+launcher names the failed chunks and their logs (``OUT/chunk-i.log``, every attempt appended) and exits 1 without
+merging; rerunning the same command resumes every chunk. When all chunks succeeded, ``python -m ego_adr.eval
+merge`` and ``python -m ego_adr.eval score`` write ``OUT/predictions.jsonl``, ``metrics.json`` and ``report.md``.
+
+**Why processes.** Each chunk is a fresh process, so a CUDA OOM or a decoder segfault cannot take other chunks
+down, and each keeps its own log. The price is one model load per chunk, which is why the default chunk holds
+64 samples: loading a 7B model costs tens of seconds, small against 64 samples of several seconds each, while a
+paper-sized run (thousands of samples) still gives many more chunks than GPUs to balance.
+
+Ray places the processes (it sets ``CUDA_VISIBLE_DEVICES`` per task). Without ``--address`` a local Ray
+instance is started (``--ray-cpus`` caps its CPUs) and stopped at the end; on several nodes ``OUT`` must be on a
+file system every node can write and ego_adr must be installed on every node.
+
+Test hook: ``--test-crash-chunk I`` kills chunk ``I``'s process (SIGKILL, like an OOM kill) as soon as it has
+written its first prediction, on its first ``--test-crash-attempts`` attempts (default 1); the tests use it to
+show that a crashed chunk is retried, resumes from its own file and the merged result is unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
-import os
+import io
+import json
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-RAY_MISSING = (
-    "the Ray launcher needs ray, which is not installed: pip install 'ego-adr[ray]'. "
-    "On a single machine, --local runs the shards as local processes without Ray."
-)
-OWNED_FLAGS = ("--num-shards", "--shard-index", "--output-dir")
+from ego_adr.run.chunk_runner import RAY_MISSING, LaunchError, run_local, run_ray
 
+DEFAULT_CHUNK_SIZE = 64  # see the module docstring ("Why processes")
 
 def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
     """Remove ``--output-dir`` from the ``ego_adr.run`` arguments and return it; refuse shard flags (the
@@ -42,15 +58,13 @@ def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
         a = run_args[i]
         name = a.split("=", 1)[0]
         if name in ("--num-shards", "--shard-index"):
-            raise SystemExit(
-                f"error: do not pass {name} after '--': the launcher sets it (use --num-shards before '--')"
-            )
+            raise LaunchError(f"do not pass {name} after '--': the launcher sets it (use --num-chunks before '--')")
         if name == "--output-dir":
             if "=" in a:
                 out = a.split("=", 1)[1]
             else:
                 if i + 1 >= len(run_args):
-                    raise SystemExit("error: --output-dir needs a value")
+                    raise LaunchError("--output-dir needs a value")
                 out = run_args[i + 1]
                 i += 1
         else:
@@ -59,153 +73,176 @@ def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
     return rest, out
 
 
-def default_output_dir(run_args: list[str]) -> Path:
-    """The folder ``ego_adr.run`` would pick for these arguments (so sharded and unsharded runs agree)."""
+def resolve_run(run_args: list[str]):
+    """Parse and validate the ``ego_adr.run`` arguments here, before anything starts, and count the samples.
+    Returns (config, number of samples, default output folder)."""
     from ego_adr.run.cli import config_from_args
-    from ego_adr.run.runner import default_output_dir as runner_default
+    from ego_adr.run.config import ConfigError
+    from ego_adr.run.runner import default_output_dir, load_dataset
 
-    cfg, _ = config_from_args(run_args)
-    return Path(runner_default(cfg))
-
-
-def shard_command(
-    run_args: list[str], out: Path, num_shards: int, index: int, python: str = sys.executable
-) -> list[str]:
-    return [
-        python, "-m", "ego_adr.run", *run_args,
-        "--output-dir", str(out / f"shard-{index}"),
-        "--num-shards", str(num_shards),
-        "--shard-index", str(index),
-        "--quiet",
-    ]  # fmt: skip
-
-
-def run_shard(
-    cmd: list[str], log_path: str, env: dict | None = None, cwd: str | None = None
-) -> tuple[int, float, str]:
-    """Run one shard in ``cwd`` (the launcher's folder, so relative paths in the run arguments mean the same
-    inside a Ray worker), its output to ``log_path``; returns (exit code, seconds, last lines of the log)."""
-    t0 = time.perf_counter()
-    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as log:
-        rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-    tail = "\n".join(Path(log_path).read_text(errors="replace").splitlines()[-15:])
-    return rc, time.perf_counter() - t0, tail
-
-
-def run_local(cmds: list[list[str]], out: Path, max_parallel: int, devices: list[str] | None) -> list[tuple]:
-    """Shards as local processes, ``max_parallel`` at a time; shard i gets ``devices[i % len(devices)]`` as its
-    only visible GPU when devices are given."""
-
-    def one(i: int):
-        env = dict(os.environ)
-        if devices:
-            env["CUDA_VISIBLE_DEVICES"] = devices[i % len(devices)]
-        return run_shard(cmds[i], str(out / f"shard-{i}.log"), env)
-
-    with ThreadPoolExecutor(max_workers=max_parallel) as pool:
-        return list(pool.map(one, range(len(cmds))))
-
-
-def run_ray(cmds: list[list[str]], out: Path, address: str | None, gpus: float, cpus: float) -> list[tuple]:
+    err = io.StringIO()
     try:
-        import ray
-    except ImportError as e:
-        raise SystemExit(f"error: {RAY_MISSING}") from e
-    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    task = ray.remote(num_gpus=gpus, num_cpus=cpus, max_retries=0)(run_shard)
-    cwd = os.getcwd()
-    refs = [task.remote(cmd, str(out / f"shard-{i}.log"), None, cwd) for i, cmd in enumerate(cmds)]
-    return ray.get(refs)
+        with contextlib.redirect_stderr(err):
+            cfg, _ = config_from_args(run_args)
+    except SystemExit as e:  # argparse: keep its last line ("... error: argument --frames: invalid int ...")
+        lines = [x for x in err.getvalue().splitlines() if x.strip()]
+        raise LaunchError(f"ego_adr.run arguments: {lines[-1] if lines else e}") from None
+    try:
+        cfg.validate()
+        samples, _ = load_dataset(cfg)
+    except (ConfigError, FileNotFoundError) as e:
+        raise LaunchError(str(e)) from None
+    if not samples:
+        raise LaunchError("the run has no samples (check --sources, --data-root and --limit after '--')")
+    return cfg, len(samples), Path(default_output_dir(cfg))
 
 
-def merge_and_score(out: Path, num_shards: int, score: bool = True) -> int:
-    shards = [str(out / f"shard-{i}" / "predictions.jsonl") for i in range(num_shards)]
+def chunk_command(run_args: list[str], out: Path, num_chunks: int, index: int,
+                  python: str = sys.executable) -> list[str]:
+    return [python, "-m", "ego_adr.run", *run_args, "--output-dir", str(out / f"chunk-{index}"),
+            "--num-shards", str(num_chunks), "--shard-index", str(index), "--quiet"]
+
+
+def merge_and_score(out: Path, num_chunks: int, score: bool = True) -> int:
+    chunks = [str(out / f"chunk-{i}" / "predictions.jsonl") for i in range(num_chunks)]
     merged = str(out / "predictions.jsonl")
-    steps = [[sys.executable, "-m", "ego_adr.eval", "merge", merged, *shards]]
+    steps = [[sys.executable, "-m", "ego_adr.eval", "merge", merged, *chunks]]
     if score:
         steps.append([sys.executable, "-m", "ego_adr.eval", "score", merged, "--out", str(out)])
     for cmd in steps:
-        rc = subprocess.call(cmd)
-        if rc != 0:
-            print(f"error: {' '.join(cmd[2:4])} failed (exit {rc})", file=sys.stderr)
-            return rc
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"error: {' '.join(cmd[2:4])} failed (exit {r.returncode}): {r.stderr.strip()[-500:]}",
+                  file=sys.stderr)
+            return r.returncode
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m ego_adr.run.launch_ray",
-        description="Run `python -m ego_adr.run` as K data-parallel shards (Ray tasks or local processes), "
-        "then merge and score. Arguments after '--' go to ego_adr.run.",
-        usage="python -m ego_adr.run.launch_ray --num-shards K [options] -- <ego_adr.run arguments>",
+        description="Run `python -m ego_adr.run` as many small chunks scheduled dynamically (Ray tasks or local "
+        "processes), retry failed chunks, then merge and score. Arguments after '--' go to ego_adr.run.",
+        usage="python -m ego_adr.run.launch_ray [options] -- <ego_adr.run arguments>",
     )
-    p.add_argument("--num-shards", type=int, required=True, help="number of shards K")
-    p.add_argument("--local", action="store_true", help="run shards as local processes (no Ray needed)")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start or join a local one)")
-    p.add_argument(
-        "--gpus-per-shard", type=float, default=0.0, help="Ray: GPUs reserved per shard (default 0)"
-    )
-    p.add_argument(
-        "--cpus-per-shard", type=float, default=1.0, help="Ray: CPUs reserved per shard (default 1)"
-    )
-    p.add_argument("--max-parallel", type=int, default=None, help="--local: shards at once (default K)")
-    p.add_argument(
-        "--devices", default=None, help="--local: GPU ids given round-robin to shards, e.g. 0,1,2,3"
-    )
-    p.add_argument("--no-score", action="store_true", help="merge only, do not score")
+    a = p.add_argument
+    a("--chunk-size", type=int, default=None,
+      help=f"samples per chunk (default {DEFAULT_CHUNK_SIZE}; a chunk loads the model once)")
+    a("--num-chunks", "--num-shards", dest="num_chunks", type=int, default=None,
+      help="number of chunks instead of --chunk-size (--num-shards is the older name)")
+    a("--retries", type=int, default=2, help="retries of a failed chunk (default 2); each resumes its own file")
+    a("--local", action="store_true", help="run chunks as local processes (no Ray needed)")
+    a("--address", default=None, help="Ray cluster address, e.g. auto (default: start a local Ray instance)")
+    a("--ray-cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    a("--gpus-per-chunk", "--gpus-per-shard", dest="gpus_per_chunk", type=float, default=0.0,
+      help="Ray: GPUs reserved per chunk (default 0)")
+    a("--cpus-per-chunk", "--cpus-per-shard", dest="cpus_per_chunk", type=float, default=1.0,
+      help="Ray: CPUs reserved per chunk (default 1)")
+    a("--max-parallel", type=int, default=None,
+      help="--local: chunks at once (default: the number of --devices, else 2)")
+    a("--devices", default=None, help="--local: GPU ids, one per running chunk, e.g. 0,1,2,3")
+    a("--no-score", action="store_true", help="merge only, do not score")
+    a("--test-crash-chunk", type=int, default=None, help="test hook: SIGKILL this chunk after its first prediction")
+    a("--test-crash-attempts", type=int, default=1, help="test hook: on this many first attempts (default 1)")
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _check_plan(out: Path, plan: dict) -> None:
+    """A rerun must cut the run into the same chunks, or the chunk folders would hold other samples."""
+    path = out / "launch.json"
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            old = {}
+        if old and (old.get("num_chunks"), old.get("n_samples")) != (plan["num_chunks"], plan["n_samples"]):
+            raise LaunchError(
+                f"{out} holds a launch of {old.get('n_samples')} samples in {old.get('num_chunks')} chunks, this "
+                f"one is {plan['n_samples']} samples in {plan['num_chunks']} chunks; use the same --chunk-size / "
+                "--num-chunks to resume it, or another --output-dir")
+    path.write_text(json.dumps(plan, indent=1))
+
+
+def launch(argv: list[str]) -> int:
     if "--" in argv:
         cut = argv.index("--")
         own, run_args = argv[:cut], argv[cut + 1 :]
     else:
         own, run_args = argv, []
     args = build_parser().parse_args(own)
-    if args.num_shards < 1:
-        raise SystemExit("error: --num-shards must be >= 1")
-    if args.max_parallel is not None and args.max_parallel < 1:
-        raise SystemExit("error: --max-parallel must be >= 1")
+    if args.chunk_size is not None and args.num_chunks is not None:
+        raise LaunchError("give --chunk-size or --num-chunks, not both")
+    for name in ("chunk_size", "num_chunks", "max_parallel"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise LaunchError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.retries < 0:
+        raise LaunchError("--retries must be >= 0")
     if not args.local and args.devices:
-        raise SystemExit("error: --devices is for --local; Ray assigns GPUs itself (--gpus-per-shard)")
+        raise LaunchError("--devices is for --local; Ray assigns GPUs itself (--gpus-per-chunk)")
     if not args.local and importlib.util.find_spec("ray") is None:
-        raise SystemExit(f"error: {RAY_MISSING}")
+        raise LaunchError(RAY_MISSING)
     rest, out_dir = split_run_args(run_args)
-    out = (Path(out_dir) if out_dir else default_output_dir(rest)).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    k = args.num_shards
-    cmds = [shard_command(rest, out, k, i) for i in range(k)]
+    dry = "--dry-run" in rest
+    rest = [a for a in rest if a != "--dry-run"]
+    cfg, n, default_out = resolve_run(rest)
+    out = (Path(out_dir) if out_dir else default_out).resolve()
+    k = min(n, args.num_chunks or -(-n // (args.chunk_size or DEFAULT_CHUNK_SIZE)))
+    if dry:  # the run's preflight, plus the cut; nothing is started or written
+        from ego_adr.run.preflight import run_dry
 
-    where = "local processes" if args.local else f"Ray tasks ({args.address or 'local cluster'})"
-    print(f"running {k} shards as {where}; logs in {out}/shard-*.log", flush=True)
+        print(f"launch plan: {n} samples in {k} chunks of ~{-(-n // k)} into {out}/chunk-*")
+        return run_dry(cfg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LaunchError(f"cannot create the output folder {out}: {e.strerror}") from None
+    _check_plan(out, {"num_chunks": k, "n_samples": n, "run_args": rest})
+    cmds = [chunk_command(rest, out, k, i) for i in range(k)]
+    crash = {args.test_crash_chunk: args.test_crash_attempts} if args.test_crash_chunk is not None else {}
+
+    devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else None
+    parallel = args.max_parallel or (len(devices) if devices else 2)
+    where = (f"{parallel} local processes" if args.local
+             else f"Ray tasks ({args.address or 'local Ray instance'})")
+    print(f"{n} samples in {k} chunks on {where}; logs in {out}/chunk-*.log", flush=True)
     t0 = time.perf_counter()
-    if args.local:
-        devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else None
-        results = run_local(cmds, out, args.max_parallel or k, devices)
-    else:
-        results = run_ray(cmds, out, args.address, args.gpus_per_shard, args.cpus_per_shard)
 
-    failed = []
-    for i, (rc, secs, tail) in enumerate(results):
+    def report(res: dict) -> None:
+        i, rc = res["index"], res["rc"]
         status = "ok" if rc == 0 else f"FAILED (exit {rc})"
-        print(f"shard {i}/{k}: {status} in {secs:.1f}s")
+        extra = f", attempt {res['attempt']}" if res["attempt"] > 1 else ""
+        extra += f", resumed after {res['resumed_from']} finished" if res["resumed_from"] else ""
+        print(f"chunk {i}/{k}: {status} in {res['seconds']:.1f}s{extra}", flush=True)
         if rc != 0:
-            failed.append(i)
-            print("  " + tail.replace("\n", "\n  "), file=sys.stderr)
+            print("  " + res["tail"].replace("\n", "\n  "), file=sys.stderr, flush=True)
+
+    if args.local:
+        results = run_local(cmds, out, parallel, devices, args.retries, crash, report)
+    else:
+        results = run_ray(cmds, out, args.address, args.gpus_per_chunk, args.cpus_per_chunk, args.ray_cpus,
+                          args.retries, crash, report)
+    failed = [r["index"] for r in results if r["rc"] != 0]
     if failed:
-        print(
-            f"error: shard(s) {', '.join(map(str, failed))} failed; see {out}/shard-<i>.log. Rerunning the same "
-            "command resumes: finished samples are kept.",
-            file=sys.stderr,
-        )
+        print(f"error: chunk(s) {', '.join(map(str, failed))} failed after {args.retries + 1} attempt(s); see "
+              f"{out}/chunk-<i>.log. Rerunning the same command resumes: finished samples are kept.",
+              file=sys.stderr)
         return 1
     rc = merge_and_score(out, k, score=not args.no_score)
     if rc == 0:
-        print(f"all {k} shards done in {time.perf_counter() - t0:.1f}s; merged results in {out}/")
+        print(f"all {k} chunks done in {time.perf_counter() - t0:.1f}s; merged results in {out}/")
     return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return launch(list(sys.argv[1:] if argv is None else argv))
+    except LaunchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; rerunning the same command resumes every chunk", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -18,12 +18,84 @@ from ego_adr.run.config import RunConfig
 DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
 
 
-def judge_loaders(cfg: RunConfig) -> tuple[dict, str]:
-    """``{name: () -> VLM}`` for the configured judges (nothing is loaded yet) and a line for the report."""
+def _is_tiny(model: str | None) -> bool:
+    """The embedded demo model (no ``--model``) or a ``tiny*`` alias: the run is offline, so are its judges."""
+    if model is None:
+        return True
+    from ego_adr.models.registry import ALIASES
+
+    spec = ALIASES.get(model.strip().lower())
+    return spec is not None and spec.tiny
+
+
+def _hub_offline() -> bool:
+    """True when the Hugging Face hub cannot be used: ``HF_HUB_OFFLINE`` set, or its host not reachable within
+    3 s (one TCP connect, no request)."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((url.hostname or "huggingface.co", url.port or 443), timeout=3).close()
+        return False
+    except OSError:
+        return True
+
+
+def _in_hf_cache(model: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    return isinstance(try_to_load_from_cache(model, "config.json"), str)
+
+
+def judge_specs(cfg: RunConfig):
+    """The judges a run uses: ``None`` for the two tiny stand-ins (a tiny answering model with the default
+    judges), else the :class:`~ego_adr.eval.judges.JudgeSpec` list. Raises ConfigError, before any work, when an
+    ``hf`` judge is neither a folder nor in the local Hugging Face cache and the hub cannot be reached."""
     from ego_adr.eval.judges import DEFAULT_JUDGES, JudgeSpec
+    from ego_adr.run.config import ConfigError
+
+    if _is_tiny(cfg.model) and list(cfg.judges) == DEFAULT_JUDGE_NAMES:
+        return None
+    defaults = {j.name: j for j in DEFAULT_JUDGES}
+    try:
+        specs = [defaults.get(j) or JudgeSpec.parse(j) for j in cfg.judges]
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if cfg.judge_backend == "openai":
+        return [JudgeSpec(s.name, s.model, "openai", base_url=cfg.base_url) for s in specs]
+    from pathlib import Path as _P
+
+    from ego_adr.models.registry import resolve
+
+    missing = []
+    for s in specs:
+        if s.backend != "hf" or _P(s.model).expanduser().is_dir():
+            continue
+        hub_id = s.model if "/" in s.model else resolve(s.model)[0]
+        if not _in_hf_cache(hub_id):
+            missing.append(f"{s.name} ({hub_id})")
+    if missing and _hub_offline():
+        raise ConfigError(
+            f"judge(s) {', '.join(missing)} not in the local Hugging Face cache and the hub is not reachable: "
+            "download them (`hf download ID`), name local folders with --judges NAME=FOLDER, use "
+            "--judge-backend openai, or run --model tiny for the offline stand-ins")
+    return specs
+
+
+def judge_loaders(cfg: RunConfig) -> tuple[dict, str, str]:
+    """``{name: () -> VLM}`` for the configured judges (nothing is loaded yet), a line for the report and the
+    judges' backend (for the stage-cache key)."""
+    from ego_adr.eval.judges import JudgeSpec
     from ego_adr.run.judging import build_tiny_text_lm, load_judge
 
-    if cfg.model is None and list(cfg.judges) == DEFAULT_JUDGE_NAMES:
+    specs = judge_specs(cfg)
+    if specs is None:
         root = cfg.resolved_cache_dir()
 
         def tiny(name: str, seed: int):
@@ -33,14 +105,24 @@ def judge_loaders(cfg: RunConfig) -> tuple[dict, str]:
             return load_judge(JudgeSpec(name, str(folder)), device="cpu")
 
         loaders = {n: (lambda n=n, s=s: tiny(n, s)) for s, n in enumerate(("tiny-judge-a", "tiny-judge-b"))}
-        return loaders, "two tiny random text LMs stand in for the default judges (demo only)"
-    defaults = {j.name: j for j in DEFAULT_JUDGES}
-    specs = [defaults.get(j) or JudgeSpec.parse(j) for j in cfg.judges]
-    if cfg.judge_backend == "openai":
-        specs = [JudgeSpec(s.name, s.model, "openai", base_url=cfg.base_url) for s in specs]
+        return loaders, "two tiny random text LMs stand in for the default judges (offline demo)", "hf"
     dev = None if cfg.device == "auto" else cfg.device
     loaders = {s.name: (lambda s=s: load_judge(s, device=dev)) for s in specs}
-    return loaders, ", ".join(f"{s.name}={s.model}" for s in specs)
+    return loaders, ", ".join(f"{s.name}={s.model}" for s in specs), cfg.judge_backend
+
+
+def public_prompts(cfg: RunConfig):
+    """The public judges' prompts under ``--protocol public`` (read now, so a missing source stops the run
+    before any work), else None."""
+    if getattr(cfg, "protocol", "ego-adr") != "public":
+        return None
+    from ego_adr.eval.public_judges import PublicJudgesMissing, read_public_judge_prompts
+    from ego_adr.run.config import ConfigError
+
+    try:
+        return read_public_judge_prompts(cfg.data_root)
+    except PublicJudgesMissing as e:
+        raise ConfigError(str(e)) from None
 
 
 class _Released:
@@ -65,20 +147,20 @@ def free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def judge_one_at_a_time(loaders: dict, rows: list[dict], cache, backend: str, progress: bool) -> tuple[dict, dict]:
-    """Load each judge alone, let it answer every pending request (into the stage cache), then free it.
+def judge_one_at_a_time(loaders: dict, requests_for, cache, backend: str, progress: bool) -> tuple[dict, dict]:
+    """Load each judge alone, let it answer every pending request (``requests_for(i)`` for the i-th judge) into
+    the stage cache, then free it.
 
     Two 7B judges next to each other need ~30 GB in bf16; one at a time fits a 24 GB GPU (Section 6.1's budget).
     The returned judges answer from the cache only, so the combined judging pass asks nobody again.
     """
     from tqdm import tqdm
 
-    from ego_adr.eval.open_end import judge_request
     from ego_adr.models.cache import CachedModel
 
-    reqs = [judge_request(r) for r in rows if not r.get("error") and (r.get("answer") or "").strip()]
     released, stats = {}, {}
-    for name, load in loaders.items():
+    for k, (name, load) in enumerate(loaders.items()):
+        reqs = requests_for(k)
         judge = CachedModel(load(), cache, backend)
         bs = max(1, judge.capabilities.max_batch_size)
         for i in tqdm(range(0, len(reqs), bs), desc=f"judge {name}", disable=not progress or not reqs):
@@ -92,25 +174,57 @@ def judge_one_at_a_time(loaders: dict, rows: list[dict], cache, backend: str, pr
 
 def judge_answers(cfg: RunConfig, answer_rows: list[dict], path: Path, cache, progress: bool = True
                   ) -> tuple[list[dict], str, dict]:
-    """The judge stage: judgement rows in ``path`` (resumable), a line naming the judges, per-judge call counts."""
-    from ego_adr.eval.open_end import judge_rows
+    """The judge stage: judgement rows in ``path`` (resumable), a line naming the judges, per-judge call counts.
+    Under ``--protocol public`` the public judges' prompts and parsing (:mod:`ego_adr.eval.public_judges`)."""
+    from ego_adr.eval.open_end import judge_request, judge_rows
+    from ego_adr.eval.public_judges import judge_rows_public, public_requests
     from ego_adr.models.cache import CachedModel
     from ego_adr.store import JsonlStore
 
-    loaders, note = judge_loaders(cfg)
-    backend = cfg.judge_backend if cfg.model else "hf"
+    prompts = public_prompts(cfg)
+    loaders, note, backend = judge_loaders(cfg)
+    if prompts is not None:
+        note += "; public judge prompts and score parsing (" + ", ".join(
+            f"{p.judge_class} {p.sha}" for p in prompts) + f", from {prompts[0].source})"
+        if len(loaders) != len(prompts):
+            from ego_adr.run.config import ConfigError
+
+            raise ConfigError(f"--protocol public needs exactly two judges (asked as the public Qwen and DeepSeek "
+                              f"judges), got {len(loaders)}")
     with JsonlStore(path) as jstore:
         done = {(r.get("sample_id"), r.get("qa_index")) for r in jstore.rows()}
         pending = [r for r in answer_rows if (r.get("sample_id"), r.get("qa_index")) not in done]
         if not pending:
             return jstore.rows(), note, {}
+
+        def requests_for(k: int):
+            if prompts is not None:
+                return public_requests(pending, prompts[k])
+            return [judge_request(r) for r in pending if not r.get("error") and (r.get("answer") or "").strip()]
+
         if cache is not None:
-            judges, stats = judge_one_at_a_time(loaders, pending, cache, backend, progress)
+            judges, stats = judge_one_at_a_time(loaders, requests_for, cache, backend, progress)
         else:  # without the cache the judges must be held together
             judges = {n: CachedModel(load(), None, backend) for n, load in loaders.items()}
             stats = None
-        rows = judge_rows(answer_rows, judges, jstore, cache, progress=progress)
+        if prompts is not None:
+            rows = judge_rows_public(answer_rows, judges, prompts, jstore, cache)
+        else:
+            rows = judge_rows(answer_rows, judges, jstore, cache, progress=progress)
     return rows, note, stats if stats is not None else {n: j.stats() for n, j in judges.items()}
+
+
+def _sampler(cfg: RunConfig):
+    """The run's frame sampler: the protocol's (ego_adr.reasoning.protocol, when present) or one with the
+    sampling policy the configuration names."""
+    try:
+        from ego_adr.reasoning.protocol import make_sampler, settings_of
+    except ImportError:
+        from ego_adr.video.policies import policy_for
+        from ego_adr.video.sampler import FrameSampler
+
+        return FrameSampler(policy=policy_for(cfg))
+    return make_sampler(settings_of(cfg))
 
 
 def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True,
@@ -129,11 +243,14 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     from ego_adr.run.runner import _decode, _versions, load_vlm, write_json
     from ego_adr.store import JsonlStore
     from ego_adr.video.prefetch import Prefetcher
-    from ego_adr.video.sampler import FrameSampler
 
+    public = getattr(cfg, "protocol", "ego-adr") == "public"
+    judge_specs(cfg)  # a judge that cannot be loaded stops the run now, not after answering
+    public_prompts(cfg)
     out.mkdir(parents=True, exist_ok=True)
-    selection = selection_label(cfg.qa_selection, cfg.seed)
-    pairs = select_qa(samples, cfg.qa_selection, cfg.seed)
+    qa_mode = "one" if public else cfg.qa_selection  # the public green agent asks one QA pair per sample
+    selection = selection_label(qa_mode, cfg.seed)
+    pairs = select_qa(samples, qa_mode, cfg.seed)
     answers = JsonlStore(out / "predictions.jsonl")
     done = {(r.get("sample_id"), r.get("qa_index")) for r in answers.rows()}
     todo: dict[str, list[int]] = {}
@@ -147,9 +264,12 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     given_model, model = model, None
     if todo:
         model = load_vlm(cfg, given_model)
+        from ego_adr.run.identity import confirm  # issue 11: the folder's answers are all from these weights
+
+        confirm(out, {"model_fingerprint": model.fingerprint})
         pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
                       cache_dir=cfg.resolved_cache_dir(), route="open-end")
-        sampler = FrameSampler()
+        sampler = _sampler(cfg)
         label = cfg.model or "tiny-demo"
         bar = tqdm(total=sum(len(v) for v in todo.values()), desc="answering", unit="question",
                    disable=not progress)
@@ -191,12 +311,28 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     metrics["judges_note"] = judge_note
     write_metrics_json(metrics, out)
     notes = [f"Judges: {judge_note}."]
-    if cfg.model is None:
+    if public:
+        from ego_adr.eval.public_judges import public_parse_counts
+
+        counts = public_parse_counts(rows)
+        metrics["public_parse"] = counts
+        notes.append("Protocol public: one QA pair per sample (seeded), the public judges' prompts and parsing; "
+                     "replies the public code cannot parse score 0 there and here: " + "; ".join(
+                         f"{n}: {c['unparsed_scored_0']} unparsed (0), {c['fallback']} read by a fallback rule, "
+                         f"{c['judge_errors_scored_0']} judge errors (0), {c['answer_failed_scored_0']} failed "
+                         "answers (0)" for n, c in counts.items()) + ".")
+        write_metrics_json(metrics, out)
+    if _is_tiny(cfg.model):
         notes.append("Demo model and judges have random weights: these numbers only show the machinery works.")
     (out / "report.md").write_text("# Open-ended VQA results\n\n" + render_open_end_report(metrics) + "\n\n"
                                    + "\n".join(f"- {n}" for n in notes) + "\n")
     run_info.update({"finished": datetime.now(timezone.utc).isoformat(), "wall_s": round(time.perf_counter() - t0, 3),
                      **answer_calls, "judges": judge_note, "judge_calls": judge_stats})
+    # issue 11: keep the history of earlier invocations, with cumulative counts
+    from ego_adr.run import runinfo
+
+    runinfo.close_invocation(run_info, runinfo.previous(out), {**answer_calls, "started": run_info["started"],
+                             "finished": run_info["finished"], "processed": sum(len(v) for v in todo.values())})
     write_json(out / "run.json", run_info)
     answers.close()
     return metrics

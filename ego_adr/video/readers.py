@@ -2,13 +2,29 @@
 
 Each reader knows its frame count, rate and size and decodes a sorted list of frame indices, applying a resize
 as it goes so that full-resolution frames are never all held at once. Libraries are imported lazily.
+
+Honest decoding: ``read`` returns, for every requested index, a :class:`Decoded` saying which frame the decoder
+actually produced (``index``) or why none was (``problem``) -- a reader never hands back another frame in place
+of the one asked for without saying so; the sampler decides what to do about it (see
+:mod:`ego_adr.video.sampler`). ``num_frames`` counts the frames the reader can address; ``declared_frames`` is
+what the container's header claims (``None`` when it does not say), so a truncated file shows as
+``declared_frames > num_frames``.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import numpy as np
+
+
+class Decoded(NamedTuple):
+    """One requested frame: the index the decoder produced (``None`` if none) and the RGB frame, or a problem."""
+
+    index: int | None
+    frame: np.ndarray | None = None
+    problem: str | None = None
 
 
 def import_decord():
@@ -42,9 +58,11 @@ class _Reader:
         self.fps = 0.0
         self.width = 0
         self.height = 0
+        self.declared_frames: int | None = None
 
-    def read(self, indices: list[int], transform) -> list[np.ndarray]:
-        """Decode the sorted distinct ``indices``; ``transform`` is applied to each RGB frame right away."""
+    def read(self, indices: list[int], transform) -> list[Decoded]:
+        """Decode the sorted distinct ``indices`` (one :class:`Decoded` each); ``transform`` is applied to each RGB
+        frame right away. Raises only when the decoder itself breaks (the sampler then tries another backend)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -67,11 +85,14 @@ class _DecordReader(_Reader):
 
     def read(self, indices, transform):
         per = max(1, _DECODE_BUDGET_BYTES // max(1, self.width * self.height * 3))
-        out: list[np.ndarray] = []
-        for i in range(0, len(indices), per):
-            batch = self._vr.get_batch(list(indices[i : i + per])).asnumpy()
-            out.extend(transform(f) for f in batch)
-        return out
+        inside = [i for i in indices if i < self.num_frames]
+        got: dict[int, Decoded] = {}
+        for k in range(0, len(inside), per):
+            chunk = list(inside[k : k + per])
+            batch = self._vr.get_batch(chunk).asnumpy()  # frame-exact by index (STACK-NOTES); raises on failure
+            got.update((i, Decoded(i, transform(f))) for i, f in zip(chunk, batch, strict=True))
+        return [got.get(i) or Decoded(None, problem=f"frame {i} is not in the file ({self.num_frames} frames)")
+                for i in indices]
 
     def close(self):
         super().close()
@@ -112,6 +133,7 @@ class _PyAVReader(_Reader):
             span = float((self._pts[-1] - self._pts[0]) * st.time_base) or 1.0
             self.fps = (self.num_frames - 1) / span
         self.width, self.height = st.codec_context.width, st.codec_context.height
+        self.declared_frames = int(st.frames) if st.frames else None
         self._gen = None
         self._last_pts: int | None = None
 
@@ -123,22 +145,33 @@ class _PyAVReader(_Reader):
     def read(self, indices, transform):
         out = []
         for i in indices:
+            if i >= self.num_frames:
+                out.append(Decoded(None, problem=f"frame {i} is not in the file (it holds {self.num_frames} frames)"))
+                continue
             target = int(self._pts[i])
             key = int(self._keys[np.searchsorted(self._keys, target, side="right") - 1])
             if self._gen is None or self._last_pts is None or target <= self._last_pts or key > self._last_pts:
                 self._seek(key)
-            frame = None
-            for fr in self._gen:
-                if fr.pts is None:
-                    continue
-                self._last_pts = int(fr.pts)
-                if fr.pts >= target:
-                    frame = fr
-                    break
+            frame, problem = None, None
+            try:
+                for fr in self._gen:
+                    if fr.pts is None:
+                        continue
+                    self._last_pts = int(fr.pts)
+                    if fr.pts >= target:
+                        frame = fr
+                        break
+            except Exception as e:  # noqa: BLE001 - a corrupt packet: this frame is missing, the reader lives on
+                problem = f"frame {i} could not be decoded ({type(e).__name__}: {e})"
             if frame is None:
                 self._gen = None
-                raise RuntimeError(f"frame {i} (pts {target}) could not be decoded")
-            out.append(transform(frame.to_ndarray(format="rgb24")))
+                out.append(Decoded(None, problem=problem or f"frame {i} (pts {target}) could not be decoded"))
+                continue
+            # the frame produced, by its timestamp: frame i if it lies before the next packet's pts
+            nxt = int(self._pts[i + 1]) if i + 1 < self.num_frames else None
+            got = i if nxt is None or int(frame.pts) < nxt else int(
+                np.searchsorted(self._pts, int(frame.pts), side="right") - 1)
+            out.append(Decoded(got, transform(frame.to_ndarray(format="rgb24"))))
         return out
 
     def close(self):
@@ -168,6 +201,7 @@ class _OpenCVReader(_Reader):
         self.fps = float(cap.get(cv2.CAP_PROP_FPS))
         self.width = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH))
         self.height = int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
+        self.declared_frames = self.num_frames  # OpenCV takes the count from the header: reads past a cut fail
         if self.num_frames <= 0 or self.fps <= 0:
             raise RuntimeError("OpenCV reports no frame count / fps")
         self._next = 0  # index of the frame the next read() returns
@@ -179,16 +213,20 @@ class _OpenCVReader(_Reader):
             if i < self._next or i - self._next > self.GRAB_AHEAD:
                 self._cap.set(cv2.CAP_PROP_POS_FRAMES, i)
                 self._next = i
+            grabbed = True
             while self._next < i:
                 if not self._cap.grab():
-                    raise RuntimeError(f"could not grab frame {self._next}")
+                    grabbed = False
+                    break
                 self._next += 1
-            ok, bgr = self._cap.read()
+            ok, bgr = self._cap.read() if grabbed else (False, None)
             if not ok:
                 self._next = -(10**9)  # force a seek next time
-                raise RuntimeError(f"could not read frame {i}")
-            self._next = i + 1
-            out.append(transform(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+                out.append(Decoded(None, problem=f"frame {i} could not be read"))
+                continue
+            got = int(self._cap.get(cv2.CAP_PROP_POS_FRAMES)) - 1  # the frame just read, by the decoder's count
+            self._next = got + 1
+            out.append(Decoded(got, transform(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))))
         return out
 
     def close(self):

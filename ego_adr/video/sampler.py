@@ -6,13 +6,20 @@ decoding; scripts/bench_frames.py). Many samples of one video therefore reuse on
 (``max_open``) keeps memory and file handles in check; each reader has its own lock, so threads (see
 :mod:`ego_adr.video.prefetch`) can decode different videos at the same time.
 
-Sampling rule (the same for every backend): the window ``[start, end)`` holds the frames whose timestamps
-``i / fps`` fall inside it; that run of ``M`` frames is cut into ``N`` equal segments and the *centre* frame of each
-segment is taken (``first + floor((k + 0.5) * M / N)``). Centres rather than ``linspace`` end points because they
-never hit the boundary frames, which in the annotated data often belong to the neighbouring step. When ``M >= N``
-the indices are distinct; when the window holds fewer frames than ``N`` some repeat, which is recorded in
-:class:`SampleInfo` (``duplicated``). A missing (``None``) or negative window means the whole video (the public
-data uses ``-1`` for omissions, where there is no segment); a window is clamped to the video's duration.
+Which frames: a named sampling policy (:mod:`ego_adr.video.policies`; ``bin-centre`` by default, ``public`` for
+the public white agent's rule) turns the window into frame indices, after the one window rule of
+:mod:`ego_adr.video.window` (whole video only for "no segment", failures for half, inverted or out-of-video
+windows, a note for every normalisation). The policy's name is recorded in :class:`SampleInfo`.
+
+Honest frames: the sampler checks what the decoder produced against what was asked (each reader reports the index
+of the frame it actually decoded, from its timestamp). A frame that cannot be decoded where requested -- a
+truncated file whose second half is missing, a corrupt packet -- is never replaced silently: with
+``substitute="none"`` (default) the sample fails with a :class:`VideoError` naming the missing frames; with
+``substitute="nearest"`` the nearest decodable frame within half a sampling segment is used and recorded in
+``SampleInfo.substitutions``. With ``backend="auto"`` another backend is tried first; every such switch is recorded
+in ``SampleInfo.decoder_switches`` (on the sample where it happened and on every later sample of that video read
+by the new backend). A file whose header declares more frames than it holds is planned on its declared length, so
+a window in the missing part is a failure, not the last frame repeated.
 
 Frame indices and timestamps assume a constant frame rate (``t_i = i / fps``, with the stream's average rate),
 as camera recordings have; a variable-rate file is sampled by index, evenly in frames rather than seconds.
@@ -31,7 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ego_adr.video.readers import _READERS, _Reader, available_backends  # noqa: F401 (re-exported)
+from ego_adr.video.honest import assemble, find_substitutes, read_plan
+from ego_adr.video.policies import DEFAULT_POLICY, bin_centre, from_rule, get_policy
+from ego_adr.video.readers import _READERS, Decoded, _Reader, available_backends  # noqa: F401 (re-exported)
+
+SUBSTITUTE = ("none", "nearest")
 
 BACKENDS = ("decord", "pyav", "opencv")
 # Order tried by backend="auto", per file; the next one is used when a library is missing or cannot open or
@@ -46,11 +57,15 @@ AUTO_ORDER = ("pyav", "decord", "opencv")
 
 
 class VideoError(Exception):
-    """A video could not be opened or decoded. The pipeline records it for the sample and goes on."""
+    """A video could not be opened or decoded. The pipeline records it for the sample and goes on.
 
-    def __init__(self, path: str | os.PathLike, reason: str):
+    ``kind``: ``open`` (missing or unreadable file), ``window`` (the window rule refuses the window),
+    ``missing-frames`` (requested frames are not decodable), ``decode`` (the decoder broke)."""
+
+    def __init__(self, path: str | os.PathLike, reason: str, kind: str = "open"):
         self.path = str(path)
         self.reason = reason
+        self.kind = kind
         super().__init__(f"{self.path}: {reason}")
 
 
@@ -71,6 +86,10 @@ class SampleInfo:
     video_fps: float
     frame_size: tuple[int, int]  # (width, height) of the returned frames
     notes: list[str] = field(default_factory=list)
+    policy: str = DEFAULT_POLICY  # the sampling policy (ego_adr.video.policies)
+    declared_frames: int | None = None  # what the container's header declares (None: it does not say)
+    substitutions: list[dict] = field(default_factory=list)  # {requested, used, seconds_off, reason}
+    decoder_switches: list[dict] = field(default_factory=list)  # {path, from, to, reason}
 
     @property
     def window_seconds(self) -> float:
@@ -80,49 +99,14 @@ class SampleInfo:
         return asdict(self)
 
 
-def _missing(t: float | None) -> bool:
-    return t is None or (isinstance(t, float) and math.isnan(t)) or t < 0
-
-
 def plan_indices(
     total_frames: int, fps: float, start: float | None, end: float | None, num_frames: int
 ) -> tuple[list[int], tuple[float, float], dict]:
-    """Frame indices for ``num_frames`` uniform samples of ``[start, end)`` (pure; see the module docstring).
-
-    Returns the indices, the window used (seconds) and flags ``whole_video``, ``clamped``, ``duplicated`` plus
-    ``notes``.
-    """
-    if num_frames < 1:
-        raise ValueError(f"num_frames must be >= 1, got {num_frames}")
-    if total_frames < 1 or not fps or fps <= 0:
-        raise ValueError(f"video has no frames or no frame rate (frames={total_frames}, fps={fps})")
-    duration = total_frames / fps
-    notes: list[str] = []
-    whole = _missing(start) and _missing(end)
-    s = 0.0 if _missing(start) else float(start)
-    e = duration if _missing(end) else float(end)
-    if not whole and (_missing(start) or _missing(end)):
-        notes.append("one end of the window missing/negative: replaced by the video's start/end")
-    if e < s:
-        notes.append(f"end {e} before start {s}: swapped")
-        s, e = e, s
-    clamped = False
-    if e > duration + 1e-6:
-        clamped = True
-        e = duration
-    if s >= duration:
-        clamped = True
-        notes.append(f"window starts at {s:.2f}s, after the video's end ({duration:.2f}s): using the last frame")
-        s = max(0.0, duration - 1.0 / fps)
-        e = duration
-    first = math.ceil(s * fps - 1e-6)
-    stop = math.ceil(e * fps - 1e-6)  # frames with t_i < e
-    first = min(max(first, 0), total_frames - 1)
-    stop = min(max(stop, first + 1), total_frames)  # at least the frame at/after start
-    m = stop - first
-    idx = [first + int(math.floor((k + 0.5) * m / num_frames)) for k in range(num_frames)]
-    flags = {"whole_video": whole, "clamped": clamped, "duplicated": m < num_frames, "notes": notes}
-    return idx, (s, e), flags
+    """The ``bin-centre`` plan as ``(indices, window, flags)`` (flags ``whole_video``, ``clamped``,
+    ``duplicated``, ``notes``); raises :class:`~ego_adr.video.window.WindowError` for a refused window."""
+    p = bin_centre(total_frames, fps, start, end, num_frames)
+    return p.indices, p.window, {"whole_video": p.whole_video, "clamped": p.clamped, "duplicated": p.duplicated,
+                                 "notes": p.notes}
 
 
 def target_size(width: int, height: int, max_side: int | None, max_pixels: int | None) -> tuple[int, int]:
@@ -139,12 +123,16 @@ def target_size(width: int, height: int, max_side: int | None, max_pixels: int |
 
 # --------------------------------------------------------------------------------------------------- sampler
 class FrameSampler:
-    """Uniformly sample frames from video windows; see the module docstring for the rule.
+    """Uniformly sample frames from video windows; see the module docstring for the rules.
 
     ``backend``: ``"auto"`` (:data:`AUTO_ORDER`, per file: the first that opens and decodes it) or one of
     :data:`BACKENDS`.
     ``max_open``: open readers kept (LRU). ``max_side`` / ``max_pixels``: bound each returned frame
     (aspect kept, never upscaled), so that e.g. 4K GoPro footage does not fill memory; ``None`` keeps the size.
+    ``policy``: the sampling policy's name (:func:`ego_adr.video.policies.policy_names`).
+    ``index_rule``: instead of a name, a function with :func:`plan_indices`' signature.
+    ``substitute``: ``"none"`` (a frame not decodable where requested fails the sample) or ``"nearest"`` (the
+    nearest decodable frame within half a sampling segment is used and recorded).
     """
 
     def __init__(
@@ -153,11 +141,23 @@ class FrameSampler:
         max_open: int = 8,
         max_side: int | None = None,
         max_pixels: int | None = None,
+        policy: str = DEFAULT_POLICY,
+        substitute: str = "none",
+        index_rule=None,
     ):
         if backend != "auto" and backend not in BACKENDS:
             raise ValueError(f"unknown video backend {backend!r}; use 'auto' or one of {BACKENDS}")
         if max_open < 1:
             raise ValueError("max_open must be >= 1")
+        if substitute not in SUBSTITUTE:
+            raise ValueError(f"substitute must be one of {SUBSTITUTE}, got {substitute!r}")
+        if index_rule is not None:  # a rule with plan_indices' signature, e.g. public_policy.public_indices
+            self._plan = from_rule(index_rule)
+            policy = "public" if getattr(index_rule, "__name__", "") == "public_indices" else self._plan.__name__
+        else:
+            self._plan = get_policy(policy)  # raises ValueError for an unknown name
+        self.policy = policy
+        self.substitute = substitute
         self.backend = backend
         self.max_open = max_open
         self.max_side = max_side
@@ -165,6 +165,7 @@ class FrameSampler:
         self._readers: OrderedDict[str, _Reader] = OrderedDict()
         self._lock = threading.Lock()
         self._broken_backends: dict[str, str] = {}  # backend -> import error
+        self._switches: dict[str, list[dict]] = {}  # path -> decoder switches that replaced its reader
         self.stats = {"opens": 0, "hits": 0, "evictions": 0}
 
     # -- readers -----------------------------------------------------------------------------------------
@@ -241,84 +242,114 @@ class FrameSampler:
         max_pixels: int | None = None,
     ) -> tuple[np.ndarray, SampleInfo]:
         """Frames (uint8 ``(N, H, W, 3)`` RGB) and the record of what was done. Raises :class:`VideoError`."""
+        if num_frames < 1:
+            raise ValueError(f"num_frames must be >= 1, got {num_frames}")
         max_side = self.max_side if max_side is None else max_side
         max_pixels = self.max_pixels if max_pixels is None else max_pixels
         args = (start_sec, end_sec, num_frames, max_side, max_pixels)
         for _attempt in range(3):  # a reader evicted between lookup and lock is reopened
             r = self.reader(path)
-            failure: Exception | None = None
+            failure: str | None = None
             with r.lock:
                 if r.closed:
                     continue
                 try:
-                    res = self._decode(r, *args)
+                    plan, out = self._decode(r, *args)
                 except VideoError:
                     raise
                 except Exception as e:  # noqa: BLE001 - decoder libraries raise assorted types
-                    failure = e
-            if failure is not None:
-                res = self._fallback(r, failure, *args)
-            idx, window, flags, decoded, backend, fps_v, total = res
-            arr = np.stack([decoded[i] for i in idx]).astype(np.uint8, copy=False)
+                    failure = f"{type(e).__name__}: {e}"
+            switches, errors = list(self._switches.get(r.path, [])), []
+            if failure is not None or not out.complete:
+                reason = failure or next(iter(out.problems.values()))
+                best, errors = self._fallback(r, reason, switches, *args)
+                if best is not None:
+                    plan, out, r = best
+                elif failure is not None:
+                    raise VideoError(path, "decoding failed (" + "; ".join([f"{r.backend}: {failure}"] + errors)
+                                     + ")", kind="decode")
+            if not out.complete and self.substitute == "nearest":
+                with r.lock:
+                    try:
+                        find_substitutes(r, out, plan, _resizer(target_size(r.width, r.height, max_side,
+                                                                            max_pixels), (r.width, r.height)))
+                    except Exception:  # noqa: BLE001 - no substitute found is handled below
+                        pass
+            try:
+                used, arr, subs = assemble(out, plan, r.fps, self.substitute)
+            except LookupError as e:
+                nominal = max(r.num_frames, r.declared_frames or 0)
+                cut = (f"; the file holds {r.num_frames} of the {nominal} frames its header declares"
+                       if nominal > r.num_frames + 1 else "") + (f"; also tried {'; '.join(errors)}" if errors else "")
+                raise VideoError(path, f"{e}{cut}", kind="missing-frames") from None
+            finally:
+                if getattr(r, "transient", False):
+                    r.close()
+            arr = arr.astype(np.uint8, copy=False)
+            notes = list(plan.notes) + [f"frame {x['requested']} replaced by frame {x['used']} ({x['reason']})"
+                                        for x in subs]
+            if switches:
+                notes.append("decoded by " + r.backend + " after " + ", ".join(
+                    f"{x['from']} failed ({x['reason']})" for x in switches))
             info = SampleInfo(
-                path=str(path),
-                backend=backend,
-                indices=idx,
-                timestamps=[i / fps_v for i in idx],
-                requested=(start_sec, end_sec),
-                window=window,
-                whole_video=flags["whole_video"],
-                clamped=flags["clamped"],
-                duplicated=flags["duplicated"],
-                video_frames=total,
-                video_fps=fps_v,
-                frame_size=(int(arr.shape[2]), int(arr.shape[1])),
-                notes=flags["notes"],
+                path=str(path), backend=r.backend, indices=used, timestamps=[i / r.fps for i in used],
+                requested=(start_sec, end_sec), window=plan.window, whole_video=plan.whole_video,
+                clamped=plan.clamped, duplicated=plan.duplicated, video_frames=r.num_frames, video_fps=r.fps,
+                frame_size=(int(arr.shape[2]), int(arr.shape[1])), notes=notes, policy=self.policy,
+                declared_frames=r.declared_frames, substitutions=subs, decoder_switches=switches,
             )
             return arr, info
-        raise VideoError(path, "reader kept being evicted; raise max_open")
+        raise VideoError(path, "reader kept being evicted; raise max_open", kind="decode")
 
-    @staticmethod
-    def _decode(r: _Reader, start_sec, end_sec, num_frames, max_side, max_pixels):
-        """Decode with reader ``r`` (caller holds ``r.lock``)."""
+    def _decode(self, r: _Reader, start_sec, end_sec, num_frames, max_side, max_pixels):
+        """Plan on the video's nominal length and decode with reader ``r`` (caller holds ``r.lock``)."""
+        nominal = max(r.num_frames, r.declared_frames or 0)
         try:
-            idx, window, flags = plan_indices(r.num_frames, r.fps, start_sec, end_sec, num_frames)
-        except ValueError as e:
-            raise VideoError(r.path, str(e)) from e
+            plan = self._plan(nominal, r.fps, start_sec, end_sec, num_frames)
+        except ValueError as e:  # WindowError, or a rule's own refusal
+            raise VideoError(r.path, str(e), kind="window") from None
+        except TypeError as e:  # e.g. a rule that takes no None for "no segment": not the decoder's fault
+            raise VideoError(r.path, f"sampling policy {self.policy!r} cannot plan window "
+                                     f"({start_sec}, {end_sec}): {e}", kind="window") from None
         size = target_size(r.width, r.height, max_side, max_pixels)
-        uniq = sorted(set(idx))
-        decoded = dict(zip(uniq, r.read(uniq, _resizer(size, (r.width, r.height))), strict=True))
-        return idx, window, flags, decoded, r.backend, r.fps, r.num_frames
+        return plan, read_plan(r, plan, _resizer(size, (r.width, r.height)))
 
-    def _fallback(self, failed: _Reader, error: Exception, *args):
-        """``auto``: a backend that opened a file but cannot decode it is replaced by the next one that can
-        (which then serves the later samples of that video); otherwise the sample fails with VideoError."""
-        errors = [f"{failed.backend}: {type(error).__name__}: {error}"]
-        if self.backend == "auto":
-            for name in AUTO_ORDER:
-                if name == failed.backend or name in self._broken_backends:
-                    continue
-                try:
-                    new = _READERS[name](failed.path)
-                    with new.lock:
-                        res = self._decode(new, *args)
-                except Exception as e:  # noqa: BLE001
-                    errors.append(f"{name}: {type(e).__name__}: {e}")
-                    continue
-                with self._lock:
-                    if self._readers.get(failed.path) is failed:
-                        self._readers[failed.path] = new
-                        self.stats["fallbacks"] = self.stats.get("fallbacks", 0) + 1
-                        replaced = True
-                    else:
-                        replaced = False
+    def _fallback(self, failed: _Reader, reason: str, switches: list[dict], *args):
+        """``auto``: when a backend cannot decode what was asked, try the others; the first that delivers every
+        frame exactly replaces it for this video (recorded in ``switches`` and for the video's later samples).
+        Returns ``((plan, outcome, reader) or None, errors of the backends tried)``."""
+        errors: list[str] = []
+        if self.backend != "auto":
+            return None, errors
+        for name in AUTO_ORDER:
+            if name == failed.backend or name in self._broken_backends:
+                continue
+            try:
+                new = _READERS[name](failed.path)
+                with new.lock:
+                    plan, out = self._decode(new, *args)
+            except Exception as e:  # noqa: BLE001 - decoder libraries raise assorted types
+                errors.append(f"{name}: {type(e).__name__}: {e}")
+                continue
+            if not out.complete:
+                errors.append(f"{name}: {next(iter(out.problems.values()))}")
+                new.close()
+                continue
+            switch = {"path": failed.path, "from": failed.backend, "to": name, "reason": reason[:300]}
+            switches.append(switch)
+            with self._lock:
+                replaced = self._readers.get(failed.path) is failed
                 if replaced:
-                    with failed.lock:
-                        failed.close()
-                else:
-                    new.close()
-                return res
-        raise VideoError(failed.path, "decoding failed (" + "; ".join(errors) + ")")
+                    self._readers[failed.path] = new
+                    self.stats["fallbacks"] = self.stats.get("fallbacks", 0) + 1
+                    self._switches.setdefault(failed.path, []).append(switch)
+            if replaced:
+                with failed.lock:
+                    failed.close()
+            else:  # another thread replaced it meanwhile: this reader serves this sample only
+                new.transient = True
+            return (plan, out, new), errors
+        return None, errors
 
     def sample(self, path, start_sec, end_sec, num_frames, **kw) -> np.ndarray:
         """uint8 ``(N, H, W, 3)`` RGB frames of the window (see :meth:`sample_with_info`)."""

@@ -190,6 +190,37 @@ def make_test_video(
     return write_video(path, gen(), fps, codec=codec, gop=gop, **write_kw)
 
 
+def make_truncated_video(
+    path: str | os.PathLike, seconds: float, fps: float = 10, keep: float = 0.5, gop: int = 20,
+    size: tuple[int, int] = (160, 120),
+) -> Path:
+    """An indexed H.264 MP4 (see :func:`make_test_video`) with its index (``moov``) at the front and only the first
+    ``keep`` fraction of its bytes: what an interrupted download or copy leaves. The header still declares every
+    frame; the frames after the cut are gone (decoders report fewer frames, or fail to read them)."""
+    import av
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    full = path.with_name(f".{path.stem}.full{os.getpid()}{path.suffix}")
+    n = max(1, int(round(seconds * fps)))
+    try:
+        with av.open(str(full), "w", options={"movflags": "faststart"}) as out:
+            st = out.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
+            st.width, st.height, st.pix_fmt = size[0], size[1], "yuv420p"
+            st.options = {"preset": "ultrafast", "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0"}
+            for i in range(n):
+                for pkt in st.encode(av.VideoFrame.from_ndarray(index_frame(i, size), format="rgb24")):
+                    out.mux(pkt)
+            for pkt in st.encode():
+                out.mux(pkt)
+        data = full.read_bytes()
+    finally:
+        if full.exists():
+            full.unlink()
+    path.write_bytes(data[: int(len(data) * keep)])
+    return path
+
+
 def make_public_layout_videos(
     samples,
     video_root: str | os.PathLike | None = None,

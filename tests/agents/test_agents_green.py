@@ -19,6 +19,7 @@ from ego_adr.agents.protocol import green_message
 from ego_adr.taxonomy import OPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
+PUBLIC = REPO.parent / "shared" / "public-evaluator"  # the unmodified public evaluator (CI has it)
 
 # A white agent written against the a2a-sdk 0.3.21 server API, standing in for a public/AgentBeats-style agent:
 # it answers every question with the same option.
@@ -80,9 +81,11 @@ def agents(tmp_path_factory):
 
 
 def config(demo: Path, out: Path, **kw) -> dict:
+    wording = {"public_evaluator_root": str(PUBLIC)} if PUBLIC.is_dir() else {"question_wording": "ego_adr"}
     return {"video_root": str(demo / "videos"), "json_root": str(demo / "annotations"),
             "procedure_json_path": str(demo / "annotations" / "procedure.json"), "datasets": ["demo"],
-            "task_type": "multiple-choice", "output_dir": str(out), "concurrency": 2, "limit": 4, "seed": 0, **kw}
+            "task_type": "multiple-choice", "output_dir": str(out), "concurrency": 2, "limit": 4, "seed": 0,
+            **wording, **kw}
 
 
 def ask_green(green_url: str, white_url: str, cfg: dict):
@@ -102,7 +105,8 @@ def test_green_evaluates_white_and_metrics_match_the_scorer(agents):
     assert len(rows) == 4
     for r in rows:
         assert r["route"] == "a2a" and r["white"]["protocol"] == "1.0"
-        assert r["prediction"] in OPTIONS or r["failure"]
+        assert r["answer"] is not None or r["failure"]
+        assert r["prediction"] in OPTIONS or r["prediction"] is None
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["overall"] == compute_mc_metrics(rows)["overall"]
     assert eval_main(["score", str(out / "predictions.jsonl"), "--out", str(agents.base / "rescored")]) == 0
@@ -111,6 +115,13 @@ def test_green_evaluates_white_and_metrics_match_the_scorer(agents):
     # resume: asking again sends nothing new and keeps one row per sample
     ask_green(agents.green, agents.white, config(agents.demo, out))
     assert len(load_predictions(out / "predictions.jsonl")) == 4
+    # the same folder with the other question wording is refused, not mixed
+    from a2a.utils.errors import InvalidParamsError
+
+    used = rows[0]["question_wording"]
+    other = {"public": "ego_adr", "ego_adr": "public"}[used]
+    with pytest.raises(InvalidParamsError, match="worded|was not found"):
+        ask_green(agents.green, agents.white, config(agents.demo, out, question_wording=other))
 
 
 def test_green_open_ended_with_judges(agents):
@@ -129,6 +140,7 @@ def test_green_open_ended_with_judges(agents):
     green_message("http://127.0.0.1:1", {"json_root": "/x"}),  # no video_root
     green_message("http://127.0.0.1:1", {"video_root": "/x", "json_root": "/x", "datasets": ["kitchen"]}),
     green_message("http://127.0.0.1:1", {"video_root": "/x", "json_root": "/x", "task_type": "essay"}),
+    green_message("http://127.0.0.1:1", {"video_root": "/x", "json_root": "/x", "question_wording": "mine"}),
 ])
 def test_malformed_tasks_are_refused(agents, task):
     from a2a.utils.errors import InvalidParamsError
@@ -137,6 +149,18 @@ def test_malformed_tasks_are_refused(agents, task):
 
     with pytest.raises(InvalidParamsError):
         asyncio.run(send_text(agents.green, task))
+
+
+def test_missing_public_source_is_one_clear_error(agents, tmp_path, monkeypatch):
+    from a2a.utils.errors import InvalidParamsError
+
+    from ego_adr.agents.launch import send_text
+
+    monkeypatch.delenv("EGO_ADR_PUBLIC_EVALUATOR", raising=False)
+    cfg = config(agents.demo, tmp_path / "nopublic", public_evaluator_root=str(tmp_path / "nowhere"),
+                 question_wording="public")
+    with pytest.raises(InvalidParamsError, match="public evaluator's source .* was not found.*download_annotations"):
+        asyncio.run(send_text(agents.green, green_message(agents.white, cfg), timeout=60))
 
 
 def test_unreachable_white_agent_is_an_error_not_a_hang(agents):

@@ -130,13 +130,12 @@ def test_raw_03_request_gets_one_option_message(white):
     r = rpc03(white.url, mc_text(white.clip, step=None, start=-1.0, end=-1.0))
     res = r.json()["result"]
     assert res["kind"] == "message" and res["role"] == "agent"
-    assert res["parts"][0]["text"] in OPTIONS
     meta = res["metadata"]["ego_adr"]
-    assert meta["status"] in ("ok", "fallback")
-    if meta["status"] == "fallback":  # documented: never silently "correct"
-        assert res["parts"][0]["text"] == "Others" and meta["fallback_reason"]
+    assert meta["status"] in ("ok", "unanswerable")
+    if meta["status"] == "unanswerable":  # documented: never an option it did not conclude
+        assert res["parts"][0]["text"] == "unanswerable: " + meta["unanswerable_reason"]
     else:
-        assert meta["prediction"] == res["parts"][0]["text"]
+        assert res["parts"][0]["text"] in OPTIONS and meta["prediction"] == res["parts"][0]["text"]
 
 
 def test_sdk_03_client_gets_exactly_one_option(white, tmp_path):
@@ -234,7 +233,7 @@ def test_bearer_token_guards_rpc_but_not_the_card(white):
 
 
 class GibberishModelDouble:
-    """Stands in for a model whose answers name no option, to check the fallback path of the agent."""
+    """Stands in for a model whose answers name no option, to check the unanswerable path of the agent."""
 
     model_id = "gibberish-double"
     fingerprint = "gibberish-double@1"
@@ -251,18 +250,31 @@ class GibberishModelDouble:
         return [Generation(text="zzz qqq") for _ in requests]
 
 
-def test_unparseable_verdict_falls_back_to_others_with_the_reason(white, tmp_path):
+def test_unparseable_verdict_is_unanswerable_not_an_option(white, tmp_path):
     from ego_adr.agents.white import WhiteAgent
+    from ego_adr.eval.scoring import score_row, strict_option
 
     agent = WhiteAgent(GibberishModelDouble(), [white.root], mode="deep", frames=2, cache_dir=tmp_path)
     try:
         ans = asyncio.run(agent.answer(mc_text(white.clip)))
     finally:
         agent.close()
-    assert ans.text == "Others"
     meta = ans.metadata["ego_adr"]
-    assert meta["status"] == "fallback" and meta["prediction"] is None
-    assert meta["fallback_reason"] and meta["raw"] == "zzz qqq"
+    assert ans.text.startswith("unanswerable: ") and strict_option(ans.text) is None
+    assert meta["status"] == "unanswerable" and meta["prediction"] is None
+    assert meta["unanswerable_reason"] and meta["raw"] == "zzz qqq"
+    for gt in (["Others"], ["correct"], ["Wrong object"]):  # no ground truth credits it
+        o = score_row({"sample_id": "x", "source": "s", "ground_truth": gt, "answer": ans.text})
+        assert not o["hit"] and o["cell"] == "fp"
+
+
+def test_unreadable_video_is_unanswerable(white, tmp_path):
+    """A file that is no video: the reply says why and is no option (the public rule scores it an error claim)."""
+    broken = white.root / "broken.mp4"
+    broken.write_bytes(b"\x00\x00\x00\x18ftypmp42 this is not a video" * 10)
+    ans = asyncio.run(white.agent.answer(mc_text(str(broken))))
+    assert ans.text.startswith("unanswerable: ") and "video" in ans.text
+    assert ans.metadata["ego_adr"]["status"] == "unanswerable" and "\n" not in ans.text
 
 
 def test_non_loopback_bind_needs_a_token():
@@ -272,3 +284,15 @@ def test_non_loopback_bind_needs_a_token():
     check_bind("0.0.0.0", "t", False)
     with pytest.raises(SystemExit):
         check_bind("0.0.0.0", None, False)
+
+
+def test_one_pass_baseline_answers_the_raw_reply_like_the_public_white_agent(white, tmp_path):
+    """``direct`` is the paper's baseline row: what goes on the wire is the model's reply as it came."""
+    from ego_adr.agents.white import WhiteAgent
+
+    agent = WhiteAgent(GibberishModelDouble(), [white.root], mode="direct", frames=2, cache_dir=tmp_path)
+    try:
+        ans = asyncio.run(agent.answer(mc_text(white.clip)))
+    finally:
+        agent.close()
+    assert ans.text == "zzz qqq" and ans.metadata["ego_adr"]["status"] == "ok"

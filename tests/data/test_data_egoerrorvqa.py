@@ -81,17 +81,47 @@ def test_captaincook4d_multi_label_lists_are_kept(loaded):
     assert any(len(s.ground_truth) == 3 for s in multi)
 
 
-def test_invalid_windows_mean_whole_video(loaded):
+def test_only_no_segment_windows_mean_whole_video(loaded):
     for task, samples in loaded.items():
         for source in PUBLIC_SOURCES:
             for rec, s in zip(raw(source, task), of(samples, source), strict=True):
-                if rec["start_time"] < 0 or rec["end_time"] <= rec["start_time"]:
+                if rec["start_time"] < 0 and rec["end_time"] < 0:
                     assert s.start is None and s.end is None, s.sample_id
-                else:
+                else:  # kept as annotated; the sampler's window rule decides (ego_adr.video.window)
                     assert (s.start, s.end) == (rec["start_time"], rec["end_time"])
     omissions = [s for s in of(loaded[MULTIPLE_CHOICE], "captaincook4d") if "Omission" in s.ground_truth]
     assert omissions and all(s.start is None and s.end is None for s in omissions)
     assert any(s.start is None for s in of(loaded[MULTIPLE_CHOICE], "epic_tent"))  # the -3661.033 record
+
+
+@pytest.mark.parametrize("start,end,want", [
+    (-1, -1, (None, None)), (None, None, (None, None)), (-3661.033, -3661.033, (None, None)),
+    (None, 12.0, (None, 12.0)), (5.0, -1, (5.0, -1.0)), (8.0, 3.0, (8.0, 3.0)), ("x", 3, (None, 3.0)),
+    (2, 4, (2.0, 4.0)),
+])
+def test_time_window_keeps_malformed_windows_for_the_rule(start, end, want):
+    from ego_adr.data.egoerrorvqa import time_window
+    from ego_adr.video.window import window_problem
+
+    assert time_window(start, end) == want
+    malformed = want != (None, None) and (None in want or min(want) < 0 or want[1] < want[0])
+    assert (window_problem(*want) is not None) == malformed
+
+
+def test_missing_video_id_is_named_not_a_missing_file(tmp_path):
+    from ego_adr.data.egoerrorvqa import load_samples, sample_problem
+
+    (tmp_path / "procedure.json").write_text(json.dumps({"t1": "Boil water. Add tea."}))
+    recs = [{"video_id": "", "task_id": "t1", "start_time": 1, "end_time": 2, "original_description": "Boil water",
+             "modified_description": "Boil water", "close_end_answer": ["correct"]},
+            {"video_id": "9_1", "task_id": "t1", "start_time": 5, "end_time": 2, "original_description": "Add tea",
+             "modified_description": "Add tea", "close_end_answer": ["correct"]}]
+    (tmp_path / "captaincook4d_answer.json").write_text(json.dumps(recs))
+    issues = []
+    samples = load_samples(tmp_path, sources=["captaincook4d"], video_root=tmp_path / "V", issues=issues)
+    assert samples[0].video_path is None and sample_problem(samples[0]) == "record has no video_id"
+    assert samples[1].video_path.endswith("9_1_360p.mp4") and (samples[1].start, samples[1].end) == (5.0, 2.0)
+    assert any("end 2 s is before start 5 s" in i.problem for i in issues)
 
 
 def test_captaincook4d_action_drops_duplicated_verb_prefix(loaded):

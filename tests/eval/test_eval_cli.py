@@ -98,10 +98,12 @@ def test_bad_input_exits_2(tmp_path, capsys):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert main(["score", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert "no prediction rows" in capsys.readouterr().err
     bad_gt = write_jsonl(tmp_path / "bad.jsonl", [{"sample_id": "x", "source": "s", "ground_truth": ["Nope"],
                                                    "prediction": "correct", "failure": None}])
-    assert main(["score", str(bad_gt), "--out", str(tmp_path / "o")]) == 2
-    assert "unknown ground-truth option" in capsys.readouterr().err
+    assert main(["score", str(bad_gt), "--out", str(tmp_path / "o")]) == 2  # nothing at all can be scored
+    err = capsys.readouterr().err
+    assert "no row can be scored" in err and "unknown ground-truth label" in err and len(err.splitlines()) == 1
     with pytest.raises(SystemExit) as e:
         main(["score"])  # missing required arguments
     assert e.value.code == 2
@@ -211,3 +213,21 @@ def test_write_report_accepts_note_list_and_int_frames(tmp_path):
     text = paths["report"].read_text()
     assert "first\n\nsecond" in text and "| **Overall** | 16f |" in text
     assert all(p.is_file() for p in paths.values())
+
+
+def test_rows_with_unusable_labels_are_reported_not_fatal(tmp_path, capsys):
+    """Rows as the runner writes them when the loader dropped a label (issue 11: metrics used to crash on every
+    rerun), beside unlabelled rows and good rows: the report is written and names them."""
+    good = make_rows(seed=4)[:30]
+    odd = [{"sample_id": "cook/bad-label", "source": "captaincook4d", "ground_truth": [], "prediction": None,
+            "failure": "data: no valid ground-truth label (close_end_answer='Wrong colour')", "raw": None},
+           {"sample_id": "mine/clip1", "source": "captaincook4d", "ground_truth": [], "prediction": "Omission",
+            "failure": None, "raw": "Omission"}]
+    path = write_jsonl(tmp_path / "p.jsonl", good + odd)
+    assert main(["score", str(path), "--out", str(tmp_path / "o"), "--n-boot", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "excluded: 1 rows" in out and "cook/bad-label" in out and "unscored: 1 rows" in out
+    m = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    assert m["overall"]["n"] == 30 and m["excluded"]["ids"] == ["cook/bad-label"]
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "Excluded rows" in report and "mine/clip1" in report and "Lenient reading" in report

@@ -179,13 +179,45 @@ def test_bootstrap_deterministic_and_contains_point():
         assert lo <= m1["overall"][k] <= hi and lo < hi, k
 
 
-def test_metrics_json_serialisable_and_rejects_bad_gt():
+def test_metrics_json_serialisable_and_bad_rows_are_counted_exclusions():
     m = compute_mc_metrics(hand_rows(), n_boot=20)
     assert json.loads(json.dumps(m))["overall"]["n"] == len(hand_rows())
-    with pytest.raises(ValueError, match="unknown ground-truth option"):
-        compute_mc_metrics([row("z", "s", ["Wrong colour"], "correct")], n_boot=10)
-    with pytest.raises(ValueError, match="no ground_truth"):
-        compute_mc_metrics([row("z", "s", [], "correct")], n_boot=10)
+    assert m["excluded"]["n"] == 0 and m["unscored"]["n"] == 0
+    bad = [row("z1", "cook", ["Wrong colour"], "correct"),        # unknown label
+           row("z2", "cook", [], "correct"),                       # unlabelled
+           row("z3", "cook", None, "Omission"),                    # unlabelled (missing field)
+           {"source": "cook", "ground_truth": [WO], "prediction": WO},  # no sample_id
+           row("z5", None, [WO], WO),                              # no source
+           row("z6", "cook", [7], WO)]                             # a label that is not a string
+    m = compute_mc_metrics(hand_rows() + bad, n_boot=20)
+    assert_block(m["overall"], reference(hand_rows()))            # the good rows score exactly as alone
+    assert m["excluded"]["n"] == 4 and m["unscored"]["n"] == 2
+    assert set(m["excluded"]["ids"]) == {"z1", "<row 20>", "z5", "z6"}
+    assert set(m["unscored"]["ids"]) == {"z2", "z3"}
+    assert m["excluded"]["by_reason"]["no source"] == 1 and m["excluded"]["by_reason"]["no sample_id"] == 1
+    # a caller that names its sources gets rows of other sources excluded as foreign
+    m = compute_mc_metrics(hand_rows(), n_boot=20, sources=["cook", "tent"])
+    assert m["overall"]["n"] == len([r for r in hand_rows() if r["source"] != "toy"])
+    assert m["excluded"]["by_reason"] == {"foreign source 'toy'": 3}
+    json.dumps(m)
+
+
+def test_small_n_intervals_are_flagged():
+    few = compute_mc_metrics([row("f1", "cook", [WO], WO), row("f2", "cook", ["correct"], "correct")], n_boot=50)
+    flags = few["ci95_flags"]
+    assert flags["small_n"] and flags["n"] == 2 and "too few" in flags["note"]
+    assert set(flags["zero_width"]) == {"accuracy", "precision", "recall", "f1"}  # every resample is the same
+    rng = random.Random(5)
+    many = [row(f"m{i}", "cook", gt, gt[0] if rng.random() < 0.5 else rng.choice(["correct", OM]))
+            for i, gt in enumerate([["correct"]] * 60 + [[WO]] * 40)]
+    flags = compute_mc_metrics(many, n_boot=200)["ci95_flags"]
+    assert not flags["small_n"] and flags["zero_width"] == [] and flags["note"] is None
+    # enough samples, but recall rests on 5 of them (the other error samples got a wrong type)
+    thin = [row(f"t{i}", "cook", ["correct"], "correct" if i % 3 else OM) for i in range(60)]
+    thin += [row(f"e{i}", "cook", [WO], WO if i < 3 else ("correct" if i < 5 else "Others")) for i in range(40)]
+    flags = compute_mc_metrics(thin, n_boot=200)["ci95_flags"]
+    assert not flags["small_n"] and flags["denominators"]["recall"] == 5
+    assert flags["small_denominator"] == ["recall", "f1"] and "recall (5)" in flags["note"]
 
 
 def test_real_annotations_ground_truth_never_mixes_correct_and_errors():

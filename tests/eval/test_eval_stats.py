@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
+from ego_adr.eval.compare import compare_runs, format_comparison, mcnemar_test
 from ego_adr.eval.mc import compute_mc_metrics, outcome
-from ego_adr.eval.stats import _draws, bootstrap_ci, compare_runs, format_comparison, mcnemar_test
+from ego_adr.eval.stats import _draws, bootstrap_ci
 from ego_adr.taxonomy import OPTIONS
 
 

@@ -5,9 +5,10 @@ import random
 import pytest
 
 from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import goal_unmet, parse_action, replay, state_from_facts
+from ego_adr.helpmeout.domain import goal_unmet, parse_action, state_from_facts
 from ego_adr.helpmeout.operators import OPERATORS, check_action
 from ego_adr.helpmeout.planner import plan, scene_state
+from ego_adr.helpmeout.replay import replay
 from ego_adr.helpmeout.templates import FAMILIES, instantiate_scene, load_templates
 
 

@@ -24,31 +24,21 @@ from ego_adr.store import JsonlStore
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "egoerrorvqa"
 
 
-# --- parse_score on realistic judge replies -----------------------------------------------------------------
+# --- parse_score: only the requested JSON form ---------------------------------------------------------------
 @pytest.mark.parametrize(
-    "text, score, method",
+    "text, score",
     [
-        ('{"score": 4, "reason": "Same action, misses the tool."}', 4.0, "json"),
-        ('```json\n{"score": 3, "reason": "partly right"}\n```', 3.0, "json"),
-        ('Sure! Here is my evaluation:\n{"Sim": "5", "explanation": "identical"}\nHope this helps.', 5.0, "json"),
-        ('{"score": "2/5"}', 2.0, "json"),
-        ("Score: 3.5", 3.5, "cue"),
-        ("Sim. = 2", 2.0, "cue"),
-        ("The model answer says the person forgot the salt; the reference says sugar.\nSimilarity score: 2", 2.0, "cue"),
-        ("5 = Perfect match, 4 = Minor error, 3 = Partially correct.\n**Score:** 4\nReason: misses step 2.", 4.0, "cue"),
-        ("Rating (0-5): 1", 1.0, "cue"),
-        ("I rate it a 0 since there is no answer.", 0.0, "cue"),
-        ("4/5 - the answer only omits the screwdriver", 4.0, "fraction"),
-        ("Overall I'd say **3** as it is partially correct.", 3.0, "emphasis"),
-        ("5", 5.0, "lone"),
-        (' "2." ', 2.0, "lone"),
-        ("4\nThe answer matches except for the order of 2 steps.", 4.0, "leading"),
-        ("The answer is mostly wrong, so I give it 2.", 2.0, "only_number"),
+        ('{"score": 4, "reason": "Same action, misses the tool."}', 4.0),
+        ('```json\n{"score": 3, "reason": "partly right"}\n```', 3.0),
+        ('Sure! Here is my evaluation:\n{"Score": 5, "reason": "identical"}\nHope this helps.', 5.0),
+        ('{"score": 3.5, "reason": "half of it"}', 3.5),
+        ('{"score": 0, "reason": "no response"}', 0.0),
+        ('{"score": 2, "reason": "a"} and again {"score": 2}', 2.0),  # repeated, same value
     ],
 )
-def test_parse_score_accepts(text, score, method):
+def test_parse_score_accepts_the_requested_json(text, score):
     s, _, m = parse_score(text)
-    assert (s, m) == (score, method)
+    assert (s, m) == (score, "json")
 
 
 def test_parse_score_reason_from_json():
@@ -61,19 +51,21 @@ def test_parse_score_reason_from_json():
         ("", "empty"),
         (None, "empty"),
         ("   \n ", "empty"),
-        ("The answer is similar to the reference.", "unparseable"),
-        ("Score: 7", "out_of_range"),
+        ("The model answer says the person added 2 eggs; the reference says 3.", "unparseable"),
+        ("The answer is mostly wrong, so I give it 2.", "unparseable"),  # prose, not the requested form
+        ("Score: 3.5", "unparseable"),
+        ("4/5 - the answer only omits the screwdriver", "unparseable"),
+        ("5", "unparseable"),
+        ('{"Sim": 5, "explanation": "identical"}', "unparseable"),  # another key
+        ('{"score": "4", "reason": "a string"}', "unparseable"),  # not a number
+        ('{"score": true}', "unparseable"),
         ('{"score": 10, "reason": "great"}', "out_of_range"),
-        ("Score: -1", "out_of_range"),
-        ("8/10", "ambiguous"),  # not a 0-5 fraction and no cue: no rescaling guess
-        ("Score: 3. On reflection, final score: 4", "ambiguous"),
-        ("The person did step 2 before step 3.", "ambiguous"),
-        ("1. Compare the answers.\n2. Rate them.", "ambiguous"),
+        ('{"score": -1}', "out_of_range"),
         ('{"score": 3} {"score": 5}', "ambiguous"),
         ("ÿþ garbage \x00 tokens <|im_end|>", "unparseable"),
     ],
 )
-def test_parse_score_failures_are_recorded_not_zero(text, method):
+def test_parse_score_failures_are_recorded_not_numbers(text, method):
     s, _, m = parse_score(text)
     assert s is None and m == method and m in PARSE_FAILURES
 
@@ -158,10 +150,11 @@ def _answers():
 
 
 def test_judge_rows_bookkeeping_resume_and_cache(tmp_path):
-    a = ScriptedJudgeDouble("judge-a", {"good": '{"score": 5, "reason": "same"}', "half": "Score: 3",
+    a = ScriptedJudgeDouble("judge-a", {"good": '{"score": 5, "reason": "same"}', "half": '{"score": 3}',
                                         "fine": '```json\n{"score": 5, "reason": "same"}\n```',
                                         "odd": "no idea", "oom": None})
-    b = ScriptedJudgeDouble("judge-b", {"good": "4", "fine": "4\nsame meaning", "half": "**2**", "odd": "Score: 9", "oom": "Score: 1"})
+    b = ScriptedJudgeDouble("judge-b", {"good": '{"score": 4}', "fine": 'Here: {"score": 4, "reason": "same"}',
+                                        "half": '{"score": 2}', "odd": '{"score": 9}', "oom": '{"score": 1}'})
     cache = StageCache(tmp_path / "cache")
     path = tmp_path / "judgements.jsonl"
     answers = _answers()
@@ -176,7 +169,7 @@ def test_judge_rows_bookkeeping_resume_and_cache(tmp_path):
     assert by["c2"]["score"] == 2.5 and by["c2"]["judge_scores"] == {"judge-a": 3.0, "judge-b": 2.0}
     odd = by["a1"]
     assert odd["score"] is None and odd["judges"]["judge-a"]["method"] == "unparseable"
-    assert odd["judges"]["judge-b"]["method"] == "out_of_range" and odd["judges"]["judge-b"]["raw"] == "Score: 9"
+    assert odd["judges"]["judge-b"]["method"] == "out_of_range" and odd["judges"]["judge-b"]["raw"] == '{"score": 9}'
     assert odd["failure"].startswith("no judge score") and set(odd["failed_judges"]) == {"judge-a", "judge-b"}
     oom = by["h1"]
     assert oom["score"] == 1.0 and oom["failed_judges"] == ["judge-a"]

@@ -47,7 +47,14 @@ def test_demo_run_writes_results_and_resumes_without_a_model(tmp_path, tiny_mode
     # second run: everything is done, no model is loaded, nothing is called, same metrics
     _, again = execute(RunConfig(output_dir=str(out), **FAST), progress=False)
     run2 = json.loads((out / "run.json").read_text())
-    assert run2["model_calls"] == 0 and "pipeline" not in run2 and run2["resumed_from"] == n
+    assert run2["model_calls"] == 0 and run2["resumed_from"] == n and run2["invocations"][-1]["processed"] == 0
+    # issue 11: a no-op resume keeps what only the first run knew (probe evidence, fingerprint, cumulative calls)
+    assert run2["pipeline"] == first["pipeline"] and run2["model"] == first["model"]
+    assert run2["totals"]["model_calls"] == first["model_calls"] and len(run2["invocations"]) == 2
+    execute(RunConfig(output_dir=str(out), **FAST), progress=False)  # a second no-op rerun loses nothing either
+    run3 = json.loads((out / "run.json").read_text())
+    assert run3["pipeline"]["probe"] == first["pipeline"]["probe"] and run3["model"]["fingerprint"]
+    assert run3["totals"]["model_calls"] == first["model_calls"] and len(run3["invocations"]) == 3
     assert len(_rows(out)) == n
     assert again["overall"] == metrics["overall"]
 

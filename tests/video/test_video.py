@@ -22,6 +22,7 @@ from ego_adr.video.synth import (
     read_frame_index,
     write_video,
 )
+from ego_adr.video.window import WindowError
 
 BACKENDS = available_backends()
 FPS = 8
@@ -65,12 +66,14 @@ def test_plan_missing_or_negative_window_is_whole_video(window):
     assert idx == [5, 15, 25, 35, 45, 55, 65, 75]
 
 
-def test_plan_clamps_beyond_end():
-    idx, used, flags = plan_indices(80, 8.0, 8.0, 30.0, 4)
-    assert flags["clamped"] and used == (8.0, 10.0)
+def test_plan_cuts_a_small_overrun_and_refuses_a_large_one():
+    idx, used, flags = plan_indices(80, 8.0, 8.0, 10.8, 4)  # 0.8 s past the end: cut, with a note
+    assert flags["clamped"] and used == (8.0, 10.0) and "past the video's end" in flags["notes"][0]
     assert all(64 <= i < 80 for i in idx) and len(set(idx)) == 4
-    idx, used, flags = plan_indices(80, 8.0, 50.0, 60.0, 3)  # wholly after the end: the last frame
-    assert flags["clamped"] and idx == [79, 79, 79] and flags["duplicated"]
+    with pytest.raises(WindowError, match="ends 20.00 s after the video's end"):
+        plan_indices(80, 8.0, 8.0, 30.0, 4)
+    with pytest.raises(WindowError, match="after the video's end"):  # never the last frame repeated
+        plan_indices(80, 8.0, 50.0, 60.0, 3)
 
 
 def test_plan_short_window_duplicates_recorded():
@@ -91,6 +94,11 @@ def test_backend_decodes_the_planned_frames(videos, backend, kind):
     with FrameSampler(backend) as fs:
         # out-of-order windows force backward seeks, forward skips and keyframe jumps
         for start, end, n in [(2.0, 5.0, 8), (0.0, 1.0, 4), (7.5, 9.9, 5), (None, None, 16), (1.0, 3.5, 3)]:
+            if kind == "opencv_mp4v" and start == 7.5:  # a 4-s video: the window is after its end
+                with pytest.raises(VideoError, match="after the video's end") as e:
+                    fs.sample_with_info(videos[kind], start, end, n)
+                assert e.value.kind == "window"
+                continue
             arr, info = fs.sample_with_info(videos[kind], start, end, n)
             assert arr.dtype == np.uint8 and arr.shape[0] == n and arr.shape[-1] == 3
             assert info.backend == backend

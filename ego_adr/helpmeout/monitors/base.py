@@ -12,14 +12,27 @@ from dataclasses import dataclass, field
 
 from ego_adr.helpmeout.domain import TASK_END
 
+# What a monitor may read. The task input of Figure 1c is the first three; every monitor also gets the task
+# variant (which of the template's blocks were asked for, see ego_adr.helpmeout.lifting), since that is the
+# procedure the person was given. Anything beyond TASK_INPUT + "template" makes a monitor *privileged*.
+TASK_INPUT = ("task name", "initial scene", "action prefix")
+PUBLIC_READS = frozenset(TASK_INPUT + ("template", "training episodes"))
+GROUNDED_GOAL = "grounded goal"
+
 
 @dataclass(frozen=True)
 class EpisodeContext:
-    """What the system is given (Figure 1c): task name and initial scene -- not the goal, not the labels."""
+    """What the system is given (Figure 1c): task name and initial scene -- not the goal, not the labels.
+
+    ``template_blocks`` is the task variant (public). ``grounding`` (default object -> episode object, and what
+    started outside its cupboard) is the grounded goal: it is filled only for monitors that declare reading it.
+    """
 
     episode_id: str
     task: str
     initial_scene: tuple[str, ...]
+    template_blocks: tuple[str, ...] | None = None
+    grounding: dict | None = None
 
 
 @dataclass
@@ -33,6 +46,7 @@ class StepOutput:
 class Monitor:
     name = "monitor"
     timed_out = False
+    reads: tuple[str, ...] = TASK_INPUT  # set from the registry spec by build_monitor
 
     def fit(self, train: list[dict]) -> None:  # noqa: B027 - optional hook
         """Learn from training episodes (only the learned and change-point monitors need it)."""
@@ -44,8 +58,10 @@ class Monitor:
         raise NotImplementedError
 
 
-def context_of(ep: dict) -> EpisodeContext:
-    return EpisodeContext(ep["id"], ep["task"], tuple(ep["initial_scene"]))
+def context_of(ep: dict, reads: tuple[str, ...] = TASK_INPUT) -> EpisodeContext:
+    blocks = tuple(ep["template_blocks"]) if ep.get("template_blocks") else None
+    grounding = ep.get("grounding") if GROUNDED_GOAL in reads else None
+    return EpisodeContext(ep["id"], ep["task"], tuple(ep["initial_scene"]), blocks, grounding)
 
 
 def run_monitor(monitor: Monitor, episodes: list[dict], progress: bool = True) -> list[dict]:
@@ -55,7 +71,7 @@ def run_monitor(monitor: Monitor, episodes: list[dict], progress: bool = True) -
     rows = []
     for ep in tqdm(episodes, disable=not progress, desc=f"monitor {monitor.name}"):
         monitor.timed_out = False
-        monitor.reset(context_of(ep))
+        monitor.reset(context_of(ep, monitor.reads))
         probs, cats, onsets, evidence = [], [], [], []
         for t, action in enumerate(ep["observed"]):
             out = monitor.step(t, action)

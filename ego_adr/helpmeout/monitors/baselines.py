@@ -5,10 +5,12 @@
   a one-sided CUSUM of the standardised surprisal (drift ``k = 0.5``) is mapped to ``1 - exp(-S / h)``.
 - **Precondition check**: replays the stream and alarms when an action is not executable. Our generator only
   emits executable trajectories, so -- like the paper's (M1 0.513, missed 0.95) -- it almost never fires.
-- **Re-planner**: after every step it re-plans the template's unmet goals from the replayed state (the
-  template-goal variant of Table 2; our templates are grounded, so it equals the privileged one) and alarms when
-  the remaining plan stops shrinking; at the task end, unmet goals mean an omission. Each episode has a planning
-  budget; an episode that exhausts it is *timed out* and left out of M3, as in Table 15.
+- **Re-planner**: after every step it re-plans the unmet goals from the replayed state and alarms when the
+  remaining plan stops shrinking; at the task end, unmet goals mean an omission. Two variants (Table 15):
+  ``goal="template"`` plans the lifted template's goal, its roles bound from the scene and the person's first
+  touches (:class:`~ego_adr.helpmeout.monitors.knowledge.RoleResolver`); ``goal="grounded"`` is the privileged
+  reference that receives the episode's grounded goal. Each episode has a planning budget; an episode that
+  exhausts it is *timed out* and left out of M3, as in Table 15.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from collections import Counter, defaultdict
 from ego_adr.helpmeout.domain import TASK_END, goal_unmet, parse_action, state_from_facts
 from ego_adr.helpmeout.generator import CATEGORIES
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
+from ego_adr.helpmeout.monitors.knowledge import RoleResolver, grounded_template, task_variant
 from ego_adr.helpmeout.monitors.rules import guess_category
 from ego_adr.helpmeout.operators import apply_action, check_action
 from ego_adr.helpmeout.planner import PlanError, PlanTimeout, plan_goals
-from ego_adr.helpmeout.templates import template_by_name
 
 
 class RandomMonitor(Monitor):
@@ -108,13 +110,23 @@ class PreconditionMonitor(Monitor):
 class ReplannerMonitor(Monitor):
     name = "replanner"
 
-    def __init__(self, budget_s: float = 5.0, templates_dir: str | None = None, slope: float = 1.5) -> None:
-        self.budget_s, self.templates_dir, self.slope = budget_s, templates_dir, slope
+    def __init__(self, budget_s: float = 5.0, templates_dir: str | None = None, slope: float = 1.5,
+                 goal: str = "template") -> None:
+        if goal not in ("template", "grounded"):
+            raise ValueError("goal must be 'template' or 'grounded'")
+        self.budget_s, self.templates_dir, self.slope, self.goal = budget_s, templates_dir, slope, goal
+        self.name = "replanner" if goal == "template" else "replanner-privileged"
 
     def reset(self, ctx: EpisodeContext) -> None:
-        self.t = template_by_name(ctx.task, self.templates_dir)
         self.state = state_from_facts(ctx.initial_scene)
-        self.known = self.t.objects() | self.t.scene_locations()
+        self.resolver = None
+        if self.goal == "grounded":
+            self.t = grounded_template(ctx, self.templates_dir)
+            self.known = self.t.objects() | self.t.scene_locations()
+        else:
+            self.resolver = RoleResolver(task_variant(ctx, self.templates_dir), self.state)
+            self.t = self.resolver.template()
+            self.known = self.resolver.known()
         self.history: list = []
         self.deadline = time.perf_counter() + self.budget_s
         self.prev = self._cost()
@@ -150,6 +162,9 @@ class ReplannerMonitor(Monitor):
             unmet = goal_unmet(self.state, self.t.goal)
             return StepOutput(0.97, t, "omission") if unmet else StepOutput(0.03)
         act = parse_action(action)
+        if self.resolver is not None:
+            self.resolver.observe(act)
+            self.t = self.resolver.template()
         why = check_action(self.state, act)
         cat = guess_category(act, self.known, self.history)
         self.history.append(act)

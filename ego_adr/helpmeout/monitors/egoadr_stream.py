@@ -1,4 +1,8 @@
-"""Ego-ADR as a streaming HelpMeOut monitor.
+"""Ego-ADR as a streaming HelpMeOut monitor -- the *privileged* variant (a symbolic reference, not a peer).
+
+It reads more than the task input: the episode's grounded goal (so every object outside it is a stranger) and
+the generator's own planner over the clean scene (its expected actions). The non-privileged Ego-ADR monitor is
+:mod:`.egoadr_open`.
 
 The procedure bank is built from the template's subgoal blocks: each block becomes one procedure step whose text
 is the block description plus the actions the planner would take for it from the episode's initial scene. Every
@@ -22,10 +26,11 @@ from ego_adr.helpmeout import ontology as onto
 from ego_adr.helpmeout.domain import TASK_END, Action, goal_unmet, parse_action, state_from_facts
 from ego_adr.helpmeout.generator import CATEGORIES, PROCESSING
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
+from ego_adr.helpmeout.monitors.knowledge import grounded_template
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE, stranger
 from ego_adr.helpmeout.operators import ACTION_CONFUSIONS, apply_action, check_action
 from ego_adr.helpmeout.planner import PlanError, plan
-from ego_adr.helpmeout.templates import Scene, template_by_name
+from ego_adr.helpmeout.templates import Scene
 from ego_adr.reasoning.prompts import HELPMEOUT_CLASSIFY_PROMPT
 
 # Named, versioned prompt (kept here; the lead may move it to ego_adr.reasoning.prompts).
@@ -74,13 +79,13 @@ class EgoADRStreamMonitor(Monitor):
         if mode == "deep" and model is None:
             raise ValueError("deep mode needs a model (any ego_adr.models.base.VLM)")
         self.mode, self.model, self.templates_dir, self.tau = mode, model, templates_dir, tau
-        self.name = "egoadr" if mode == "shallow" else "egoadr-deep"
+        self.name = "egoadr-privileged" if mode == "shallow" else "egoadr-privileged-deep"
 
     def reset(self, ctx: EpisodeContext) -> None:
         from ego_adr.reasoning.matching import KeyStepMatcher
 
         self.ctx = ctx
-        self.t = template_by_name(ctx.task, self.templates_dir)
+        self.t = grounded_template(ctx, self.templates_dir)
         self.state = state_from_facts(ctx.initial_scene)
         self.known = self.t.objects() | self.t.scene_locations()
         self.workplaces = {v for b in self.t.blocks for _, v in b.using}  # boards, fold surfaces, appliances

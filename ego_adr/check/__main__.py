@@ -1,0 +1,139 @@
+"""``python -m ego_adr.check --video V --procedure P --step S [--start S --end E] [--model M] [--json]``.
+
+Prints, per clip, the verdict (an error type or ``correct``), the procedure step it was matched to with the match
+score, the model's narration, the classifier's evidence, what was sampled and the timings; ``--json`` prints the
+same as one JSON document. ``--clips F`` (CSV with a header, or JSONL; fields video, procedure, step, start, end,
+name) checks several clips with one model load. The default model is the embedded tiny one: offline, random
+weights, so its verdicts only show the machinery; name a real one with ``--model``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ego_adr.check.core import (
+    DEMO_TOKENS,
+    PAPER_TOKENS,
+    CheckError,
+    Clip,
+    read_clips,
+    read_procedure,
+    validate_window,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    from ego_adr.reasoning.pipeline import MODES
+
+    p = argparse.ArgumentParser(prog="python -m ego_adr.check", description=__doc__.split("\n\n")[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    a = p.add_argument
+    a("--video", help="the clip (any file FFmpeg/OpenCV reads)")
+    a("--procedure", help="the task's procedure: a text file, or the text itself")
+    a("--step", help="what should happen in the clip (the step); without it the step is matched from the narration")
+    a("--start", type=float, help="window start in seconds (with --end; both absent: the whole video)")
+    a("--end", type=float, help="window end in seconds")
+    a("--clips", help="CSV/JSONL of clips (video, procedure, step, start, end, name) instead of --video")
+    a("--model", help="alias, hub id or folder (default: the embedded tiny model, random weights, offline)")
+    a("--mode", choices=MODES, default="auto", help="auto routes by the text-only probe (default: auto)")
+    a("--frames", type=int, default=8, help="frames sampled from the window (default: 8, as Ego-ADR in the paper)")
+    a("--device", default="auto", help="auto, cpu, cuda, cuda:N (default: auto)")
+    a("--backend", default="hf", choices=("hf", "openai", "vllm"), help="model backend (default: hf)")
+    a("--max-new-tokens", type=int, help=f"per model call (default: {PAPER_TOKENS}; {DEMO_TOKENS} for the tiny model)")
+    a("--cache-dir", help="stage cache, probe and procedure banks (default: the ego_adr cache folder)")
+    a("--json", action="store_true", help="print one JSON document instead of the readable report")
+    return p
+
+
+def clips_from(args) -> list[Clip]:
+    if args.clips:
+        if args.video:
+            raise CheckError("give either --video or --clips, not both")
+        return read_clips(args.clips, args.procedure, args.step)
+    if not args.video:
+        raise CheckError("name a clip: --video my.mp4 --procedure procedure.txt --step \"what should happen\"")
+    if not args.procedure:
+        raise CheckError("--procedure is required: a text file or the procedure text")
+    validate_window(args.start, args.end)
+    from pathlib import Path
+
+    if not Path(args.video).expanduser().is_file():
+        raise CheckError(f"video {args.video} not found")
+    return [Clip(str(Path(args.video).expanduser()), read_procedure(args.procedure), args.step, args.start, args.end)]
+
+
+def _short(text, n: int = 600) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def render(result: dict) -> str:
+    w = result["window"]
+    window = "whole video" if w == [None, None] else f"{w[0]:g}-{w[1]:g} s"
+    lines = [f"clip: {result['video']} ({window})"]
+    if result["failure"]:
+        lines.append(f"  verdict: none -- {result['failure']}")
+    else:
+        lines.append(f"  verdict: {result['verdict']}   (route {result['route']}, mode {result['mode']})")
+    lines.append(f"  step given: {result['step'] or '(none: matched from the narration)'}")
+    m = result["matched_step"]
+    if m:
+        lines.append(f"  matched step: #{m['number']} {m['text']!r} (score {m['score']:.2f}, {m['method']})")
+    if result["narration"]:
+        lines.append(f"  narration: {_short(result['narration'])}")
+    ev = result["evidence"]
+    if ev.get("method"):
+        items = "; ".join(_short(e, 120) for e in ev["items"]) or "none"
+        lines.append(f"  evidence ({ev['method']}): {items}")
+    if result["raw"] and result["route"] not in ("shallow",):
+        lines.append(f"  model answer: {_short(result['raw'], 300)}")
+    f = result["frames"]
+    if f:
+        lines.append(f"  frames: {len(f.get('indices', []))} from {f['window'][0]:.2f}-{f['window'][1]:.2f} s "
+                     f"({f.get('policy')}, {f.get('backend')})" + "".join(f"; {n}" for n in f.get("notes", [])))
+    t = result["timings"]
+    parts = [f"{k.removesuffix('_s')} {v:.2f}s" for k, v in t.items() if k.endswith("_s") and k != "total_s"]
+    lines.append(f"  timings: {', '.join(parts)}; total {t.get('total_s', 0):.2f}s")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        clips = clips_from(args)
+        if args.frames < 1:
+            raise CheckError("--frames must be >= 1")
+        from ego_adr.check.core import check_clips, load_model
+        from ego_adr.run.config import ConfigError
+
+        try:
+            model, cache_dir = load_model(args.model, args.device, args.backend, args.frames, args.cache_dir)
+        except (ConfigError, FileNotFoundError) as e:
+            raise CheckError(str(e)) from None
+        tokens = args.max_new_tokens or (DEMO_TOKENS if args.model is None else PAPER_TOKENS)
+        info: dict = {}
+        results = check_clips(clips, model, mode=args.mode, frames=args.frames, max_new_tokens=tokens,
+                              cache_dir=cache_dir, info=info)
+    except CheckError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    label = args.model or "embedded tiny model (random weights: verdicts only show the machinery)"
+    if args.json:
+        print(json.dumps({"model": label, "fingerprint": getattr(model, "fingerprint", None), **info,
+                          "clips": results}, indent=1, ensure_ascii=False, default=str))
+    else:
+        print(f"model: {label}; route: {info.get('route')}\n")
+        print("\n\n".join(render(r) for r in results))
+        failed = sum(1 for r in results if r["failure"])
+        if len(results) > 1 or failed:
+            print(f"\n{len(results)} clip(s), {failed} without a verdict")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""The public evaluator's open-ended judges under ``--protocol public``: its prompts, read at run time, and its
+score parsing, reproduced (issue 10 item 3; Table 3 of the paper came from that code).
+
+Why: the public green agent (z1oong/EgoErrorVQA ``src/green_agent/agent.py``) asks its two judges with its own
+prompt texts and reads their replies its own way; a Table 3 number means what it means only with both. The
+prompts are not ours to commit, so they are read from a checkout of that repository each run (with :mod:`ast`,
+never imported or executed); their sha goes into the prompt version and so into the stage-cache key.
+
+What the public parsing does, restated from reading it (the code here is our own):
+
+* **Qwen judge** (``QwenJudge``): the decoded text after the last ``"assistant"``; the greedy ``{...}`` span from
+  the first ``{`` to the last ``}``, trailing `` ,\\n\\t\\r]`` removed, must load as JSON; its ``score`` is
+  passed through ``int()`` (missing: 0). Anything else -- no braces, invalid JSON, a non-numeric score -- scores 0.
+* **DeepSeek judge** (``DeepSeekJudge``): the text it searches is the *whole* decoded output, prompt included.
+  The last ``{...}`` without nested braces whose JSON has an ``int`` ``score`` wins; else the first
+  ``"score": <digits>`` anywhere; else the first stand-alone digit 0-5 anywhere -- which, since the prompt comes
+  first, is usually a digit of the question or reference, or the ``0`` of its own "Scoring (0-5)" line; else 0.
+  We rebuild that text as the rendered prompt followed by the reply: the chat template around them adds neither
+  digits nor braces, so every search finds what it finds in the public code.
+* Both judges are asked about every answer, also an empty one; the final score is the mean of the two, zeros
+  of failed parses included. An answer that could not be obtained scores 0 for both (the public loop's
+  ``except`` branch).
+
+Replies scored 0 because the public code could not parse them, and DeepSeek fallback readings, are counted per
+judge (``method`` ``public-unparsed-0`` / ``public-fallback-*``) so the report can say how many there were.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+GREEN_AGENT = Path("src") / "green_agent" / "agent.py"
+ENV = "EGO_ADR_PUBLIC_EVALUATOR"  # the same variable the public question text is found with
+JUDGE_CLASSES = ("QwenJudge", "DeepSeekJudge")  # first configured judge <-> Qwen's, second <-> DeepSeek's
+FIELDS = {"question": "question", "ground_truth": "reference", "model_answer": "answer"}
+UNPARSED = "public-unparsed-0"
+
+
+class PublicJudgesMissing(FileNotFoundError):
+    """The public evaluator's source is needed for ``--protocol public`` judging and was not found."""
+
+
+@dataclass(frozen=True)
+class PublicJudgePrompt:
+    judge_class: str  # QwenJudge | DeepSeekJudge
+    template: str  # str.format template with {question}, {reference}, {answer}
+    source: str
+    sha: str
+
+    def prompt(self):
+        from ego_adr.reasoning.prompts import Prompt
+
+        name = "public_judge_" + self.judge_class.removesuffix("Judge").lower()
+        return Prompt(name, f"public-{self.sha}", self.template)
+
+
+def candidates(data_root: str | os.PathLike | None = None) -> list[Path]:
+    """Where a checkout of the public evaluator is looked for: ``$EGO_ADR_PUBLIC_EVALUATOR``, beside the
+    annotations (``DATA_ROOT/..``, ``DATA_ROOT/../..``: the repository's ``data/json`` layout), then
+    ``../shared/public-evaluator`` next to the project (tests and CI)."""
+    out = [Path(os.environ[ENV])] if os.environ.get(ENV) else []
+    if data_root:
+        root = Path(data_root).resolve()
+        out += [root.parent, root.parent.parent, root.parent / "public-evaluator"]
+    out.append(Path(__file__).resolve().parents[3] / "shared" / "public-evaluator")
+    return out
+
+
+def find_green_agent(data_root=None) -> Path:
+    tried = []
+    for c in candidates(data_root):
+        f = c if c.is_file() else c / GREEN_AGENT
+        tried.append(str(f))
+        if f.is_file():
+            return f
+    raise PublicJudgesMissing(
+        "--protocol public judges with the public evaluator's own prompts, read from its source, not found at "
+        f"{', '.join(tried[:3])}: `git clone https://github.com/z1oong/EgoErrorVQA` and set {ENV}=THAT_DIR")
+
+
+def _template(node: ast.JoinedStr) -> str:
+    parts = []
+    for v in node.values:
+        if isinstance(v, ast.Constant):
+            parts.append(str(v.value).replace("{", "{{").replace("}", "}}"))
+        elif isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name) and v.value.id in FIELDS:
+            parts.append("{" + FIELDS[v.value.id] + "}")
+        else:
+            raise ValueError("unexpected expression in the judge prompt")
+    return "".join(parts)
+
+
+def read_public_judge_prompts(data_root=None) -> list[PublicJudgePrompt]:
+    """The prompts of ``QwenJudge.evaluate_answer`` and ``DeepSeekJudge.evaluate_answer`` (the f-string assigned
+    to ``prompt``), as templates; raises :class:`PublicJudgesMissing` when not found."""
+    path = find_green_agent(data_root)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in JUDGE_CLASSES):
+        for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "evaluate_answer"):
+            for node in ast.walk(fn):
+                if (isinstance(node, ast.Assign) and isinstance(node.value, ast.JoinedStr)
+                        and any(getattr(t, "id", None) == "prompt" for t in node.targets)):
+                    found[cls.name] = _template(node.value)
+    missing = [c for c in JUDGE_CLASSES if c not in found]
+    if missing:
+        raise PublicJudgesMissing(f"{path} has no judge prompt for {', '.join(missing)}: is it the EgoErrorVQA "
+                                  "green agent?")
+    return [PublicJudgePrompt(c, found[c], str(path), hashlib.sha256(found[c].encode()).hexdigest()[:12])
+            for c in JUDGE_CLASSES]
+
+
+# --- the public parsing ------------------------------------------------------------------------------------
+def qwen_score(reply: str) -> tuple[int, str]:
+    """``(score, method)`` as the public Qwen judge reads ``reply`` (see the module docstring)."""
+    part = reply.split("assistant")[-1].strip() if "assistant" in reply else reply
+    m = re.search(r"\{.*\}", part, re.DOTALL)
+    if not m:
+        return 0, UNPARSED
+    try:
+        result = json.loads(m.group(0).rstrip(" ,\n\t\r]"))
+        return int(result.get("score", 0)), "public-json"
+    except Exception:  # noqa: BLE001 - the public code catches everything and scores 0
+        return 0, UNPARSED
+
+
+def deepseek_score(prompt_text: str, reply: str) -> tuple[int, str]:
+    """``(score, method)`` as the public DeepSeek judge reads its decoded output (prompt, then reply)."""
+    response = prompt_text + "\n" + reply
+    for m in reversed(list(re.finditer(r"\{[^{}]*\}", response))):
+        try:
+            result = json.loads(m.group(0).strip())
+        except (json.JSONDecodeError, ValueError, TypeError):
+            continue
+        if isinstance(result, dict) and "score" in result and isinstance(result.get("score"), int):
+            return int(result["score"]), "public-json"
+    m = re.search(r'"score"\s*:\s*(\d+)', response)
+    if m:
+        return int(m.group(1)), "public-fallback-score-key"
+    m = re.search(r"\b([0-5])\b", response)
+    if m:
+        return int(m.group(1)), "public-fallback-first-digit"
+    return 0, UNPARSED
+
+
+def public_score(judge_class: str, prompt_text: str, reply: str | None) -> tuple[int, str]:
+    if reply is None:  # the judge call failed: the public loop's except branch records 0
+        return 0, "public-error-0"
+    if judge_class == "QwenJudge":
+        return qwen_score(reply)
+    return deepseek_score(prompt_text, reply)
+
+
+# --- the judge stage under the public protocol --------------------------------------------------------------
+def public_requests(rows, prompt: PublicJudgePrompt, config=None) -> list:
+    """One request per answer row (every row whose answer was obtained, an empty answer included)."""
+    from ego_adr.eval.open_end import JUDGE_CONFIG
+    from ego_adr.models.base import Message, Request
+
+    p = prompt.prompt()
+    return [Request([Message.user(p.render(question=r["question"], reference=r["reference"],
+                                           answer=r.get("answer") or ""))],
+                    config=config or JUDGE_CONFIG, meta=p.meta("judge"))
+            for r in rows if not r.get("error")]
+
+
+def judge_rows_public(answer_rows, judges: dict, prompts: list[PublicJudgePrompt], store, cache=None, *,
+                      config=None) -> list[dict]:
+    """Like :func:`ego_adr.eval.open_end.judge_rows` (same row shape, resumable ``store``), with the public
+    judges' prompts and parsing: the first judge of ``judges`` is asked as ``QwenJudge``, the second as
+    ``DeepSeekJudge``. Each judgement row's ``score`` is the public one (the mean, zeros included)."""
+    from ego_adr.models.cache import CachedModel
+
+    if len(judges) != len(prompts):
+        raise ValueError(f"the public protocol has {len(prompts)} judges (Qwen's and DeepSeek's prompt), "
+                         f"got {len(judges)}: {', '.join(judges)}")
+    named = {n: (j if isinstance(j, CachedModel) else CachedModel(j, cache, "hf")) for n, j in judges.items()}
+    judge_set = sorted(f"{n}={j.fingerprint}@{p.judge_class}:{p.sha}"
+                       for (n, j), p in zip(named.items(), prompts, strict=True))
+    done = {(r.get("sample_id"), r.get("qa_index")) for r in store.rows()}
+    todo = [r for r in answer_rows if (r["sample_id"], r["qa_index"]) not in done]
+    ask = [r for r in todo if not r.get("error")]
+    per_judge = {}
+    for (n, j), p in zip(named.items(), prompts, strict=True):
+        reqs = public_requests(ask, p, config)
+        gens = j.generate(reqs) if reqs else []
+        per_judge[n] = (p, {(r["sample_id"], r["qa_index"]): (q, g) for r, q, g in zip(ask, reqs, gens, strict=True)})
+    for r in todo:
+        key = (r["sample_id"], r["qa_index"])
+        per = {}
+        for n, (p, out) in per_judge.items():
+            if r.get("error"):
+                per[n] = {"model": named[n].fingerprint, "raw": None, "error": None, "score": 0.0, "reason": None,
+                          "method": "public-answer-failed-0", "public_judge": p.judge_class}
+                continue
+            req, g = out[key]
+            score, method = public_score(p.judge_class, req.messages[0].content[0], g.text if g.ok else None)
+            per[n] = {"model": named[n].fingerprint, "raw": g.text, "error": g.error, "score": float(score),
+                      "reason": None, "method": method, "public_judge": p.judge_class}
+        scores = [x["score"] for x in per.values()]
+        store.append({"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
+                      **{k: r[k] for k in ("source", "task_id", "question", "reference", "answer", "model",
+                                           "method", "frames", "qa_selection") if k in r},
+                      "protocol": "public", "judge_set": judge_set, "judges": per,
+                      "judge_scores": {n: x["score"] for n, x in per.items()},
+                      "score": sum(scores) / len(scores), "failed_judges": [],
+                      "failure": None})
+    return store.rows()
+
+
+def public_parse_counts(rows) -> dict:
+    """Per judge: how many replies the public code could not parse (scored 0) and how many it read by a
+    fallback rule; for the report."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        for n, p in (r.get("judges") or {}).items():
+            c = out.setdefault(n, {"unparsed_scored_0": 0, "fallback": 0, "judge_errors_scored_0": 0,
+                                   "answer_failed_scored_0": 0})
+            m = p.get("method") or ""
+            c["unparsed_scored_0"] += m == UNPARSED
+            c["fallback"] += m.startswith("public-fallback")
+            c["judge_errors_scored_0"] += m == "public-error-0"
+            c["answer_failed_scored_0"] += m == "public-answer-failed-0"
+    return out

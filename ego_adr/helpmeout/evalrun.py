@@ -1,0 +1,98 @@
+"""``evaluate``: stream one registered monitor over episodes, choose its M3 threshold on validation, score M1-M4.
+
+**The 60-episode subset** (Table 10: "drawn from the held-out test set"; Table 2's caption: 30 correct episodes,
+the rest errorful) is 30 correct and 30 errorful test episodes drawn with a fixed seed, so every monitor is
+re-scored on the same episodes (Table 17). Every evaluation of a test file writes a ``subset`` block; the LLM
+monitor is evaluated on the subset only.
+
+**The M3 threshold** is one rule for every monitor (not tuned on test): the threshold maximising Youden's J
+(alarm rate on errorful minus alarm rate on correct episodes, an episode alarming when its highest step
+probability reaches the threshold) on the validation split, candidates being the observed scores. Random keeps
+0.5: Table 2 defines its M3 as a uniformly random monitor. ``--threshold X`` fixes it instead, and the outputs
+say which rule was used.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+
+SUBSET_SIZE = 60
+SUBSET_CORRECT = 30
+
+
+def subset_ids(test: list[dict], size: int = SUBSET_SIZE, n_correct: int = SUBSET_CORRECT, seed: int = 0) -> list[str]:
+    """The LLM subset: ``n_correct`` correct and ``size - n_correct`` errorful episodes, seeded and sorted."""
+    rng = random.Random(f"helpmeout-subset:{seed}")
+    correct = sorted(ep["id"] for ep in test if ep["correct"])
+    errorful = sorted(ep["id"] for ep in test if not ep["correct"])
+    k = min(n_correct, len(correct))
+    pick = rng.sample(correct, k) + rng.sample(errorful, min(size - k, len(errorful)))
+    return sorted(pick)
+
+
+def youden_threshold(episodes: list[dict], outputs: list[dict]) -> float:
+    """The validation rule: the observed score maximising TPR - FPR of episode alarms (ties: the higher)."""
+    y = np.array([not ep["correct"] for ep in episodes])
+    s = np.array([max(o["probs"]) for o in outputs])
+    if y.all() or (~y).all():
+        return 0.5
+    best, best_j = 0.5, -2.0
+    for t in np.unique(s):
+        j = float((s[y] >= t).mean() - (s[~y] >= t).mean())
+        if j > best_j or (j == best_j and t > best):
+            best, best_j = float(t), j
+    return best
+
+
+def fit_if_needed(mon, spec, train: list[dict] | None) -> None:
+    if spec.trains:
+        mon.fit(train or [])
+
+
+def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train: list[dict] | None,
+             threshold: float | None, tolerance: int, bootstrap: int, seeds: int, subset: list[str] | None,
+             progress: bool = False) -> tuple[dict, list[dict]]:
+    """Run ``spec``'s monitor; returns (metrics, output rows of the first seed)."""
+    from ego_adr.helpmeout.metrics import compute_metrics, mean_metrics
+    from ego_adr.helpmeout.monitors.base import run_monitor
+
+    t0 = time.perf_counter()
+    seed_list = list(range(seeds)) if spec.seeds else [0]
+    runs, first_rows, rule = [], None, None
+    sub_runs = []
+    for seed in seed_list:
+        mon = build(seed)
+        fit_if_needed(mon, spec, train)
+        if threshold is not None:
+            thr, rule = threshold, f"fixed {threshold}"
+        elif spec.name == "random":
+            thr, rule = 0.5, "0.5 (Random: a uniformly random monitor, Table 2)"
+        elif val:
+            thr = youden_threshold(val, run_monitor(mon, val, progress=False))
+            rule = f"Youden's J on the validation split ({len(val)} episodes)"
+        else:
+            raise ValueError("no validation episodes for the threshold rule: keep val.jsonl next to the episodes, "
+                             "pass --val FILE, or fix it with --threshold X")
+        rows = run_monitor(mon, episodes, progress=progress)
+        if first_rows is None:
+            first_rows = rows
+        runs.append(compute_metrics(episodes, rows, thr, tolerance, bootstrap if seed == 0 else 0, seed))
+        if subset:
+            keep = set(subset)
+            idx = [i for i, ep in enumerate(episodes) if ep["id"] in keep]
+            if idx and len(idx) < len(episodes):
+                sub_runs.append(compute_metrics([episodes[i] for i in idx], [rows[i] for i in idx], thr, tolerance,
+                                                bootstrap if seed == 0 else 0, seed))
+    metrics = runs[0] if len(runs) == 1 else mean_metrics(runs)
+    if sub_runs:
+        metrics["subset"] = sub_runs[0] if len(sub_runs) == 1 else mean_metrics(sub_runs)
+        metrics["subset"]["ids"] = subset
+    metrics.update({
+        "monitor": spec.name, "description": spec.description, "reads": list(spec.reads),
+        "privileged": spec.privileged, "privileged_reads": list(spec.extra_reads), "seeds": len(seed_list),
+        "threshold_rule": rule, "seconds": round(time.perf_counter() - t0, 2),
+    })
+    return metrics, first_rows or []

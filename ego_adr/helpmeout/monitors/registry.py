@@ -1,0 +1,101 @@
+"""The monitor registry: one spec per monitor, from which ``evaluate --monitor`` choices, ``--help`` and the
+summary's privileged block derive (add a monitor = one module + one entry here).
+
+``reads`` says what a monitor is given. The task input of Figure 1c is the task name, the initial scene and the
+action prefix; every monitor may also read the lifted template of the task variant and train on training
+episodes. A monitor that reads more (the episode's grounded goal, the generator's planner) is ``privileged``: a
+symbolic reference, shown in its own block of the summary table with what it reads, never beside the peers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+
+from ego_adr.helpmeout.monitors.base import GROUNDED_GOAL, PUBLIC_READS, TASK_INPUT, Monitor
+
+TEMPLATE = TASK_INPUT + ("template",)
+
+
+@dataclass(frozen=True)
+class MonitorSpec:
+    name: str
+    factory: str  # "module:Class", imported only when built (torch stays off the import path)
+    description: str
+    reads: tuple[str, ...]
+    kwargs: tuple[tuple[str, object], ...] = ()
+    trains: bool = False  # fitted on the train split (--train or train.jsonl next to the episodes)
+    needs_model: bool = False  # --model NAME through ego_adr.models.load_model
+    seeds: bool = False  # averaged over --seeds runs (Random, Table 2's caption)
+
+    @property
+    def privileged(self) -> bool:
+        return not set(self.reads) <= PUBLIC_READS
+
+    @property
+    def extra_reads(self) -> tuple[str, ...]:
+        return tuple(r for r in self.reads if r not in PUBLIC_READS)
+
+
+_M = "ego_adr.helpmeout.monitors."
+_SPECS = (
+    MonitorSpec("random", _M + "baselines:RandomMonitor", "uniform probability and type per step (mean of seeds)",
+                TASK_INPUT, seeds=True),
+    MonitorSpec("cusum", _M + "baselines:CusumMonitor", "CUSUM change point on action-bigram surprisal",
+                TASK_INPUT + ("training episodes",), trains=True),
+    MonitorSpec("precondition", _M + "baselines:PreconditionMonitor",
+                "alarms when an action's preconditions fail on replay", TASK_INPUT),
+    MonitorSpec("seq2seq", _M + "learned:LearnedMonitor", "GRU over the action prefix with the task name",
+                TASK_INPUT + ("training episodes",), (("arch", "seq2seq"),), trains=True),
+    MonitorSpec("seq2seq-sg", _M + "learned:LearnedMonitor",
+                "Seq2Seq plus subgoal context (the task variant's subgoals)",
+                TEMPLATE + ("training episodes",), (("arch", "seq2seq-sg"),), trains=True),
+    MonitorSpec("sgt", _M + "learned:LearnedMonitor",
+                "causal transformer over the prefix with subgoal tokens (closest reading of SGT)",
+                TEMPLATE + ("training episodes",), (("arch", "sgt"),), trains=True),
+    MonitorSpec("replanner", _M + "baselines:ReplannerMonitor",
+                "re-plans the lifted template's goal after each step (roles bound by first touch)",
+                TEMPLATE, (("goal", "template"),)),
+    MonitorSpec("egoadr", _M + "egoadr_open:EgoADROpenMonitor",
+                "Ego-ADR streaming: key-step match over the procedure text, shallow rules",
+                TEMPLATE, (("mode", "shallow"),)),
+    MonitorSpec("egoadr-deep", _M + "egoadr_open:EgoADROpenMonitor",
+                "Ego-ADR streaming, alarms typed by a model call (--model)",
+                TEMPLATE, (("mode", "deep"),), needs_model=True),
+    MonitorSpec("llm", _M + "llm:LLMPromptMonitor",
+                "LLM prompting: task name, initial scene, PDDL prefix -> probability, onset, type (--model)",
+                TASK_INPUT, needs_model=True),
+    MonitorSpec("replanner-privileged", _M + "baselines:ReplannerMonitor",
+                "re-planner given the episode's grounded goal", TEMPLATE + (GROUNDED_GOAL,), (("goal", "grounded"),)),
+    MonitorSpec("egoadr-privileged", _M + "egoadr_stream:EgoADRStreamMonitor",
+                "Ego-ADR with the grounded goal and the generator's planner (the earlier variant)",
+                TEMPLATE + (GROUNDED_GOAL, "generator planner"), (("mode", "shallow"),)),
+)
+MONITORS: dict[str, MonitorSpec] = {s.name: s for s in _SPECS}
+
+
+def monitor_help() -> str:
+    """One line per monitor for ``evaluate --help``."""
+    w = max(len(n) for n in MONITORS)
+    lines = []
+    for s in MONITORS.values():
+        tag = f" [privileged: reads {', '.join(s.extra_reads)}]" if s.privileged else ""
+        lines.append(f"  {s.name:<{w}}  {s.description}{tag}")
+    return "\n".join(lines)
+
+
+def build_monitor(name: str, **kw) -> Monitor:
+    """``kw`` goes to the constructor where it takes it (seed, budget_s, cache_dir, model, templates_dir, ...)."""
+    spec = MONITORS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown monitor {name!r}; choose one of {', '.join(MONITORS)}")
+    mod, cls = spec.factory.split(":")
+    factory = getattr(importlib.import_module(mod), cls)
+    params = inspect.signature(factory).parameters
+    args = {k: v for k, v in kw.items() if k in params}
+    args.update(dict(spec.kwargs))
+    mon = factory(**args)
+    mon.name = name
+    mon.reads = spec.reads
+    return mon

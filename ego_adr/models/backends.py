@@ -1,0 +1,77 @@
+"""The backend registry: every way ego_adr can run a model, one :class:`BackendSpec` each.
+
+``--backend`` choices and help, the default batch size of a run, whether the memory planner applies, and which
+run settings reach the backend all derive from :data:`BACKENDS`. A backend is imported only when used, so
+``import ego_adr`` never loads torch or vLLM. A new backend is one module with a class that implements the
+protocol of :mod:`ego_adr.models.base` (reporting its own ``backend`` name and ``fingerprint``) plus one spec here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    description: str
+    load: Callable[..., Any]  # (name_or_path, **settings) -> VLM
+    default_batch_size: int  # requests per call when --batch-size is not given
+    plans_memory: bool = False  # the memory planner sizes the pixel budget for --gpu-memory (local GPU only)
+    settings: tuple[str, ...] = ()  # RunConfig fields forwarded to `load` besides the common ones
+
+
+def _load_hf(name_or_path: str, *, device="auto", dtype=None, batch_size=1, max_pixels_per_frame=None,
+             gpu_memory=None, revision=None, frames=32, **kw):
+    from ego_adr.models.hf import HFVideoLM
+    from ego_adr.models.registry import resolve
+
+    path, spec = resolve(name_or_path)
+    planned = None
+    if gpu_memory is not None and max_pixels_per_frame is None:
+        from ego_adr.models.planner import plan_for_load
+
+        planned = plan_for_load(name_or_path, path, gpu_memory, frames=int(frames), batch_size=batch_size)
+    return HFVideoLM(path, spec=spec, device=device, dtype=dtype, batch_size=batch_size,
+                     max_pixels_per_frame=max_pixels_per_frame, planned_max_pixels=planned, revision=revision, **kw)
+
+
+def _load_openai(name_or_path: str, *, device=None, dtype=None, batch_size=None, max_pixels_per_frame=None,
+                 gpu_memory=None, revision=None, frames=None, **kw):
+    from ego_adr.models.openai_api import OpenAIChatModel
+
+    return OpenAIChatModel(name_or_path, **kw)  # its parallelism is `concurrency`, not a batch
+
+
+def _load_vllm(name_or_path: str, *, device=None, batch_size=64, frames=None, **kw):
+    from ego_adr.models.registry import resolve
+    from ego_adr.models.vllm_engine import VLLMModel
+
+    path, _spec = resolve(name_or_path)
+    return VLLMModel(path, batch_size=batch_size, **{k: v for k, v in kw.items() if v is not None})
+
+
+BACKENDS: dict[str, BackendSpec] = {
+    spec.name: spec
+    for spec in (
+        BackendSpec("hf", "transformers on this machine (bf16 on GPU, fp32 on CPU), batched with left padding",
+                    _load_hf, default_batch_size=1, plans_memory=True, settings=("frames",)),
+        BackendSpec("openai", "any OpenAI-compatible server (vLLM, SGLang, ego_adr.models.serve, hosted APIs)",
+                    _load_openai, default_batch_size=8, settings=("base_url",)),
+        BackendSpec("vllm", "an in-process vLLM engine (CUDA only; tensor parallel inside a node)",
+                    _load_vllm, default_batch_size=64, settings=("tensor_parallel_size",)),
+    )
+}
+
+
+def get(name: str) -> BackendSpec:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}") from None
+
+
+def backend_help() -> str:
+    return "; ".join(f"{b.name}: {b.description}" for b in BACKENDS.values())

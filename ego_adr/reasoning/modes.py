@@ -1,0 +1,53 @@
+"""The mode registry: every way the pipeline can answer a sample, with the stages each one runs.
+
+``--mode`` choices, their help text and validation derive from :data:`MODES`. The two decoupled routes are the
+paper's (Section 5.2): *deep* decoupling narrates the clip and lets the model classify the narration in a
+text-only call; *shallow* decoupling narrates and classifies with keyword vocabularies, for models whose text
+reasoning the probe (Section 5.1) found unreliable. ``auto`` lets that probe choose. ``direct`` and ``cot`` are
+the one-pass baselines of Table 4 (frames + procedure + step + taxonomy in one call, the latter thinking step by
+step first). A new mode is one :class:`ModeSpec` here plus its branch in the pipeline's stage functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    name: str
+    description: str
+    stages: tuple[str, ...]  # what a sample goes through, in order (documentation and run.json)
+    one_pass: bool = False  # a single model call on the frames answers the sample
+    prompt: str | None = None  # one-pass modes: the name of their prompt in ego_adr.reasoning.prompts
+    classifier: str | None = None  # decoupled routes: "model" (a text-only call) or "keywords"
+    routed: bool = False  # the text-only probe picks the route
+
+
+MODES: dict[str, ModeSpec] = {
+    spec.name: spec
+    for spec in (
+        ModeSpec("auto", "the text-only probe routes the model to deep or shallow decoupling (Section 5.1)",
+                 ("probe", "deep|shallow"), routed=True),
+        ModeSpec("deep", "deep decoupling: bank, key-step match, narration, model classification (Section 5.2)",
+                 ("bank", "match", "narration", "classify"), classifier="model"),
+        ModeSpec("shallow", "shallow decoupling: bank, key-step match, narration, keyword classification",
+                 ("bank", "match", "narration", "keywords"), classifier="keywords"),
+        ModeSpec("cot", "one-pass baseline: think step by step, then answer with one option",
+                 ("cot",), one_pass=True, prompt="COT"),
+        ModeSpec("direct", "one-pass baseline: answer with one option (the public white agent's question)",
+                 ("direct",), one_pass=True, prompt="DIRECT"),
+    )
+}
+
+
+def mode_help() -> str:
+    """One line per mode, for ``--mode`` help texts."""
+    return "; ".join(f"{m.name}: {m.description}" for m in MODES.values())
+
+
+def get(name: str) -> ModeSpec:
+    try:
+        return MODES[name]
+    except KeyError:
+        raise ValueError(f"unknown mode {name!r}; choose one of {', '.join(MODES)}") from None

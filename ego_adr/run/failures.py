@@ -1,0 +1,130 @@
+"""Failures know their kind: an outage is not a property of the sample, so it must never look like one.
+
+A row's failure is ``infrastructure`` when the model or the decoder never gave the sample a fair try (connection
+refused, timeout, HTTP 5xx/429, out of memory, a decoder that crashed rather than refused the file): it is
+*retryable* -- ``--retry-failed`` reruns exactly those rows, nothing about them is cached, and a run whose
+failures are mostly of this kind exits non-zero (:data:`EXIT_INFRASTRUCTURE`) with a summary instead of
+reporting an accuracy that only measures the outage. Every other failure (missing video, no procedure text,
+unparseable answer, a 4xx refusal) is a ``sample`` failure: rerunning gives the same result, so it is final.
+
+A stage with a fallback (the model's key-step choice falls back to TF-IDF) hides an outage behind a plausible
+answer; such a row is turned into an infrastructure failure too, because its answer is not the one an
+uninterrupted run would give.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+from ego_adr.models.base import INFRASTRUCTURE, SAMPLE, error_kind, infra_error
+
+EXIT_INFRASTRUCTURE = 3
+RETRIED_FILE = "predictions.retried.jsonl"
+
+#: errno values of an OSError that mean "the machine", not "this file" (a missing or unreadable file is final).
+_MACHINE_ERRNOS = {errno.EIO, errno.ENOMEM, errno.ENOSPC, errno.EAGAIN, errno.EMFILE, errno.ENFILE,
+                   errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNREFUSED}
+
+
+def decode_error_text(e: BaseException) -> str:
+    """The frames error of one sample, tagged as infrastructure when the decoder (or the machine) broke rather
+    than the file: out of memory, I/O errors of the disk, too many open files, a timeout."""
+    text = f"{type(e).__name__}: {e}"
+    machine = isinstance(e, MemoryError | TimeoutError | ConnectionError) or (
+        isinstance(e, OSError) and not isinstance(e, FileNotFoundError | PermissionError | IsADirectoryError)
+        and e.errno in _MACHINE_ERRNOS
+    )
+    return infra_error(text) if machine else text
+
+
+def _stage_errors(row: dict) -> list[tuple[str, str]]:
+    stages = row.get("stages") or {}
+    return [(k.removesuffix("_error"), v) for k, v in stages.items()
+            if k.endswith("_error") and isinstance(v, str) and error_kind(v) == INFRASTRUCTURE]
+
+
+def failure_kind(row: dict) -> str | None:
+    """``"infrastructure"``, ``"sample"`` or ``None`` (no failure) for one predictions row."""
+    if row.get("failure_kind") in (INFRASTRUCTURE, SAMPLE):
+        return row["failure_kind"]
+    failure = row.get("failure") or row.get("error")
+    if failure:
+        return error_kind(str(failure))
+    return INFRASTRUCTURE if _stage_errors(row) else None
+
+
+def mark(row: dict) -> dict:
+    """Record the failure kind on a fresh row (``failure_kind``); a row whose stage fell back because of an outage
+    becomes an infrastructure failure (its fallback answer is kept under ``stages.fallback_prediction``)."""
+    if not row.get("failure"):
+        hidden = _stage_errors(row)
+        if hidden:
+            stage, err = hidden[0]
+            row.setdefault("stages", {})["fallback_prediction"] = row.get("prediction")
+            row["prediction"] = None
+            row["failure"] = f"model_error[{stage}]: {err}"
+    row["failure_kind"] = failure_kind(row)
+    return row
+
+
+def is_retryable(row: dict) -> bool:
+    return failure_kind(row) == INFRASTRUCTURE
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Counts of failures by kind, the commonest infrastructure reasons, and the exit code the run deserves:
+    :data:`EXIT_INFRASTRUCTURE` when at least half of the failed rows failed on infrastructure, else 0."""
+    kinds = Counter(failure_kind(r) for r in rows)
+    n_failed = kinds[INFRASTRUCTURE] + kinds[SAMPLE]
+    reasons = Counter(_reason(r) for r in rows if failure_kind(r) == INFRASTRUCTURE)
+    infra = kinds[INFRASTRUCTURE]
+    return {"n_rows": len(rows), "n_failed": n_failed, "n_infrastructure": infra, "n_sample": kinds[SAMPLE],
+            "infrastructure_reasons": dict(reasons.most_common(3)),
+            "exit_code": EXIT_INFRASTRUCTURE if infra and 2 * infra >= n_failed else 0}
+
+
+def _reason(row: dict) -> str:
+    text = str(row.get("failure") or row.get("error") or "")
+    text = text.split("] ", 1)[-1] if text.startswith("model_error[") else text
+    return text.replace("[infrastructure] ", "")[:80]
+
+
+def summary_line(summary: dict, out: Path) -> str:
+    """One line for stderr when a run ends with infrastructure failures."""
+    why = "; ".join(f"{v}x {k}" for k, v in summary["infrastructure_reasons"].items())
+    return (f"{summary['n_infrastructure']} of {summary['n_rows']} samples failed on infrastructure ({why}); "
+            f"results in {out} are incomplete: once the model/server is back, rerun the same command with "
+            "--retry-failed")
+
+
+def drop_retryable(predictions: Path) -> int:
+    """Remove the retryable rows from a predictions file (atomically, keeping every other row in order) and
+    append them to ``predictions.retried.jsonl`` beside it for audit; returns how many were removed. The caller
+    holds the folder lock."""
+    from ego_adr.store import read_jsonl
+
+    predictions = Path(predictions)
+    if not predictions.is_file():
+        return 0
+    rows = read_jsonl(predictions)
+    retry = [r for r in rows if is_retryable(r)]
+    if not retry:
+        return 0
+    with open(predictions.parent / RETRIED_FILE, "a", encoding="utf-8") as f:
+        for r in retry:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp = predictions.with_suffix(".jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in rows:
+            if not is_retryable(r):
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(predictions)
+    return len(retry)

@@ -1,0 +1,137 @@
+"""Issue 11, run identity: a folder written by one set of settings is never silently extended by another, and two
+live runs never share a folder. The runs use a scripted model double (the code under test is the runner around the
+model) on the embedded demo set with real decoded videos."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ego_adr.models.doubles import ScriptedModelDouble
+from ego_adr.run.cli import main
+from ego_adr.run.config import ConfigError, RunConfig
+from ego_adr.run.identity import FolderBusy, FolderLock, IdentityMismatch, claim
+from ego_adr.run.runner import execute
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+
+
+def test_second_run_with_other_settings_stops_and_names_them(tmp_path, demo_root):
+    out = tmp_path / "X"
+    execute(RunConfig(output_dir=str(out), mode="shallow", limit=8), progress=False, model=ScriptedModelDouble())
+    assert len(_rows(out)) == 8
+    with pytest.raises(IdentityMismatch) as e:
+        execute(RunConfig(output_dir=str(out), mode="direct", frames=16, limit=8), progress=False,
+                model=ScriptedModelDouble())
+    msg = str(e.value)
+    assert "\n" not in msg and "mode" in msg and "frames" in msg and "--fresh" in msg and "--output-dir" in msg
+    assert len(_rows(out)) == 8  # nothing was appended
+    # same settings resume (nothing to do), --fresh starts over with the new settings only
+    execute(RunConfig(output_dir=str(out), mode="shallow", limit=8), progress=False, model=ScriptedModelDouble())
+    execute(RunConfig(output_dir=str(out), mode="direct", frames=16, limit=8), progress=False,
+            model=ScriptedModelDouble(), fresh=True)
+    rows = _rows(out)
+    assert len(rows) == 8 and {r["mode"] for r in rows} == {"direct"} and {r["frames"] for r in rows} == {16}
+    ident = json.loads((out / "identity.json").read_text())
+    assert ident["mode"] == "direct" and ident["frames"] == 16 and ident["route"] == "direct"
+    assert json.loads((out / "run.json").read_text())["identity"] == ident
+
+
+def test_cli_mismatch_is_one_line_and_exit_2(tmp_path, demo_root, capsys):
+    out = tmp_path / "X"
+    execute(RunConfig(output_dir=str(out), mode="shallow", limit=4), progress=False, model=ScriptedModelDouble())
+    rc = main(["--output-dir", str(out), "--mode", "direct", "--limit", "4", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and err.startswith("error: ") and "mode" in err
+
+
+def test_another_video_root_is_another_identity(tmp_path, demo_root):
+    out = tmp_path / "X"
+    execute(RunConfig(output_dir=str(out), mode="shallow", limit=4), progress=False, model=ScriptedModelDouble())
+    other = tmp_path / "other_videos"
+    other.mkdir()
+    with pytest.raises(IdentityMismatch, match="videos"):
+        execute(RunConfig(output_dir=str(out), mode="shallow", limit=4, video_root=str(other)), progress=False,
+                model=ScriptedModelDouble())
+
+
+def test_another_limit_or_model_fingerprint_is_another_identity(tmp_path, demo_root):
+    out = tmp_path / "X"
+    execute(RunConfig(output_dir=str(out), mode="shallow", limit=4), progress=False, model=ScriptedModelDouble())
+    with pytest.raises(IdentityMismatch, match="limit"):
+        execute(RunConfig(output_dir=str(out), mode="shallow", limit=6), progress=False, model=ScriptedModelDouble())
+    # a folder half done by one model's weights is not finished by other weights under the same name
+    (out / "predictions.jsonl").write_text("".join(line + "\n" for line in
+                                                   (out / "predictions.jsonl").read_text().splitlines()[:2]))
+    with pytest.raises(IdentityMismatch, match="model_fingerprint"):
+        execute(RunConfig(output_dir=str(out), mode="shallow", limit=4), progress=False,
+                model=ScriptedModelDouble(fingerprint="other-weights"))
+
+
+def test_folder_with_results_but_no_identity_is_not_adopted(tmp_path):
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "predictions.jsonl").write_text('{"sample_id": "a"}\n')
+    with pytest.raises(IdentityMismatch, match="without a run identity"):
+        claim(out, {"mode": "auto"})
+    assert claim(out, {"mode": "auto"}, fresh=True) == "new" and not (out / "predictions.jsonl").exists()
+
+
+def test_a_live_run_locks_its_folder(tmp_path, demo_root):
+    out = tmp_path / "X"
+    with FolderLock(out):
+        with pytest.raises(FolderBusy, match="another run"):
+            execute(RunConfig(output_dir=str(out), mode="shallow", limit=2), progress=False,
+                    model=ScriptedModelDouble())
+    assert not (out / "predictions.jsonl").exists()
+    execute(RunConfig(output_dir=str(out), mode="shallow", limit=2), progress=False, model=ScriptedModelDouble())
+    assert len(_rows(out)) == 2  # the lock is gone with its holder
+
+
+def test_lock_held_by_another_process_stops_the_cli(tmp_path, demo_root):
+    import subprocess
+    import sys
+
+    out = tmp_path / "X"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from ego_adr.run.identity import FolderLock;"
+                               f"l = FolderLock({str(out)!r}).acquire(); print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match=f"pid {holder.pid}"):
+            execute(RunConfig(output_dir=str(out), mode="shallow", limit=2), progress=False,
+                    model=ScriptedModelDouble())
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_experiment_grid_uses_the_same_rule_and_labels_the_model_used(tmp_path, demo_root):
+    from ego_adr.run.experiments import load_experiment, run_experiment
+
+    exp = load_experiment(Path(__file__).resolve().parents[2] / "configs" / "experiments" / "table5.yaml")
+    exp["cells"] = exp["cells"][:2]
+    over = {"model": "double-a", "limit": 2}
+    table, _ = run_experiment(exp, over, tmp_path / "grid", progress=False, model=ScriptedModelDouble())
+    assert "double-a" in table and "Qwen2-VL" not in table  # numbers of the double are not labelled Qwen2-VL
+    with pytest.raises(IdentityMismatch, match="model"):
+        run_experiment(exp, {**over, "model": "double-b"}, tmp_path / "grid", progress=False,
+                       model=ScriptedModelDouble())
+
+
+def test_edited_annotations_are_another_identity(tmp_path, shared_data):
+    """A re-downloaded or hand-edited label file changes what the rows mean: resuming stops and says so."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(shared_data, data)
+    cfg = dict(data_root=str(data), video_root=str(tmp_path), sources=["egooops"], limit=2, mode="shallow",
+               output_dir=str(tmp_path / "X"))
+    execute(RunConfig(**cfg), progress=False, model=ScriptedModelDouble())
+    recs = json.loads((data / "egooops_answer.json").read_text())
+    recs[0]["close_end_answer"] = "Wrong order" if recs[0]["close_end_answer"] != "Wrong order" else "Omission"
+    (data / "egooops_answer.json").write_text(json.dumps(recs))
+    with pytest.raises(IdentityMismatch, match="annotations"):
+        execute(RunConfig(**cfg), progress=False, model=ScriptedModelDouble())

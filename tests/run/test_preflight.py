@@ -1,0 +1,103 @@
+"""``python -m ego_adr.run --dry-run``: what it predicts from container headers must be what the real sampler
+then does, it loads no model, and it reports missing videos, short clips and the planner's verdict."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ego_adr.run.config import RunConfig
+from ego_adr.run.preflight import preflight, render
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def test_dry_run_prints_the_preflight_and_imports_no_model_library(demo_root, tiny_model_dir):
+    code = ("import sys; from ego_adr.run.cli import main; rc = main(['--dry-run', '--frames', '32']); "
+            "print('LOADED', [m for m in ('torch', 'transformers') if m in sys.modules]); sys.exit(rc)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=_env(),
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "LOADED []" in r.stdout
+    assert "| demo | 16 | 0 | 6 | 6 | 0 |" in r.stdout  # samples, unusable, videos, found, missing
+    assert "Memory plan for tiny" in r.stdout and "-> indices [" in r.stdout
+
+
+@pytest.mark.parametrize("frames", [8, 32])
+def test_predicted_indices_and_short_clips_match_the_real_sampler(demo_root, frames):
+    from ego_adr.run.runner import load_dataset
+    from ego_adr.video.sampler import FrameSampler
+
+    cfg = RunConfig(frames=frames)
+    rep = preflight(cfg)
+    demo = rep["per_source"]["demo"]
+    samples = {s.sample_id: s for s in load_dataset(cfg)[0]}
+    short = set()
+    with FrameSampler() as sampler:
+        for sid, s in samples.items():
+            _, info = sampler.sample_with_info(s.video_path, s.start, s.end, frames)
+            if info.duplicated:
+                short.add(sid)
+            for e in demo["examples"]:
+                if e["sample_id"] == sid:
+                    assert e["indices"] == info.indices
+                    assert e["effective_fps"] == pytest.approx(frames / max(info.window_seconds, 1 / info.video_fps))
+    assert len(demo["examples"]) == 3
+    assert set(demo["short"]) == short
+    assert bool(short) == (frames == 32)  # the demo clips hold 26-48 frames: none short at 8, some at 32
+
+
+def test_missing_videos_are_counted_and_shown(tmp_path, demo_root):
+    videos = tmp_path / "videos"
+    shutil.copytree(demo_root / "videos", videos)
+    gone = sorted((videos / "demo").glob("*.mp4"))[0]
+    gone.unlink()
+    (videos / "demo" / "tea_02.mp4").write_bytes(b"not a video")
+    cfg = RunConfig(data_root=str(demo_root / "annotations"), video_root=str(videos), sources=["demo"])
+    rep = preflight(cfg)
+    d = rep["per_source"]["demo"]
+    assert len(d["videos"]) == 6 and len(d["found"]) == 4
+    assert d["missing"] == {str(gone)} and list(d["unreadable"]) == [str(videos / "demo" / "tea_02.mp4")]
+    text = render(rep)
+    assert f"1 video(s) missing, e.g. {gone}" in text and "unreadable" in text
+
+
+def test_memory_plan_refusal_exits_1_with_the_reason(capsys, demo_root):
+    from ego_adr.run.cli import main
+
+    assert main(["--dry-run", "--model", "video-llava", "--frames", "32"]) == 1
+    out = capsys.readouterr().out
+    assert "family video-llava" in out and "The run would stop here: " in out and "at most 8 frames" in out
+    assert main(["--dry-run", "--model", "qwen2.5-vl", "--gpu-memory", "lots"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --gpu-memory") and err.count("\n") == 1
+
+
+def test_real_annotations_with_stand_in_videos(tmp_path, shared_data):
+    from ego_adr.run.runner import load_dataset
+    from ego_adr.video.synth import make_public_layout_videos
+
+    picked, _ = load_dataset(RunConfig(data_root=str(shared_data), video_root=str(tmp_path), limit=8).validate())
+    made = make_public_layout_videos(picked, tmp_path)
+    cfg = RunConfig(model="qwen2.5-vl", data_root=str(shared_data), video_root=str(tmp_path))
+    rep = preflight(cfg)
+    everything, _ = load_dataset(RunConfig(data_root=str(shared_data), video_root=str(tmp_path)).validate())
+    per = rep["per_source"]
+    assert rep["n_samples"] == len(everything) == sum(s["samples"] for s in per.values())
+    assert set(per) == {"captaincook4d", "epic_tent", "assembly101", "egooops"}
+    assert sum(len(s["found"]) for s in per.values()) == len(made)
+    assert sum(len(s["missing"]) for s in per.values()) == len({s.video_path for s in everything}) - len(made)
+    assert rep["family"] == "qwen2.5-vl" and rep["plan"].fits
+    assert all(s["visual_tokens"] == 96 for s in per.values())  # 160x120 stand-ins: 4x6 cells x 4 frame pairs
+    assert "| **total** | " in render(rep)
