@@ -124,7 +124,7 @@ def check_model_name(name: str | None, backend: str) -> None:
     key = name.strip()
     if key.lower() in ALIASES:
         spec = ALIASES[key.lower()]
-        if spec.family != "tiny" and _offline() and not _in_hub_cache(spec.hub_id):
+        if not spec.tiny and _offline() and not _in_hub_cache(spec.hub_id):  # tiny: built offline
             raise ConfigError(f"--model {name} ({spec.hub_id}) is not in the local Hugging Face cache and the hub is "
                               "offline (HF_HUB_OFFLINE); download it with network access or use --model tiny")
         return

@@ -14,7 +14,9 @@ the rest. Contiguous blocks keep the samples of one long video together (its rea
 **Failures.** A chunk whose process exits non-zero (a crash, an OOM kill, a lost node) is retried
 (``--retries``, default 2; by Ray itself with ``retry_exceptions`` in Ray mode, by the local worker otherwise).
 The retry runs the same command into the same folder, and ``ego_adr.run`` resumes from that folder's
-``predictions.jsonl``: finished samples are never redone. When a chunk still fails, the others finish, the
+``predictions.jsonl``: finished samples are never redone. Chunks always run with ``--retry-failed``, so samples
+whose failure was infrastructure (a server outage, an OOM; see ``ego_adr.run.failures``) are redone by a retry
+or a rerun of the launcher, while samples that failed on their data are kept as they are. When a chunk still fails, the others finish, the
 launcher names the failed chunks and their logs (``OUT/chunk-i.log``, every attempt appended) and exits 1 without
 merging; rerunning the same command resumes every chunk. When all chunks succeeded, ``python -m ego_adr.eval
 merge`` and ``python -m ego_adr.eval score`` write ``OUT/predictions.jsonl``, ``metrics.json`` and ``report.md``.
@@ -49,6 +51,7 @@ from ego_adr.run.chunk_runner import RAY_MISSING, LaunchError, run_local, run_ra
 
 DEFAULT_CHUNK_SIZE = 64  # see the module docstring ("Why processes")
 
+
 def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
     """Remove ``--output-dir`` from the ``ego_adr.run`` arguments and return it; refuse shard flags (the
     launcher sets them)."""
@@ -78,7 +81,7 @@ def resolve_run(run_args: list[str]):
     Returns (config, number of samples, default output folder)."""
     from ego_adr.run.cli import config_from_args
     from ego_adr.run.config import ConfigError
-    from ego_adr.run.runner import default_output_dir, load_dataset
+    from ego_adr.run.runner import cache_scope, default_output_dir, load_dataset
 
     err = io.StringIO()
     try:
@@ -89,7 +92,8 @@ def resolve_run(run_args: list[str]):
         raise LaunchError(f"ego_adr.run arguments: {lines[-1] if lines else e}") from None
     try:
         cfg.validate()
-        samples, _ = load_dataset(cfg)
+        with cache_scope(cfg):  # --cache-dir also holds the demo set
+            samples, _ = load_dataset(cfg)
     except (ConfigError, FileNotFoundError) as e:
         raise LaunchError(str(e)) from None
     if not samples:
@@ -100,7 +104,7 @@ def resolve_run(run_args: list[str]):
 def chunk_command(run_args: list[str], out: Path, num_chunks: int, index: int,
                   python: str = sys.executable) -> list[str]:
     return [python, "-m", "ego_adr.run", *run_args, "--output-dir", str(out / f"chunk-{index}"),
-            "--num-shards", str(num_chunks), "--shard-index", str(index), "--quiet"]
+            "--num-shards", str(num_chunks), "--shard-index", str(index), "--retry-failed", "--quiet"]
 
 
 def merge_and_score(out: Path, num_chunks: int, score: bool = True) -> int:
@@ -118,8 +122,13 @@ def merge_and_score(out: Path, num_chunks: int, score: bool = True) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # a wrong launcher flag: one line, exit 2 (as every user mistake)
+        raise LaunchError(f"{message} (see python -m ego_adr.run.launch_ray --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="python -m ego_adr.run.launch_ray",
         description="Run `python -m ego_adr.run` as many small chunks scheduled dynamically (Ray tasks or local "
         "processes), retry failed chunks, then merge and score. Arguments after '--' go to ego_adr.run.",
@@ -160,6 +169,11 @@ def _check_plan(out: Path, plan: dict) -> None:
                 f"{out} holds a launch of {old.get('n_samples')} samples in {old.get('num_chunks')} chunks, this "
                 f"one is {plan['n_samples']} samples in {plan['num_chunks']} chunks; use the same --chunk-size / "
                 "--num-chunks to resume it, or another --output-dir")
+        if old and old.get("run_args") != plan["run_args"]:
+            raise LaunchError(
+                f"{out} holds a launch of `ego_adr.run {' '.join(old.get('run_args') or [])}`, this one is "
+                f"`ego_adr.run {' '.join(plan['run_args'])}`; rerun with the same arguments to resume it, or use "
+                "another --output-dir")
     path.write_text(json.dumps(plan, indent=1))
 
 
@@ -193,6 +207,8 @@ def launch(argv: list[str]) -> int:
 
         print(f"launch plan: {n} samples in {k} chunks of ~{-(-n // k)} into {out}/chunk-*")
         return run_dry(cfg)
+    if args.test_crash_chunk is not None and not 0 <= args.test_crash_chunk < k:
+        raise LaunchError(f"--test-crash-chunk must be in 0..{k - 1} ({k} chunks)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

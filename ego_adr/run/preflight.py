@@ -5,16 +5,16 @@ none of the files, windows shorter than the requested frame count (so the model 
 window after the end of its video, a frame count the model ignores, a memory plan that cannot fit. lmms-eval and
 VLMEvalKit users keep discovering these after the run. The dry run reads only the annotations and the videos'
 container headers (no decoding), applies the run's own selection (``--sources``, ``--limit``, shards) and its own
-frame-index rule (:func:`ego_adr.video.sampler.plan_indices`), and asks the memory planner
+window rule and sampling policy (:mod:`ego_adr.video.window`, :mod:`ego_adr.video.policies`), and asks the memory planner
 (:func:`ego_adr.models.planner.arch_for` and :func:`~ego_adr.models.planner.plan`) for the chosen family and
 ``--gpu-memory``. The family is read from the alias, the hub id or a folder's ``config.json``; no weights are
 needed.
 
 It prints, per source and in total: samples, videos found/missing (with example missing paths), records that
-cannot be evaluated, clips whose window holds fewer frames than requested, whole-video / clamped / past-the-end
+cannot be evaluated, clips whose window holds fewer frames than requested, whole-video / clamped / refused
 windows, the videos' frame rates and sizes, visual tokens per request; then the frame indices and effective fps
 of the first few clips of each source, and the memory plan. Exit 0 when the run would start, 1 when the memory
-plan refuses it (the run would stop there), 2 for a user mistake.
+plan refuses it or the model is not available (the run would stop there), 2 for a user mistake.
 
 Frame counts and rates come from the container headers (exact for MP4, which stores one entry per frame); the
 run's reader counts the packets it finds, so a damaged file can still differ at run time.
@@ -96,11 +96,11 @@ def _memory(cfg) -> tuple[object | None, str]:
 
     name = cfg.model or "tiny"
     spec = ALIASES.get(name.lower())
-    if spec is not None and spec.tiny:  # the tiny model's own config, if it was ever built
+    if spec is not None and spec.tiny:  # the tiny model's own config, if it was ever built (never built here)
         from ego_adr.models.tiny import TINY_VERSION
         from ego_adr.store import cache_root
 
-        folder = cache_root() / f"{spec.hub_id}-{TINY_VERSION}"
+        folder = cache_root() / f"tiny-{spec.family}-{TINY_VERSION}"
         arch = planner.arch_from_folder(folder) if (folder / "config.json").is_file() else None
         if arch is None:
             return None, f"{name}: a random tiny model, not built yet (it is built on the first run)"
@@ -132,12 +132,29 @@ def _visual_tokens(arch, pixels_budget: int | None, frames: int, size: tuple[int
 
 def preflight(cfg) -> dict:
     """Everything the dry run reports, as data (the tests read it; :func:`render` prints it)."""
-    from ego_adr.run.runner import load_dataset
-    from ego_adr.video.sampler import plan_indices
+    from ego_adr.run.runner import cache_scope
 
     cfg.validate()
+    with cache_scope(cfg):  # --cache-dir: where the demo set and tiny models are
+        return _preflight(cfg)
+
+
+def _preflight(cfg) -> dict:
+    from ego_adr.run.checks import check_model_name
+    from ego_adr.run.config import ConfigError
+    from ego_adr.run.runner import load_dataset
+    from ego_adr.video.policies import as_plan, get_policy, policy_for
+    from ego_adr.video.window import WindowError
+
     samples, info = load_dataset(cfg)
+    policy = policy_for(cfg)
+    rule = get_policy(policy)
     family, family_how = model_family(cfg.model)
+    try:  # what the runner checks before loading: is the model there at all (offline: in the local cache)?
+        check_model_name(cfg.model, cfg.backend)
+        model_problem = None
+    except ConfigError as e:
+        model_problem = str(e)
     mem, mem_note = _memory(cfg)
     arch, plan = mem if mem else (None, None)
     budget = plan.estimate.pixels_per_frame if plan is not None else cfg.max_pixels_per_frame
@@ -146,7 +163,7 @@ def preflight(cfg) -> dict:
     for s in samples:
         src = per.setdefault(s.source, {"samples": 0, "videos": set(), "found": set(), "missing": set(),
                                         "unreadable": {}, "no_path": 0, "unusable": 0, "short": [],
-                                        "whole_video": 0, "clamped": 0, "past_end": 0, "fps": Counter(),
+                                        "whole_video": 0, "clamped": 0, "refused": [], "fps": Counter(),
                                         "sizes": Counter(), "examples": []})
         src["samples"] += 1
         from ego_adr.data.egoerrorvqa import sample_problem
@@ -170,16 +187,17 @@ def preflight(cfg) -> dict:
         src["found"].add(s.video_path)
         src["fps"][round(pr["fps"], 3)] += 1
         src["sizes"][tuple(pr["size"])] += 1
-        try:
-            idx, window, flags = plan_indices(pr["frames"], pr["fps"], s.start, s.end, cfg.frames)
-        except ValueError as e:
-            src["unreadable"][s.video_path] = str(e)
+        try:  # the run's own rule: the window normalisation and the sampling policy
+            p = as_plan(rule(pr["frames"], pr["fps"], s.start, s.end, cfg.frames))
+        except WindowError as e:  # the run records this sample as a failure with this reason
+            src["refused"].append((s.sample_id, str(e)))
             continue
+        idx, window = p.indices, p.window
+        flags = {"notes": p.notes}
         in_window = max(1, int(round((window[1] - window[0]) * pr["fps"])))
-        src["whole_video"] += bool(flags["whole_video"])
-        src["clamped"] += bool(flags["clamped"])
-        src["past_end"] += any("after the video's end" in n for n in flags["notes"])
-        if flags["duplicated"]:
+        src["whole_video"] += bool(p.whole_video)
+        src["clamped"] += bool(p.clamped)
+        if p.duplicated:
             src["short"].append(s.sample_id)
         if len(src["examples"]) < EXAMPLES_PER_SOURCE:
             seconds = max(window[1] - window[0], 1.0 / pr["fps"])
@@ -192,7 +210,7 @@ def preflight(cfg) -> dict:
         src["largest_size"] = size
         src["visual_tokens"] = _visual_tokens(arch, budget, cfg.frames, size)
     return {"config": cfg, "info": info, "n_samples": len(samples), "family": family, "family_how": family_how,
-            "per_source": per, "plan": plan, "arch": arch, "memory_note": mem_note}
+            "per_source": per, "policy": policy, "plan": plan, "arch": arch, "memory_note": mem_note, "model_problem": model_problem}
 
 
 def _fmt_fps(c: Counter) -> str:
@@ -204,9 +222,9 @@ def render(rep: dict) -> str:
     out = [f"Dry run (no model loaded): {rep['n_samples']} samples from {rep['info']['origin']} "
            f"({rep['info']['data_root']}), videos under {rep['info']['video_root']}",
            f"model {cfg.model or 'embedded tiny demo model'}: family {rep['family']} ({rep['family_how']}); "
-           f"backend {cfg.backend}, {cfg.frames} frames per clip, batch {cfg.batch_size}", "",
+           f"backend {cfg.backend}, {cfg.frames} frames per clip ({rep['policy']} sampling), batch {cfg.batch_size}", "",
            "| source | samples | unusable | videos | found | missing | unreadable | no path | short clips "
-           f"(< {cfg.frames} frames) | whole video | clamped | past end | video fps | largest frame | "
+           f"(< {cfg.frames} frames) | whole video | clamped | refused windows | video fps | largest frame | "
            "visual tokens/request |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     tot = Counter()
@@ -216,7 +234,7 @@ def render(rep: dict) -> str:
         vals = {"samples": s["samples"], "unusable": s["unusable"], "videos": len(s["videos"]),
                 "found": len(s["found"]), "missing": len(s["missing"]), "unreadable": len(s["unreadable"]),
                 "no_path": s["no_path"], "short": len(s["short"]), "whole_video": s["whole_video"],
-                "clamped": s["clamped"], "past_end": s["past_end"]}
+                "clamped": s["clamped"], "refused": len(s["refused"])}
         tot.update(vals)
         sizes.update(s["sizes"])
         fps.update(s["fps"])
@@ -226,7 +244,7 @@ def render(rep: dict) -> str:
                    f" | {_fmt_fps(s['fps'])} | {size} | {vt} |")
     largest = max(sizes, key=lambda wh: wh[0] * wh[1]) if sizes else None
     out.append("| **total** | " + " | ".join(str(tot[k]) for k in ("samples", "unusable", "videos", "found",
-               "missing", "unreadable", "no_path", "short", "whole_video", "clamped", "past_end")) +
+               "missing", "unreadable", "no_path", "short", "whole_video", "clamped", "refused")) +
                f" | {_fmt_fps(fps)} | {'x'.join(map(str, largest)) if largest else '-'} | |")
     for name, s in rep["per_source"].items():
         if s["missing"]:
@@ -234,6 +252,10 @@ def render(rep: dict) -> str:
             out.append(f"\n{name}: {len(s['missing'])} video(s) missing, e.g. " + ", ".join(shown))
         for path, why in list(s["unreadable"].items())[:MISSING_SHOWN]:
             out.append(f"{name}: unreadable {path}: {why}")
+        if s["refused"]:
+            sid, why = s["refused"][0]
+            out.append(f"{name}: {len(s['refused'])} window(s) the run would refuse (recorded as failures), "
+                       f"e.g. {sid}: {why}")
         if s["short"]:
             out.append(f"{name}: {len(s['short'])} clip(s) hold fewer than {cfg.frames} frames, so frames repeat, "
                        "e.g. " + ", ".join(s["short"][:MISSING_SHOWN]))
@@ -257,6 +279,8 @@ def render(rep: dict) -> str:
         out.append(format_plans([plan]))
         if not plan.fits:
             out.append(f"The run would stop here: {plan.reason}")
+    if rep["model_problem"]:
+        out.append(f"The run would stop before loading: {rep['model_problem']}")
     arch = rep.get("arch")
     if arch is not None and arch.dynamic and arch.temporal_patch > 1 and cfg.frames % arch.temporal_patch:
         out.append(f"Note: this family encodes frames in groups of {arch.temporal_patch}; with {cfg.frames} frames "
@@ -268,4 +292,4 @@ def run_dry(cfg) -> int:
     """The ``--dry-run`` entry point of ``python -m ego_adr.run``: print the report; exit code as documented."""
     rep = preflight(cfg)
     print(render(rep))
-    return 0 if rep["plan"] is None or rep["plan"].fits else 1
+    return 0 if (rep["plan"] is None or rep["plan"].fits) and not rep["model_problem"] else 1

@@ -50,10 +50,12 @@ def _metrics(path: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def unsharded(tmp_path_factory, demo_root, tiny_model_dir) -> Path:
+    from ego_adr.run.cli import config_from_args
+    from ego_adr.run.runner import execute
+
     out = tmp_path_factory.mktemp("unsharded") / "run"
-    r = subprocess.run([sys.executable, "-m", "ego_adr.run", *RUN_ARGS, "--output-dir", str(out), "--quiet"],
-                       capture_output=True, text=True, cwd=REPO, env=_env(), timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
+    cfg, _ = config_from_args([*RUN_ARGS, "--output-dir", str(out)])
+    execute(cfg, progress=False)  # in this process: the same code as `python -m ego_adr.run`, one start less
     return out
 
 
@@ -113,6 +115,19 @@ def test_local_processes_retry_a_crashed_chunk_and_equal_the_unsharded_run(tmp_p
     _assert_same_as_unsharded(out, unsharded, 2)
 
 
+@pytest.mark.slow
+def test_chunks_that_keep_failing_stop_the_launch_before_the_merge(tmp_path):
+    out = tmp_path / "blocked"
+    out.mkdir()
+    for i in range(2):  # a file where the chunk's folder should be: ego_adr.run fails at once, every attempt
+        (out / f"chunk-{i}").write_text("in the way")
+    r = _launch(["--local", "--num-chunks", "2", "--retries", "1", "--", "--limit", "2", "--output-dir", str(out)])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "chunk(s) 0, 1 failed after 2 attempt(s)" in r.stderr
+    assert (out / "chunk-0.attempts").read_text() == "2" == (out / "chunk-1.attempts").read_text()
+    assert not (out / "predictions.jsonl").exists() and not (out / "metrics.json").exists()
+
+
 def test_a_chunk_failing_every_attempt_is_reported_and_the_rest_finish(tmp_path):
     from ego_adr.run.chunk_runner import run_local
 
@@ -127,6 +142,8 @@ def test_a_rerun_must_cut_the_run_the_same_way(tmp_path):
     _check_plan(tmp_path, {"num_chunks": 3, "n_samples": 3, "run_args": []})  # same cut: resumes
     with pytest.raises(LaunchError, match="3 samples in 3 chunks, this one is 3 samples in 2 chunks"):
         _check_plan(tmp_path, {"num_chunks": 2, "n_samples": 3, "run_args": []})
+    with pytest.raises(LaunchError, match="holds a launch of `ego_adr.run `, this one is `ego_adr.run --frames 4`"):
+        _check_plan(tmp_path, {"num_chunks": 3, "n_samples": 3, "run_args": ["--frames", "4"]})
 
 
 def test_ray_mode_without_ray_says_how_to_install(tmp_path):
