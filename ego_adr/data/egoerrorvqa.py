@@ -358,6 +358,7 @@ def _load_file(
             qa_pairs=qa,
             reference=ex.action if correct else ex.reference,
             step_index=ex.step_index,
+            wire={k: r.get(k, "") for k in ("action_annotation", "start_time", "end_time")},
         )
         built.append((sample, problems))
     ids = _disambiguate([s.sample_id for s, _ in built], records)

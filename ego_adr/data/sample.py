@@ -42,6 +42,8 @@ class Sample:
     qa_pairs: list[QAPair] = field(default_factory=list)
     reference: str | None = None
     step_index: int | None = None  # index into the procedure's steps when the source gives one (EgoOops)
+    # the record's action_annotation / start_time / end_time as stored, for the public protocol (protocol.py)
+    wire: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -1,26 +1,43 @@
-"""Procedure banks per task, built once: rule-based in memory, model-assisted cached on disk per model.
+"""Procedure banks per task, built once: rule-based in memory, model-assisted cached on disk per bank model.
 
-The model-assisted bank (deep mode, Section 5.2) is one text-only call per task. Its answer is parsed with
-:func:`ego_adr.procedures.parse_model_bank`; when that fails the rule-based bank is used and the reason is kept
-in ``ProcedureBank.note``, so a run shows which tasks fell back.
+The model-assisted bank (deep mode, Section 5.2) is one text-only call per task. The paper builds it with
+Qwen2.5-VL-7B-Instruct for every deep model ("We first apply Qwen2.5-VL-7B-Instruct to segment the entire
+procedure"), so the bank model is its own setting (``--bank-model``, reasoning/bank_model.py), with its own token
+budget (:data:`BANK_MAX_NEW_TOKENS`): a step list with objects for a long procedure needs more than the 256 tokens
+of the other stages. The prompt asks for a closing ``END`` line; an answer without it was probably cut off by the
+budget, which the bank's ``note`` records (the steps read so far are kept). An answer that cannot be parsed falls
+back to the rule-based bank with the reason in ``note``. Banks are cached per (task, procedure, prompt version,
+bank model fingerprint, budget).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ego_adr.models.base import GenerationConfig, Message, Request
 from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.procedures import ProcedureBank, parse_model_bank, rule_based_bank
 
 if TYPE_CHECKING:
     from ego_adr.reasoning.pipeline import EgoADR
 
+BANK_MAX_NEW_TOKENS = 768  # our choice (the paper gives no bank budget): ~20 steps with objects fit
+_END = re.compile(r"^\s*\**END\**\s*$", re.M)
+
 
 def _h(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cut_off_note(text: str | None, budget: int) -> str | None:
+    """Why the bank answer looks cut off (no closing END line within ``budget`` new tokens), or None."""
+    if text and _END.search(text):
+        return None
+    return f"bank output probably cut off: no END line within {budget} new tokens"
 
 
 class BankStore:
@@ -34,28 +51,27 @@ class BankStore:
             self._mem[key] = rule_based_bank(task_id, procedure)
         return self._mem[key]
 
-    def _path(self, fingerprint: str, task_id: str, procedure: str) -> Path | None:
+    def _path(self, fingerprint: str, budget: int, task_id: str, procedure: str) -> Path | None:
         if self.cache_dir is None:
             return None
-        name = _h(f"{task_id}|{procedure}|{P.BANK_BUILD.name}|{P.BANK_BUILD.version}")
+        name = _h(f"{task_id}|{procedure}|{P.BANK_BUILD.name}|{P.BANK_BUILD.version}|{budget}")
         return self.cache_dir / "banks" / _h(fingerprint) / f"{name}.json"
 
-    def _key(self, pipe: EgoADR, task_id: str, procedure: str) -> tuple:
-        return ("model", pipe.model.fingerprint, task_id, _h(procedure))
+    @staticmethod
+    def _key(pipe: EgoADR, task_id: str, procedure: str) -> tuple:
+        return ("model", pipe.bank_fingerprint(), task_id, _h(procedure))
 
     def prepare(self, tasks: dict[str, str], pipe: EgoADR) -> None:
-        """Build the model-assisted banks of all ``tasks`` not built yet, in one batch."""
-        use_model = pipe.config.bank_builder == "model" or (
-            pipe.config.bank_builder == "auto" and pipe.route == "deep" and pipe.model is not None
-        )
-        if not use_model:
+        """Build the model-assisted banks of all ``tasks`` not built yet, in one batch, with the bank model."""
+        if not pipe.uses_model_bank:
             return
+        budget = pipe.config.bank_max_new_tokens
         todo = []
         for task_id, proc in tasks.items():
             key = self._key(pipe, task_id, proc)
             if key in self._mem or not proc:
                 continue
-            path = self._path(pipe.model.fingerprint, task_id, proc)
+            path = self._path(pipe.bank_fingerprint(), budget, task_id, proc)
             if path is not None and path.exists():
                 try:
                     self._mem[key] = ProcedureBank.from_dict(json.loads(path.read_text()))
@@ -65,14 +81,25 @@ class BankStore:
             todo.append((task_id, proc, key, path))
         if not todo:
             return
-        reqs = [pipe._text_request(P.BANK_BUILD, "bank", procedure=proc) for _, proc, _, _ in todo]
-        gens = pipe.model.generate(reqs)
-        builder = f"model:{pipe.model.model_id}"
+        model = pipe.bank_vlm()
+        reqs = []
+        for _, proc, _, _ in todo:
+            parts: list = [P.BANK_BUILD.render(procedure=proc)]
+            if not model.capabilities.text_only:
+                from ego_adr.reasoning.pipeline import black_frames
+
+                parts.insert(0, black_frames())  # Section 6.4: a black image beside the text
+            reqs.append(Request([Message.user(*parts)], GenerationConfig(max_new_tokens=budget),
+                                P.BANK_BUILD.meta("bank")))
+        gens = model.generate(reqs)
+        builder = f"model:{model.model_id}"
         for (task_id, proc, key, path), g in zip(todo, gens):
-            bank = parse_model_bank(task_id, g.text or "", builder) if g.ok else None
+            bank = parse_model_bank(task_id, _END.split(g.text or "")[0], builder) if g.ok else None
             if bank is None:
                 bank = rule_based_bank(task_id, proc)
                 bank.note = f"model bank unusable ({g.error or 'unparseable answer'}); rule-based fallback"
+            else:
+                bank.note = cut_off_note(g.text, budget)
             bank.raw = g.text  # type: ignore[attr-defined]
             self._mem[key] = bank
             if path is not None and g.ok:

@@ -5,6 +5,20 @@ Shallow decoupling (paper Section 5.2) classifies without another model call: th
 expected step's objects. Phrases in the *anomaly* part count double, since the narration prompt asks the model
 to put anomalies there. No error evidence at all means ``correct`` -- recorded with method
 ``no-error-keywords`` so every verdict can be traced; an empty narration is a failure, not ``correct``.
+
+Reading rules (each recorded in the evidence):
+
+* **One phrase counts once.** All vocabularies are matched together, longest phrase first, and a stretch of text
+  already counted is not counted again -- "out of order" is one Wrong-order hit, not also "order"; "fails to
+  work" is Equipment failure, not also Wrong action's "fails to"; an "instead of" read by the contrast rule is not
+  also a Wrong-object keyword.
+* **Negation.** A phrase preceded in its clause (up to four words back, not across ``, ; .`` or "but") by a
+  negation -- no, not, n't, never, without, nothing, neither, nor -- is evidence of nothing: "no step was
+  skipped", "did not use the wrong tool". Phrases that contain their own negation ("does not add", "not working")
+  are read as written.
+* **Tie-break.** Equal scores go to the type with more evidence in the *anomaly* part, then to the earlier type
+  in the taxonomy's order (:data:`ego_adr.taxonomy.OPTIONS`, the paper's Section 3 order). It is deliberately not
+  the annotations' label frequency, which would tune the classifier on the evaluation labels.
 """
 
 from __future__ import annotations
@@ -23,7 +37,7 @@ VOCABULARIES: dict[str, tuple[str, ...]] = {
                              "re-does", "undoes", "realizes", "realises", "takes it out again", "puts it back",
                              "self-correct", "correction"),
     "Omission": ("skips", "skipped", "skip", "omits", "omitted", "omission", "forgets", "forgot", "missing",
-                 "does not add", "doesn't add", "not performed", "never", "left out", "without adding"),
+                 "does not add", "doesn't add", "not performed", "left out", "without adding"),
     "Wrong order": ("before", "too early", "too late", "out of order", "wrong order", "order", "sequence",
                     "earlier than", "later than", "prematurely", "ahead of"),
     "Unintended and unnecessary action": ("extra", "unnecessary", "searching", "searches", "looking for",
@@ -70,14 +84,49 @@ def parse_three_part(narration: str) -> dict[str, str]:
     return parts
 
 
-def _hits(text: str, phrases: tuple[str, ...]) -> list[str]:
+_ALL_PHRASES = sorted(((p, opt) for opt, ps in VOCABULARIES.items() for p in ps), key=lambda x: -len(x[0]))
+_NEGATION = re.compile(r"(?<![a-z])(?:no|not|never|without|nothing|neither|nor|none)(?![a-z])|n't", re.I)
+_CLAUSE_END = re.compile(r"[,;.!?]|(?<![a-z])but(?![a-z])", re.I)
+
+
+def _negated(text: str, start: int) -> bool:
+    """Whether a negation stands before ``start`` in the same clause, at most four words back."""
+    before = text[:start]
+    ends = list(_CLAUSE_END.finditer(before))
+    clause = before[ends[-1].end():] if ends else before
+    window = " ".join(clause.split()[-4:])
+    return bool(_NEGATION.search(window))
+
+
+def vocabulary_hits(text: str, skip: list[tuple[int, int]] | None = None) -> dict[str, list[str]]:
+    """Error type -> the phrases found in ``text``, each stretch of text counted once (longest phrase first),
+    negated phrases and the ``skip`` spans left out. Negated phrases are listed under ``"negated"``."""
     t = text.lower()
-    return [p for p in phrases if re.search(r"(?<![a-z])" + re.escape(p) + r"(?![a-z])", t)]
+    taken = [False] * (len(t) + 1)
+    for a, b in skip or []:
+        for i in range(a, b):
+            taken[i] = True
+    out: dict[str, list[str]] = {}
+    for phrase, opt in _ALL_PHRASES:
+        for m in re.finditer(r"(?<![a-z])" + re.escape(phrase) + r"(?![a-z])", t):
+            if any(taken[m.start():m.end()]):
+                continue
+            for i in range(m.start(), m.end()):
+                taken[i] = True
+            key = "negated" if _negated(t, m.start()) else opt
+            out.setdefault(key, []).append(phrase)
+    return out
 
 
 _SHOULD = re.compile(r"\b(?:but|and|,)?\s*(?:should have|should|instead of)\b", re.I)
 _QUANTITY = re.compile(r"^(?:about|around|approximately|only|much|little|more|less|\d)", re.I)
 _PRONOUN = {"it", "them", "this", "that", "these", "those", "one"}
+
+
+def contrast_span(text: str) -> tuple[int, int] | None:
+    """Where the contrast cue of :func:`contrast_evidence` stands in ``text`` (so it is not counted twice)."""
+    m = _SHOULD.search(text)
+    return (m.start(), m.end()) if m else None
 
 
 def contrast_evidence(text: str) -> tuple[str, str] | None:
@@ -109,28 +158,36 @@ def classify_keywords(narration: str | None, step_objects: list[str] | None = No
         anomaly = ""  # "Anomaly: none" -- the rest of the narration is still read, with normal weight
     rest = "\n".join(v for k, v in parts.items() if k != "anomaly") if parts else narration
     scores: dict[str, float] = {}
+    in_anomaly: dict[str, int] = {}
     evidence: list = []
-    for opt, vocab in VOCABULARIES.items():
-        a, r = _hits(anomaly, vocab), _hits(rest, vocab)
-        s = 2.0 * len(a) + 1.0 * len(r)
-        if s:
-            scores[opt] = s
-            evidence.append({"type": opt, "anomaly": a, "other": r})
-    for part in (anomaly, rest):
+    contrast, skips = None, {"anomaly": [], "rest": []}
+    for name, part in (("anomaly", anomaly), ("rest", rest)):
         contrast = contrast_evidence(part) if part else None
         if contrast:
-            scores[contrast[0]] = scores.get(contrast[0], 0.0) + (2.0 if part is anomaly else 1.5)
+            skips[name] = [contrast_span(part.lower())]
+            scores[contrast[0]] = scores.get(contrast[0], 0.0) + (2.0 if name == "anomaly" else 1.5)
+            in_anomaly[contrast[0]] = in_anomaly.get(contrast[0], 0) + (name == "anomaly")
             evidence.append({"type": contrast[0], "contrast": contrast[1]})
             break
+    hits_a, hits_r = vocabulary_hits(anomaly, skips["anomaly"]), vocabulary_hits(rest, skips["rest"])
+    for opt in VOCABULARIES:
+        a, r = hits_a.get(opt, []), hits_r.get(opt, [])
+        if a or r:
+            scores[opt] = scores.get(opt, 0.0) + 2.0 * len(a) + 1.0 * len(r)
+            in_anomaly[opt] = in_anomaly.get(opt, 0) + len(a)
+            evidence.append({"type": opt, "anomaly": a, "other": r})
+    negated = hits_a.get("negated", []) + hits_r.get("negated", [])
+    if negated:
+        evidence.append({"negated": negated})
     obj = parts.get("object", "")
     if obj and step_objects and not NONE_MARKERS.search(obj):
         if not any(o and o.lower() in obj.lower() for o in step_objects):
             scores["Wrong object"] = scores.get("Wrong object", 0.0) + 1.0
             evidence.append({"type": "Wrong object", "object_mismatch": obj, "expected": step_objects[:8]})
     if not scores:
-        return Classification(CORRECT, "no-error-keywords", narration, {}, [])
-    best = max(scores.values())
-    option = next(o for o in _PRIORITY if scores.get(o) == best)
+        return Classification(CORRECT, "no-error-keywords", narration, {}, evidence)
+    # tie-break (module docstring): score, then anomaly-part evidence, then the taxonomy's order
+    option = max(scores, key=lambda o: (scores[o], in_anomaly.get(o, 0), -_PRIORITY.index(o)))
     return Classification(option, "keywords", narration, scores, evidence)
 
 

@@ -20,8 +20,9 @@ import numpy as np
 from ego_adr.data.sample import Sample
 from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request
 from ego_adr.reasoning import prompts as P
-from ego_adr.reasoning.banks import BankStore
-from ego_adr.reasoning.classify import Classification, classify_answer, classify_keywords
+from ego_adr.reasoning.answers import Answer, mapped_answer, raw_answer
+from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS, BankStore
+from ego_adr.reasoning.classify import Classification, classify_keywords
 from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
 from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
@@ -41,8 +42,18 @@ class PipelineConfig:
     model_match: bool = True  # deep mode: the model picks the step (text only), TF-IDF as fallback
     tau: float = TAU
     max_new_tokens: int = 256  # Appendix C
+    one_pass_max_new_tokens: int | None = None  # the baselines' budget (public white agent: 128); None = as above
+    bank_max_new_tokens: int = BANK_MAX_NEW_TOKENS  # the procedure bank's own budget (reasoning/banks.py)
     probe_trials: int = 3
     seed: int = 0
+    # protocol settings that act inside the pipeline (reasoning/protocol.py): the one-pass baselines' question
+    # (ours | public, whose guidance text is read at run time into ``guidance``), their answers (raw | lenient),
+    # and the step text (clean | raw: the stored action_annotation, printed as the public green agent prints it)
+    question: str = "ours"
+    answers: str = "raw"
+    step: str = "clean"
+    guidance: str | None = None
+    guidance_sha: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -51,6 +62,10 @@ class PipelineConfig:
             raise ValueError(f"narration_source must be one of {NARRATION_SOURCES}")
         if self.bank_builder not in ("auto", "rule", "model"):
             raise ValueError("bank_builder must be auto, rule or model")
+        if self.question not in ("ours", "public") or self.answers not in ("raw", "lenient"):
+            raise ValueError("question must be ours|public and answers raw|lenient")
+        if self.question == "public" and not self.guidance:
+            raise ValueError("question=public needs the public guidance text (reasoning/public_text.py)")
 
 
 @dataclass
@@ -65,6 +80,7 @@ class Item:
     timings: dict = field(default_factory=dict)
     failure: str | None = None
     result: Classification | None = None
+    answer: Answer | None = None
 
 
 def black_frames() -> Frames:
@@ -74,8 +90,13 @@ def black_frames() -> Frames:
 
 class EgoADR:
     def __init__(self, model: VLM | None, config: PipelineConfig | None = None, cache_dir: Path | None = None,
-                 route: str | None = None) -> None:
+                 route: str | None = None, bank_model=None) -> None:
+        """``bank_model``: the VLM that builds deep-mode procedure banks, or a zero-argument function that loads
+        it when a bank is first needed (reasoning/bank_model.py); None = the evaluated model."""
         self.model = model
+        self._bank_model = bank_model
+        # fixed at construction so that cache keys do not change when a loader turns into the loaded model
+        self._bank_id = getattr(bank_model, "fingerprint", None) if bank_model is not None else None
         self.config = config or PipelineConfig()
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.probe: ProbeResult | None = None
@@ -102,17 +123,20 @@ class EgoADR:
         return True
 
     # ---- model calls ------------------------------------------------------------------------------
-    def _gen(self) -> GenerationConfig:
+    def _gen(self, stage: str = "") -> GenerationConfig:
+        one_pass = self.config.one_pass_max_new_tokens
+        if stage in ("direct", "cot") and one_pass:
+            return GenerationConfig(max_new_tokens=one_pass)
         return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
 
     def _text_request(self, prompt: P.Prompt, stage: str, **fields) -> Request:
         parts: list = [prompt.render(**fields)]
         if self.model is not None and not self.model.capabilities.text_only:
             parts.insert(0, black_frames())
-        return Request([Message.user(*parts)], self._gen(), prompt.meta(stage))
+        return Request([Message.user(*parts)], self._gen(stage), prompt.meta(stage))
 
     def _video_request(self, frames: Frames, prompt: P.Prompt, stage: str, **fields) -> Request:
-        return Request([Message.user(frames, prompt.render(**fields))], self._gen(), prompt.meta(stage))
+        return Request([Message.user(frames, prompt.render(**fields))], self._gen(stage), prompt.meta(stage))
 
     def _call(self, items: list[Item], reqs: list[Request], stage: str, fatal: bool = True) -> list[str | None]:
         """Send one batch; a failed request fails its own item only (or nothing when ``fatal`` is False,
@@ -140,11 +164,26 @@ class EgoADR:
         return out
 
     # ---- stages -----------------------------------------------------------------------------------
+    @property
+    def uses_model_bank(self) -> bool:
+        has_model = self.model is not None or self._bank_model is not None
+        return has_model and (self.config.bank_builder == "model" or
+                              (self.config.bank_builder == "auto" and self.route == DEEP))
+
+    def bank_vlm(self) -> VLM:
+        """The model that builds banks (loaded on first use when given as a loader)."""
+        if self._bank_model is None:
+            return self.model
+        if callable(self._bank_model) and not hasattr(self._bank_model, "generate"):
+            self._bank_model = self._bank_model()
+        return self._bank_model
+
+    def bank_fingerprint(self) -> str:
+        """Cache identity of the bank model without loading it (a loader carries ``fingerprint``)."""
+        return self._bank_id or self.model.fingerprint
+
     def bank_for(self, task_id: str, procedure: str):
-        use_model = self.config.bank_builder == "model" or (
-            self.config.bank_builder == "auto" and self.route == DEEP and self.model is not None
-        )
-        if not use_model:
+        if not self.uses_model_bank:
             return self.banks.rule(task_id, procedure)
         return self.banks.model(task_id, procedure, self)
 
@@ -175,12 +214,12 @@ class EgoADR:
                 items[i].stages.setdefault("match_model_raw", text)
         return matches
 
-    def _narrate(self, items: list[Item], steps: list[str]) -> list[str | None]:
+    def _narrate(self, items: list[Item], contexts: list[str]) -> list[str | None]:
         if self.config.narration_source == "reference":
             return [it.sample.reference or it.sample.action for it in items]
         prompt = P.NARRATE_DEEP if self.route == DEEP else P.NARRATE_SHALLOW
         live = [i for i, it in enumerate(items) if it.failure is None]
-        reqs = [self._video_request(items[i].frames, prompt, "narrate", step=steps[i]) for i in live]
+        reqs = [self._video_request(items[i].frames, prompt, "narrate", context=contexts[i]) for i in live]
         out: list[str | None] = [None] * len(items)
         for i, text in zip(live, self._call([items[i] for i in live], reqs, "narrate")):
             out[i] = text
@@ -206,14 +245,20 @@ class EgoADR:
         return [self._row(it) for it in items]
 
     def _one_pass(self, items: list[Item]) -> None:
+        """The baselines send the model's raw reply (the public white agent); ``answers=lenient`` maps it."""
+        from ego_adr.reasoning.one_pass import one_pass_requests
+
         spec = MODE_SPECS[self.route] if MODE_SPECS[self.route].one_pass else MODE_SPECS["direct"]
-        stage, prompt = spec.name, getattr(P, spec.prompt)
-        reqs = [self._video_request(it.frames, prompt, stage, procedure=it.sample.procedure,
-                                    step=it.sample.action or "None", definitions=P.DEFINITIONS,
-                                    options=P.OPTION_LIST) for it in items]
-        for it, text in zip(items, self._call(items, reqs, stage)):
+        stage = spec.name
+        for it, text in zip(items, self._call(items, one_pass_requests(self, items, stage), stage)):
             if text is not None:
-                it.result = classify_answer(text)
+                it.answer = raw_answer(text) if self.config.answers == "raw" else mapped_answer(text)
+                it.result = Classification(it.answer.option, "llm" if it.answer.option else "unparseable", text)
+
+    def _classified(self, item: Item, text: str) -> None:
+        """Ego-ADR's classifier output mapped to an option (method side; the rule is recorded)."""
+        item.answer = mapped_answer(text)
+        item.result = Classification(item.answer.option, "llm" if item.answer.option else "unparseable", text)
 
     def _decoupled(self, items: list[Item]) -> None:
         cfg = self.config
@@ -223,7 +268,8 @@ class EgoADR:
         # the step is found from a narration made without step guidance.
         need_first = [it for it in items if not it.sample.action and cfg.match]
         if need_first and cfg.narration_source == "model":
-            pre = self._narrate(need_first, ["unknown (describe what the person does)"] * len(need_first))
+            unknown = "Annotated action: unknown (describe what the person does)"
+            pre = self._narrate(need_first, [unknown] * len(need_first))
             for it, text in zip(need_first, pre):
                 it.stages["pre_narration"] = text
         queries = [it.sample.action or it.stages.get("pre_narration") or it.sample.reference or "" for it in items]
@@ -234,13 +280,18 @@ class EgoADR:
                 it.stages["match"] = {**m.to_dict(), "query": it.sample.action and "action" or "narration"}
                 it.timings.setdefault("tfidf_match_s", round((time.perf_counter() - t0) / max(1, len(items)), 5))
             steps = [m.step for m in matches]
-            contexts = [P.CONTEXT_MATCHED.render(previous=m.previous or "none (this is the first step)",
+            contexts = [P.CONTEXT_MATCHED.render(action=it.sample.action or "none given (the step was matched "
+                                                 "from a first description of the clip)",
+                                                 previous=m.previous or "none (this is the first step)",
                                                  step=m.step, next=m.next or "none (this is the last step)")
-                        for m in matches]
+                        for it, m in zip(items, matches)]
             objects = [self.bank_for(it.sample.task_id, it.sample.procedure).steps[m.index].objects
                        for it, m in zip(items, matches)]
             for it in items:
-                it.stages["bank"] = self.bank_for(it.sample.task_id, it.sample.procedure).builder
+                bank = self.bank_for(it.sample.task_id, it.sample.procedure)
+                it.stages["bank"] = bank.builder
+                if bank.note:
+                    it.stages["bank_note"] = bank.note
         else:
             steps = [it.sample.action or "unknown" for it in items]
             contexts = [P.CONTEXT_FULL.render(procedure=it.sample.procedure, step=s) for it, s in zip(items, steps)]
@@ -254,16 +305,18 @@ class EgoADR:
                                         definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
             for i, text in zip(live, self._call([items[i] for i in live], reqs, "classify")):
                 if text is not None:
-                    items[i].result = classify_answer(text)
+                    self._classified(items[i], text)
             return
-        narrations = self._narrate([items[i] for i in live], [steps[i] for i in live])
+        narrations = self._narrate([items[i] for i in live], [contexts[i] for i in live])
         for i, text in zip(live, narrations):
             items[i].stages["narration"] = text
         live = [i for i in live if items[i].failure is None]
         if MODE_SPECS[self.route].classifier == "keywords":
             for i in live:
                 t = time.perf_counter()
-                items[i].result = classify_keywords(items[i].stages.get("narration"), objects[i])
+                res = classify_keywords(items[i].stages.get("narration"), objects[i])
+                items[i].result = res
+                items[i].answer = Answer(res.option, res.option, res.method)
                 items[i].timings["keywords_s"] = round(time.perf_counter() - t, 5)
             return
         reqs = [self._text_request(P.CLASSIFY_DEEP, "classify", context=contexts[i],
@@ -271,7 +324,7 @@ class EgoADR:
                                    definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
         for i, text in zip(live, self._call([items[i] for i in live], reqs, "classify")):
             if text is not None:
-                items[i].result = classify_answer(text)
+                self._classified(items[i], text)
 
     def _row(self, it: Item) -> dict:
         s = it.sample
@@ -279,6 +332,9 @@ class EgoADR:
         failure = it.failure
         if failure is None and res is None:
             failure = "no answer"
+        elif failure is None and it.answer is not None and it.answer.answer is None:
+            # the method concluded nothing (e.g. an empty shallow narration): nothing would go on the wire
+            failure = f"no answer ({it.answer.extraction})"
         elif failure is None and res is not None and res.option is None:
             # the model answered, but nothing maps to an option (an empty answer included): the public evaluator
             # counts such text as an error prediction, so it is "unparseable", never "no answer"
@@ -286,6 +342,12 @@ class EgoADR:
         stages = dict(it.stages)
         if res is not None:
             stages["classification"] = res.to_dict()
+        ans = it.answer
+        frames_info = dict(it.frames_info)
+        if it.frames is not None:
+            frames_info["clip_fps"] = float(it.frames.fps)  # the rate the model's processor is given
+            if hasattr(it.frames, "message_fps"):  # public: what the white agent writes (and its processor drops)
+                frames_info["clip_fps_message"] = it.frames.message_fps
         return {
             "sample_id": s.sample_id,
             "source": s.source,
@@ -296,11 +358,13 @@ class EgoADR:
             "ground_truth": list(s.ground_truth),
             "prediction": res.option if res is not None and failure is None else None,
             "failure": failure,
+            "answer": ans.answer if ans is not None and it.failure is None else None,  # what goes on the wire
+            "extraction": ans.extraction if ans is not None and it.failure is None else None,
             "raw": res.raw if res is not None else None,
             "route": self.route,
             "mode": self.config.mode,
             "frames": self.config.frames,
-            "frames_info": it.frames_info,
+            "frames_info": frames_info,
             "stages": stages,
             "timings": it.timings,
         }
@@ -323,7 +387,8 @@ class EgoADR:
         return out
 
     def describe(self) -> dict:
-        return {"route": self.route, "config": asdict(self.config),
+        config = {k: v for k, v in asdict(self.config).items() if k != "guidance"}  # its sha is kept
+        return {"route": self.route, "config": config,
                 "probe": self.probe.to_dict() if self.probe else None, "prompts": P.VERSIONS}
 
 

@@ -7,6 +7,15 @@ Stage 2: several trials of "Answer STEP:<n>, and compute the formula <formula>."
 random arithmetic formula. Only a model that returns the right step *and* the right value in every trial is
 promoted to *deep* decoupling. The verdict is cached per model fingerprint together with its evidence (prompts,
 answers, checks), so a model is probed once and every run can show why it was routed the way it was.
+
+What an able model writes varies: ``STEP:14 RESULT:21``, ``**STEP:** 14``, ``STEP:<14>``, ``RESULT: 15*2-9 = 21``
+(the formula restated, then its value); :func:`check_trial` reads all of them, and still refuses a model that only
+copies the step number (the formulas are drawn so that no value equals its step number). The formulas are drawn
+per model, seeded by its fingerprint, so no fixed list of answers can be learnt or hard-coded.
+
+A backend that declares no text-only input is routed to shallow with reason ``declared``; it is *also* probed
+the paper's way (Section 6.4: a completely black image beside the text) and that evidence is recorded in
+``black_image``, without changing the route (the paper found such forced text reasoning degrades the model).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from ego_adr.models.base import VLM, GenerationConfig, Message, Request
 from ego_adr.reasoning.prompts import PROBE_STEP_FORMULA, PROBE_TEXT
 
 DEEP, SHALLOW = "deep", "shallow"
-PROBE_VERSION = f"{PROBE_TEXT.version}.{PROBE_STEP_FORMULA.version}"
+PROBE_VERSION = f"{PROBE_TEXT.version}.{PROBE_STEP_FORMULA.version}.2"  # .2: per-model formulas, new checks
 
 
 class ProbeUnreachable(RuntimeError):
@@ -45,6 +54,7 @@ class ProbeResult:
     stage1: dict = field(default_factory=dict)
     trials: list[dict] = field(default_factory=list)
     version: str = PROBE_VERSION
+    black_image: dict | None = None  # declared non-text models: the same probe with a black image (evidence)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,67 +81,97 @@ def is_abnormal(prompt: str, text: str | None, error: str | None) -> str | None:
 
 
 def make_trial(rng: random.Random) -> tuple[int, str, int]:
-    """A random step number and formula with its integer value (small numbers, + - * only)."""
-    step = rng.randint(2, 19)
-    a, b, c = rng.randint(2, 19), rng.randint(2, 9), rng.randint(1, 19)
-    op1, op2 = rng.choice("+-*"), rng.choice("+-")
-    formula = f"{a} {op1} {b} {op2} {c}"
-    value = eval(formula, {"__builtins__": {}})  # noqa: S307 -- our own digits and operators only
-    return step, formula, int(value)
+    """A random step number and formula with its integer value (small numbers, + - * only), never equal to the
+    step number, so that copying the step cannot pass."""
+    while True:
+        step = rng.randint(2, 19)
+        a, b, c = rng.randint(2, 19), rng.randint(2, 9), rng.randint(1, 19)
+        op1, op2 = rng.choice("+-*"), rng.choice("+-")
+        formula = f"{a} {op1} {b} {op2} {c}"
+        value = int(eval(formula, {"__builtins__": {}}))  # noqa: S307 -- our own digits and operators only
+        if value != step:
+            return step, formula, value
+
+
+def trial_rng(fingerprint: str, seed: int) -> random.Random:
+    """Formulas are drawn per model: the generator is seeded by the fingerprint and the run's seed."""
+    import hashlib
+
+    return random.Random(int(hashlib.sha256(f"{fingerprint}|{seed}".encode()).hexdigest()[:16], 16))
+
+
+_NUM = r"-?\d+(?:\.\d+)?"
+_STEP = re.compile(r"STEP\W{0,8}?(-?\d+)", re.IGNORECASE)  # STEP:14, **STEP:** 14, STEP:<14>, STEP = 14
+_RESULT = re.compile(r"RESULT[^\w-]{0,8}", re.IGNORECASE)
 
 
 def check_trial(text: str | None, step: int, value: int) -> dict:
-    t = text or ""
-    m = re.search(r"STEP\s*[:=]?\s*(-?\d+)", t, re.IGNORECASE)
+    """Whether ``text`` gives the right step and the right value. The value is what follows ``RESULT`` -- the
+    number after its last ``=`` when the formula is restated (``RESULT: 15*2-9 = 21``), else its first number --
+    or, without a RESULT tag, the last number after the step."""
+    t = (text or "").replace("**", "")
+    m = _STEP.search(t)
     step_ok = bool(m) and int(m.group(1)) == step
     rest = t[m.end():] if m else t
-    r = re.search(r"RESULT\s*[:=]?\s*(-?\d+(?:\.\d+)?)", rest, re.IGNORECASE)
+    r = _RESULT.search(rest)
     if r:
-        value_ok = float(r.group(1)) == value
-    else:  # no RESULT tag: accept the value if it is the last number of the answer
-        nums = re.findall(r"-?\d+(?:\.\d+)?", rest)
+        line = rest[r.end():].splitlines()[0] if rest[r.end():].strip() else ""
+        tail = line.rsplit("=", 1)[-1] if "=" in line else line
+        nums = re.findall(_NUM, tail)
+        value_ok = bool(nums) and float(nums[0]) == value
+    else:
+        nums = re.findall(_NUM, rest)
         value_ok = bool(nums) and float(nums[-1]) == value
     return {"step_ok": step_ok, "value_ok": value_ok}
 
 
-def _text_request(prompt: str, stage: str, meta: dict, max_new_tokens: int) -> Request:
-    return Request([Message.user(prompt)], GenerationConfig(max_new_tokens=max_new_tokens), {**meta, "stage": stage})
+def _text_request(prompt: str, stage: str, meta: dict, max_new_tokens: int, black_image: bool = False) -> Request:
+    parts: list = [prompt]
+    if black_image:
+        from ego_adr.reasoning.pipeline import black_frames
+
+        parts.insert(0, black_frames())
+    return Request([Message.user(*parts)], GenerationConfig(max_new_tokens=max_new_tokens),
+                   {**meta, "stage": stage, "black_image": black_image})
+
+
+def _probe(model: VLM, trials: int, seed: int, max_new_tokens: int, black_image: bool) -> tuple[str, str, dict, list]:
+    """(route, reason, stage-1 evidence, trial evidence) of one probe."""
+    req = _text_request(PROBE_TEXT.template, "probe", PROBE_TEXT.meta("probe"), max_new_tokens, black_image)
+    g = model.generate([req])[0]
+    _reachable(model, [g])
+    why = is_abnormal(PROBE_TEXT.template, g.text, g.error)
+    stage1 = {"prompt": PROBE_TEXT.template, "answer": g.text, "error": g.error, "abnormal": why}
+    if why:
+        return SHALLOW, f"stage 1: {why}", stage1, []
+    rng = trial_rng(model.fingerprint, seed)
+    specs = [make_trial(rng) for _ in range(trials)]
+    reqs = [_text_request(PROBE_STEP_FORMULA.render(step=s, formula=f), "probe", PROBE_STEP_FORMULA.meta("probe"),
+                          max_new_tokens, black_image) for s, f, _ in specs]
+    gens = model.generate(reqs)
+    _reachable(model, gens)
+    passed, out = 0, []
+    for (s, f, v), r, gen in zip(specs, reqs, gens):
+        chk = check_trial(gen.text, s, v)
+        ok = gen.ok and chk["step_ok"] and chk["value_ok"]
+        passed += ok
+        out.append({"prompt": r.messages[0].content[-1], "step": s, "formula": f, "value": v,
+                    "answer": gen.text, "error": gen.error, **chk, "passed": ok})
+    if passed == trials:
+        return DEEP, f"stage 2: {passed}/{trials} trials right", stage1, out
+    return SHALLOW, f"stage 2: only {passed}/{trials} trials right", stage1, out
 
 
 def run_probe(model: VLM, trials: int = 3, seed: int = 0, max_new_tokens: int = 64) -> ProbeResult:
     base = ProbeResult(route=SHALLOW, reason="", model=model.model_id, fingerprint=model.fingerprint)
     if not model.capabilities.text_only:
-        base.reason = "backend declares no text-only input"
-        base.stage1 = {"skipped": True}
+        route, why, stage1, tr = _probe(model, trials, seed, max_new_tokens, black_image=True)
+        base.reason = "declared: the backend declares no text-only input"
+        base.stage1 = {"skipped": True, "declared": True}
+        base.black_image = {"would_route": route, "reason": why, "stage1": stage1, "trials": tr,
+                            "note": "Section 6.4: probed with a black image beside the text; evidence only"}
         return base
-    req = _text_request(PROBE_TEXT.template, "probe", PROBE_TEXT.meta("probe"), max_new_tokens)
-    g = model.generate([req])[0]
-    _reachable(model, [g])
-    why = is_abnormal(PROBE_TEXT.template, g.text, g.error)
-    base.stage1 = {"prompt": PROBE_TEXT.template, "answer": g.text, "error": g.error, "abnormal": why}
-    if why:
-        base.reason = f"stage 1: {why}"
-        return base
-    rng = random.Random(seed)
-    specs = [make_trial(rng) for _ in range(trials)]
-    reqs = [
-        _text_request(PROBE_STEP_FORMULA.render(step=s, formula=f), "probe", PROBE_STEP_FORMULA.meta("probe"),
-                      max_new_tokens)
-        for s, f, _ in specs
-    ]
-    gens = model.generate(reqs)
-    _reachable(model, gens)
-    passed = 0
-    for (s, f, v), r, gen in zip(specs, reqs, gens):
-        chk = check_trial(gen.text, s, v)
-        ok = gen.ok and chk["step_ok"] and chk["value_ok"]
-        passed += ok
-        base.trials.append({"prompt": r.messages[0].content[0], "step": s, "formula": f, "value": v,
-                            "answer": gen.text, "error": gen.error, **chk, "passed": ok})
-    if passed == trials:
-        base.route, base.reason = DEEP, f"stage 2: {passed}/{trials} trials right"
-    else:
-        base.reason = f"stage 2: only {passed}/{trials} trials right"
+    base.route, base.reason, base.stage1, base.trials = _probe(model, trials, seed, max_new_tokens, False)
     return base
 
 

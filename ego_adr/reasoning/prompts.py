@@ -53,10 +53,11 @@ PROBE_STEP_FORMULA = Prompt(
 # --- procedure bank (deep mode, Section 5.2) ----------------------------------------------------------------
 BANK_BUILD = Prompt(
     "bank_build",
-    "1",
+    "2",
     "Split the following task procedure into its individual steps, in order. Write one step per line as\n"
     "<number>. <step> [objects: <object or tool>, <object or tool>]\n"
-    "Keep the wording close to the procedure and list only the objects and tools the step uses.\n\n"
+    "Keep the wording close to the procedure and list only the objects and tools the step uses. "
+    "After the last step write a line with only END.\n\n"
     "Task procedure: {procedure}",
 )
 
@@ -70,19 +71,20 @@ MATCH_SELECT = Prompt(
 )
 
 # --- video narration (Section 5.2) ----------------------------------------------------------------------
+# The narrator sees the same context as the classifier: the annotated action beside the matched previous /
+# current / next steps (Section 5.2), or the whole procedure without matching.
 NARRATE_DEEP = Prompt(
     "narrate_deep",
-    "1",
-    "These are frames from an egocentric video of a person doing a task. According to the procedure, the person "
-    'should now be doing this step: "{step}".\n'
+    "2",
+    "These are frames from an egocentric video of a person doing a task.\n{context}\n\n"
     "Describe in detail what the person actually does in the video: which objects and tools they handle, each "
     "action in order, how it is done, and anything unusual, missing, extra or out of place. Describe only what "
     "you see; do not judge whether it is an error.",
 )
 NARRATE_SHALLOW = Prompt(
     "narrate_shallow",
-    "1",
-    "These are frames from an egocentric video of a person doing a task. The expected step is: \"{step}\".\n"
+    "2",
+    "These are frames from an egocentric video of a person doing a task.\n{context}\n\n"
     "Describe the video in exactly three lines:\n"
     "Object/Tool: <the object or tool the person uses>\n"
     "Action: <the action the person performs>\n"
@@ -113,12 +115,13 @@ CLASSIFY_FRAMES = Prompt(
     "Did the person make an error in the current step? If the step was done correctly, answer \"correct\"; "
     "otherwise answer with the single error type that fits best. Answer with exactly one of: {options}.",
 )
-# The step context shown to the classifier: pruned to the matched steps (Section 5.2) or, without key-step
-# matching, the whole procedure with the annotated action.
+# The step context shown to the narrator and the classifier: the annotated action kept beside the matched
+# steps (Section 5.2 prunes the procedure to them) or, without key-step matching, the whole procedure.
 CONTEXT_MATCHED = Prompt(
     "context_matched",
-    "1",
-    "Previous step: {previous}\nCurrent step (what the person should do now): {step}\nNext step: {next}",
+    "2",
+    "Annotated action (what the person is said to be doing): {action}\n"
+    "Previous step: {previous}\nCurrent step (matched in the procedure): {step}\nNext step: {next}",
 )
 CONTEXT_FULL = Prompt(
     "context_full",
@@ -144,6 +147,15 @@ COT = Prompt(
     "1",
     _ONE_PASS_QUESTION + "Let's think step by step: first describe what the person does, then compare it with the current step. "
     "End with a last line of the form \"Answer: <option>\", where <option> is exactly one of: {options}.",
+)
+
+# --- the public evaluator's question (protocol option question=public). Only the way the public green agent
+# joins its blocks is restated here; its guidance text is read at run time from the public source
+# (reasoning/public_text.py) and never stored in this project. The white agent strips the tag content.
+PUBLIC_MC = Prompt(
+    "public_mc",
+    "1",
+    '{guidance}\n\nTask Procedure: {procedure}\n\nCurrent Step: "{step}"\n\n',
 )
 
 # --- open-ended VQA (Section 3.2) ----------------------------------------------------------------------
@@ -197,6 +209,7 @@ ALL: tuple[Prompt, ...] = (
     CONTEXT_FULL,
     DIRECT,
     COT,
+    PUBLIC_MC,
     OPEN_END,
     JUDGE,
     HELPMEOUT_CLASSIFY_PROMPT,

@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--narration-source", choices=["model", "reference"],
       help="'reference' replaces the model's narration by the annotations' descriptions (diagnostic)")
     a("--bank-builder", choices=["auto", "rule", "model"], help="procedure bank builder (default auto)")
+    a("--bank-model", help="model that builds deep-mode procedure banks: paper (Qwen2.5-VL-7B-Instruct, Section "
+                           "5.2), evaluated, rule, or an alias/hub id/folder (default paper; evaluated for tiny "
+                           "models)")
     a("--data-root", help="folder with the EgoErrorVQA json files; default: the embedded demo set")
     a("--video-root", help="folder with the source datasets' videos in the public layout")
     a("--sources", help=f"comma-separated, some of {','.join(source_registry.names())} "
@@ -84,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--judges", help="open-end judges, comma-separated (aliases, hub ids, folders; default: qwen2.5-7b-instruct,deepseek-llm-7b-chat, tiny stand-ins for the embedded demo)")
     a("--judge-backend", choices=["hf", "openai"], help="backend of the judges")
     a("--qa-selection", choices=["all", "one"], help="open-end: every QA pair, or one per sample (seeded)")
+    a("--protocol", choices=["ego-adr", "public"],
+      help="inputs that change a number: 'public' = the public white agent's frames, clip rate, resizing, step "
+           "text, question and 128 tokens; 'ego-adr' = ours (see docs/protocol.md; default ego-adr)")
+    a("--protocol-option", dest="protocol_options", action="append",
+      help="one deviation from the protocol, key=value (sampling, clip_fps, resize, step, question, "
+           "max_new_tokens, answers, public_source); repeatable; shows in the output folder name")
     a("--quiet", action="store_true", help="no progress bar")
     a("--dry-run", action="store_true", default=argparse.SUPPRESS,
       help="print samples, videos found/missing, frame indices and the memory plan; load no model")
@@ -123,6 +132,16 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
     values: dict = RunConfig.from_yaml(args.config) if args.config else {}
     for key, val in vars(args).items():
         if key in ("config", "quiet", "no_cache", "fresh", "retry_failed") or val is None:
+            continue
+        if key == "protocol_options":
+            from ego_adr.reasoning.protocol import ProtocolError, parse_options
+
+            try:
+                val = {k: v for part in val for k, v in parse_options(part).items()}
+            except ProtocolError as e:
+                print(f"error: {e}", file=sys.stderr)
+                raise SystemExit(2) from None
+            values[key] = {**values.get(key, {}), **val}
             continue
         values[key] = [x.strip() for x in val.split(",") if x.strip()] if key in _LIST_FIELDS else val
     if args.no_cache:

@@ -35,6 +35,7 @@ class RunConfig:
     narration: bool = True
     narration_source: str = "model"
     bank_builder: str = "auto"
+    bank_model: str | None = None  # None/"paper": Qwen2.5-VL-7B-Instruct (Section 5.2) | evaluated | rule | name
     data_root: str | None = None  # None = the embedded demo set
     video_root: str | None = None
     sources: list[str] | None = None
@@ -47,7 +48,7 @@ class RunConfig:
     gpu_memory: str | None = None  # None: 24GB for the hf backend (Section 6.1's budget), unset otherwise
     base_url: str | None = None
     tensor_parallel_size: int = 1
-    max_new_tokens: int = 256
+    max_new_tokens: int | None = None  # None: the protocol's (ego-adr 256 as in the paper, public 128)
     num_shards: int = 1
     shard_index: int = 0
     seed: int = 0
@@ -58,6 +59,8 @@ class RunConfig:
     judges: list[str] = field(default_factory=lambda: ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"])
     judge_backend: str = "hf"
     qa_selection: str = "all"  # all | one (one QA pair per sample, chosen with the seed)
+    protocol: str = "ego-adr"  # ego-adr | public (reasoning/protocol.py): the inputs that change a number
+    protocol_options: dict = field(default_factory=dict)  # single deviations from the preset, e.g. sampling=...
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> RunConfig:
@@ -83,6 +86,13 @@ class RunConfig:
             raise ConfigError("--num-shards must be >= 1")
         if not 0 <= self.shard_index < self.num_shards:
             raise ConfigError(f"--shard-index must be in 0..{self.num_shards - 1} for --num-shards {self.num_shards}")
+        from ego_adr.reasoning.protocol import ProtocolError, check
+        from ego_adr.reasoning.public_text import PublicSourceMissing
+
+        try:
+            check(self)
+        except (ProtocolError, PublicSourceMissing) as e:
+            raise ConfigError(str(e)) from None
         if self.qa_selection not in ("all", "one"):
             raise ConfigError("--qa-selection must be 'all' or 'one'")
         if self.sources is not None:

@@ -142,6 +142,10 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     p.add_argument("--batch-size", type=int, help="requests per model call (default: per backend)")
     p.add_argument("--max-new-tokens", type=int, help="generation budget per call (default: 256, Appendix C)")
     p.add_argument("--cache-dir", help="every cache (default: $EGO_ADR_CACHE, else ~/.cache/ego_adr)")
+    p.add_argument("--protocol", choices=["ego-adr", "public"],
+                   help="inputs that change a number for every cell (docs/protocol.md; default ego-adr)")
+    p.add_argument("--protocol-option", dest="protocol_options", action="append",
+                   help="one deviation from the protocol for every cell, key=value (repeatable)")
     p.add_argument("--tiny", action="store_true",
                    help="offline: every cell on the tiny random model of its own model's architecture")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -160,6 +164,14 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
         check_types(over, "command line")
         if args.tiny and args.model:
             raise ConfigError("--tiny picks each cell's tiny model from the cell's own model; drop --model")
+        if "protocol_options" in over:
+            from ego_adr.reasoning.protocol import ProtocolError, parse_options
+
+            try:
+                over["protocol_options"] = {k: v for part in over["protocol_options"]
+                                            for k, v in parse_options(part).items()}
+            except ProtocolError as e:
+                raise ConfigError(str(e)) from None
         exp = load_experiment(args.experiment)
         table, results = run_experiment(exp, over, Path(args.out) if args.out else None, progress=not args.quiet,
                                         tiny=args.tiny, fresh=args.fresh, retry_failed=args.retry_failed)

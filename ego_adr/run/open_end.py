@@ -215,15 +215,9 @@ def judge_answers(cfg: RunConfig, answer_rows: list[dict], path: Path, cache, pr
 
 
 def _sampler(cfg: RunConfig):
-    """The run's frame sampler: the protocol's (ego_adr.reasoning.protocol, when present) or one with the
-    sampling policy the configuration names."""
-    try:
-        from ego_adr.reasoning.protocol import make_sampler, settings_of
-    except ImportError:
-        from ego_adr.video.policies import policy_for
-        from ego_adr.video.sampler import FrameSampler
+    """The run's frame sampler, as its protocol samples (ego_adr.reasoning.protocol)."""
+    from ego_adr.reasoning.protocol import make_sampler, settings_of
 
-        return FrameSampler(policy=policy_for(cfg))
     return make_sampler(settings_of(cfg))
 
 

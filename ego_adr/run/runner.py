@@ -192,16 +192,23 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     t_start = time.perf_counter()
     try:
         if pending:
+            from dataclasses import replace
+
+            from ego_adr.reasoning.bank_model import bank_setup
+            from ego_adr.reasoning.protocol import pipeline_fields
+
+            bank_fields, bank_arg, bank_name = bank_setup(cfg, given_model is not None,
+                                                          lambda name: load_vlm(replace(cfg, model=name)))
             pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
-                                  narration_source=cfg.narration_source, bank_builder=cfg.bank_builder,
-                                  max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
+                                  narration_source=cfg.narration_source, seed=cfg.seed,
+                                  **{"bank_builder": cfg.bank_builder, **bank_fields}, **pipeline_fields(cfg))
             needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")  # keywords only
             model = load_vlm(cfg, given_model) if needs_model else None
-            pipe = EgoADR(model, pcfg, cache_dir=cfg.resolved_cache_dir())
+            pipe = EgoADR(model, pcfg, cache_dir=cfg.resolved_cache_dir(), bank_model=bank_arg)
             # the second half of the folder's identity: what only the loaded model and its probe know
             confirm(out, {"model_fingerprint": model.fingerprint if model else None, "route": pipe.route})
             run_info["identity"] = read_identity(out)
-            run_info["pipeline"] = pipe.describe()
+            run_info["pipeline"] = {**pipe.describe(), "bank_model": bank_name}
             run_info["model"] = {"id": model.model_id, "fingerprint": model.fingerprint} if model else None
             runinfo.carry_over(run_info, prev)
             write_json(out / "run.json", run_info)
@@ -218,9 +225,14 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
     label = "no model" if model_free else (cfg.model or "embedded tiny model (random weights)")
     title = f"{label} - {cfg.mode} - {'reference narration' if model_free else f'{cfg.frames} frames'}"
-    notes = []
+    from ego_adr.reasoning.protocol import describe, report_notes, settings_of
+
+    run_info["protocol"] = describe(cfg.protocol, settings_of(cfg))
+    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"))
     if cfg.narration_source == "reference":
-        notes.append("Diagnostic upper bound: narration replaced by the annotations' reference descriptions "
+        notes.append("Diagnostic, tuned to annotation style, not an upper bound: narration replaced by the "
+                     "annotations' reference descriptions, whose wording the shallow vocabularies were written "
+                     "against "
                      "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
                      "samples; never a label field), so only the classification stage is measured.")
     if cfg.model is None and not model_free:
@@ -253,10 +265,10 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
 
 
 def _process(pipe, cfg: RunConfig, pending: list[Sample], store, progress: bool, tqdm) -> None:
+    from ego_adr.reasoning.protocol import make_sampler, settings_of
     from ego_adr.video.prefetch import Prefetcher
-    from ego_adr.video.sampler import FrameSampler
 
-    sampler = FrameSampler()
+    sampler = make_sampler(settings_of(cfg))
     decode = _decode(sampler, cfg.frames, pipe.needs_frames)
     bs = cfg.batch_size
     bar = tqdm(total=len(pending), desc=f"ego_adr {pipe.route}", unit="sample", disable=not progress)
@@ -304,6 +316,9 @@ def default_output_dir(cfg: RunConfig) -> Path:
         tag += "-nonarr"
     if cfg.narration_source != "model":
         tag += f"-{cfg.narration_source}"
+    from ego_adr.reasoning.protocol import run_folder_tag
+
+    tag += run_folder_tag(cfg)
     if cfg.data_root is None:
         tag += "-demo"
     return Path("runs") / tag
@@ -349,6 +364,9 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
         check_writable_dir(out, "the default output folder (choose another with --output-dir)")
     with cache_scope(cfg):
         samples, info = load_dataset(cfg)
+        from ego_adr.reasoning.protocol import apply_to_samples, settings_of
+
+        samples = apply_to_samples(samples, settings_of(cfg))  # the window and step text the protocol reads
         if info.get("limit_note"):
             logging.getLogger(__name__).warning("%s", info["limit_note"])
         if not samples:

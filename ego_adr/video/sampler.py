@@ -162,6 +162,8 @@ class FrameSampler:
         self.max_open = max_open
         self.max_side = max_side
         self.max_pixels = max_pixels
+        # which frames a window means: plan_indices, or another rule of the same signature (video/public_policy.py)
+        self.index_rule = index_rule or plan_indices
         self._readers: OrderedDict[str, _Reader] = OrderedDict()
         self._lock = threading.Lock()
         self._broken_backends: dict[str, str] = {}  # backend -> import error

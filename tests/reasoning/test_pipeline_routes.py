@@ -47,7 +47,9 @@ def test_auto_mode_routes_a_model_without_text_only_input_to_shallow(tmp_path, d
     m = FrameRecordingDouble(text_only=False)
     rows = _run(tmp_path, m, mode="auto")
     assert {r["route"] for r in rows} == {"shallow"}
-    assert {s for s, _ in m.seen} == {"narrate"}  # shallow: rule bank, TF-IDF match, keyword classification
+    # the probe's black-image evidence (Section 6.4), then shallow: rule bank, TF-IDF match, keyword classification
+    assert {s for s, _ in m.seen} == {"probe", "narrate"}
+    assert all(has for s, has in m.seen if s == "probe")
 
 
 def test_ablation_switches_change_the_calls(tmp_path, demo_root):

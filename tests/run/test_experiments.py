@@ -45,7 +45,8 @@ def test_changed_prompt_version_is_never_served_from_the_cache(tmp_path, demo_ro
     model = ScriptedModelDouble()
     run_experiment(exp, over, tmp_path / "a", progress=False, model=model)
     n = len(model.asked)
-    monkeypatch.setattr(prompts, "NARRATE_DEEP", prompts.Prompt("narrate_deep", "2", prompts.NARRATE_DEEP.template))
+    bumped = str(int(prompts.NARRATE_DEEP.version) + 1)
+    monkeypatch.setattr(prompts, "NARRATE_DEEP", prompts.Prompt("narrate_deep", bumped, prompts.NARRATE_DEEP.template))
     run_experiment(exp, over, tmp_path / "b", progress=False, model=model)
     narrations = [a for a in model.asked[n:] if a[0] == "narrate"]
     assert len(narrations) == 3 and not [a for a in model.asked[n:] if a[0] == "bank"]

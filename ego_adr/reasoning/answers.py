@@ -1,0 +1,90 @@
+"""What a method answers, and how it got there: the wire answer, the raw model text and the extraction rule.
+
+Why: the evaluator is strict and public (a reply equals an option after the public green agent's cleaning, or it
+is an error prediction that matches nothing), so turning free text into an option is part of the *method*, and
+every predictions row says which rule did it (``extraction``):
+
+* ``raw`` -- the one-pass baselines send the model's reply, stripped, as the public white agent does;
+* ``strict`` -- the reply already equals an option after the public cleaning (whitespace and ``.,!?;:"`` at both
+  ends, case ignored);
+* ``exact`` / ``answer-cue`` / ``letter`` / ``single-mention`` / ``last-line`` -- the lenient rules of
+  :func:`ego_adr.taxonomy.normalize_option`, in its order; ``none`` -- no rule found an option;
+* ``keywords`` / ``no-error-keywords`` -- the shallow classifier decided (no model text to extract from).
+
+Ego-ADR's classifier output is mapped with these rules (method side); a baseline uses them only under the
+explicit option ``answers=lenient``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ego_adr.taxonomy import _ANSWER_CUE, _LETTER, OPTIONS, _exact, _mentions, _single
+
+_CANON = {o.lower(): o for o in OPTIONS}
+PUBLIC_STRIP = '.,!?;:"'
+
+
+def public_clean(text: str) -> str:
+    """The public green agent's cleaning of a reply (``strip()`` then ``strip('.,!?;:"')``)."""
+    return text.strip().strip(PUBLIC_STRIP)
+
+
+def strict_option(text: str | None) -> str | None:
+    """The option a strict (public) reading of ``text`` finds, or None."""
+    if text is None:
+        return None
+    return _CANON.get(public_clean(text).lower())
+
+
+@dataclass(frozen=True)
+class Answer:
+    answer: str | None  # what goes on the wire
+    option: str | None  # the option the strict scorer reads from ``answer`` (None: an error prediction matching none)
+    extraction: str  # how ``answer`` was obtained (module docstring)
+
+
+def lenient_option(text: str) -> tuple[str | None, str]:
+    """The lenient reading and the name of the rule that found it (``none`` when no rule does)."""
+    hit = strict_option(text)
+    if hit:
+        return hit, "strict"
+    hit = _exact(text)
+    if hit:
+        return hit, "exact"
+    cues = list(_ANSWER_CUE.finditer(text))
+    if cues:
+        tail = text[cues[-1].end():].strip()
+        tail = tail.splitlines()[0] if tail else ""
+        hit = _exact(tail) or _single(tail)
+        if hit:
+            return hit, "answer-cue"
+    if _LETTER.match(text):
+        return OPTIONS["abcdefghi".index(_LETTER.match(text).group(1).lower())], "letter"
+    hit = _single(text)
+    if hit:
+        return hit, "single-mention"
+    for line in reversed([ln for ln in text.splitlines() if ln.strip()]):
+        hit = _exact(line) or _single(line)
+        if hit:
+            return hit, "last-line"
+        if _mentions(line):
+            break
+    return None, "none"
+
+
+def raw_answer(text: str | None) -> Answer:
+    """A baseline's answer under ``answers=raw``: the reply itself, stripped (the public white agent)."""
+    if text is None:
+        return Answer(None, None, "raw")
+    wire = text.strip()
+    return Answer(wire, strict_option(wire), "raw")
+
+
+def mapped_answer(text: str | None) -> Answer:
+    """A method that maps model text to an option (Ego-ADR's classifier, or a baseline under
+    ``answers=lenient``): the option when a rule finds one, else the stripped reply."""
+    if text is None:
+        return Answer(None, None, "none")
+    option, rule = lenient_option(text)
+    return Answer(option if option else text.strip(), option, rule)
