@@ -22,7 +22,7 @@ def _is_tiny(name: str | None) -> bool:
     from ego_adr.models.registry import ALIASES
 
     spec = ALIASES.get(name)
-    return spec is not None and spec.family == "tiny"
+    return spec is not None and spec.tiny  # every tiny-<arch> alias, not only the demo model
 
 
 def resolve_bank_model(bank_model: str | None, model: str | None, injected: bool) -> str:

@@ -77,13 +77,19 @@ def test_tiny_folder_loads_as_its_family_through_the_auto_classes(arch, tiny):
 def test_probe_runs_text_only_where_the_family_allows_it(arch, tiny):
     from ego_adr.reasoning.probe import run_probe
 
-    res = run_probe(tiny(arch), trials=1, max_new_tokens=12)
+    rec = Recorder(tiny(arch))
+    res = run_probe(rec, trials=1, max_new_tokens=12)
+    assert rec.requests  # the probe asked the real model
     if FAMILIES[arch].text_only:
         assert isinstance(res.stage1["answer"], str) and res.stage1["error"] is None
         assert res.route in ("deep", "shallow") and res.reason.startswith("stage")
-    else:  # Video-LLaVA: no text-only input (Section 3.2), so shallow without asking
-        assert res.stage1 == {"skipped": True} and res.route == "shallow"
-        assert "no text-only input" in res.reason
+        assert not any(r.has_frames for r in rec.requests)  # text only
+    else:  # Video-LLaVA: no text-only input (Section 3.2): shallow; the black-image probe (6.4) is evidence only
+        assert res.stage1["declared"] and res.route == "shallow" and "no text-only input" in res.reason
+        assert isinstance(res.black_image["stage1"]["answer"], str)
+        for r in rec.requests:
+            f = r.messages[0].content[0]
+            assert isinstance(f, Frames) and not f.array.any()
 
 
 # ---- narration, token layout, planner ------------------------------------------------------------------------
