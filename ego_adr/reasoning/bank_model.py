@@ -17,12 +17,10 @@ SPECIAL = (PAPER, "evaluated", "rule")
 
 
 def _is_tiny(name: str | None) -> bool:
-    if name is None:
-        return True
-    from ego_adr.models.registry import ALIASES
+    """The embedded demo model or a ``tiny*`` alias: the run is offline (so are its judges and bank)."""
+    from ego_adr.models.registry import is_tiny
 
-    spec = ALIASES.get(name)
-    return spec is not None and spec.tiny  # every tiny-<arch> alias, not only the demo model
+    return is_tiny(name)
 
 
 def resolve_bank_model(bank_model: str | None, model: str | None, injected: bool) -> str:

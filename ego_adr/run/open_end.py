@@ -18,14 +18,11 @@ from ego_adr.run.config import RunConfig
 DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
 
 
-def _is_tiny(model: str | None) -> bool:
-    """The embedded demo model (no ``--model``) or a ``tiny*`` alias: the run is offline, so are its judges."""
-    if model is None:
-        return True
-    from ego_adr.models.registry import ALIASES
+def _is_tiny(name: str | None) -> bool:
+    """The embedded demo model or a ``tiny*`` alias: the run is offline (so are its judges and bank)."""
+    from ego_adr.models.registry import is_tiny
 
-    spec = ALIASES.get(model.strip().lower())
-    return spec is not None and spec.tiny
+    return is_tiny(name)
 
 
 def _hub_offline() -> bool:
