@@ -4,7 +4,8 @@ Why this shape: every video LM the paper evaluates (Qwen2-VL, Qwen2.5-VL, Qwen3-
 Video-LLaVA, InternVL3.5) ships an ``AutoProcessor`` whose chat template inserts its own video placeholder, so one
 generic path (template -> processor(text, videos, video_metadata) -> ``generate``) covers them all; the tiny
 offline models go through exactly the same code. Text-only causal LMs (the open-ended judges, paper Section 4.2)
-use the tokenizer's template instead.
+use the tokenizer's template instead; the judges (``ego_adr.run.judging``) run on this class too, so VLMs and
+judges share one generation path.
 
 Decoding is greedy with the request's ``max_new_tokens`` (256 in the paper, Appendix C/H). Batches are left
 padded; a batch that raises is retried one request at a time so only the bad request fails; a CUDA
@@ -25,6 +26,7 @@ from ego_adr.models.families import family_for_model_type, get_family
 from ego_adr.models.hf_inputs import (
     BadRequest,
     qwen_pixel_kwargs,
+    render_text_prompt,
     text_conversation,
     to_processor_input,
     video_metadata,
@@ -194,8 +196,12 @@ class HFVideoLM:
             except BadRequest as e:
                 out[i] = Generation(text=None, error=f"bad request: {e}")
         groups: dict[tuple, list[int]] = {}
+        equal_frames = self.family_spec is not None and self.family_spec.equal_frames_in_batch
         for i in prepared:
-            groups.setdefault(tuple(sorted(requests[i].config.key().items())), []).append(i)
+            key = tuple(sorted(requests[i].config.key().items()))
+            if equal_frames:  # a family quirk: its processor cannot stack clips of different lengths
+                key += tuple(len(v) for v in prepared[i].videos)
+            groups.setdefault(key, []).append(i)
         for idx in groups.values():
             for s in range(0, len(idx), self.batch_size):
                 chunk = idx[s : s + self.batch_size]
@@ -244,7 +250,7 @@ class HFVideoLM:
 
     def _encode(self, items: list):
         if not self.is_vlm:
-            texts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in items]
+            texts = [render_text_prompt(self.tokenizer, c) for c in items]
             return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         texts = [
             self.processor.apply_chat_template(it.conversation, tokenize=False, add_generation_prompt=True)

@@ -79,11 +79,21 @@ def to_processor_input(request: Request, metadata=None) -> ProcessorInput:
 
 
 def text_conversation(request: Request) -> list[dict]:
-    """Plain-string conversation for text-only language models (the open-ended judges)."""
+    """Plain-string conversation for text-only language models (the open-ended judges); a message's text parts
+    are joined by newlines."""
     pi = to_processor_input(request)
     if pi.videos:
-        raise BadRequest("this model is text-only and cannot take Frames")
-    return [{"role": m["role"], "content": "".join(p["text"] for p in m["content"])} for m in pi.conversation]
+        raise BadRequest("this model is text-only and cannot take video frames")
+    return [{"role": m["role"], "content": "\n".join(p["text"] for p in m["content"])} for m in pi.conversation]
+
+
+def render_text_prompt(tokenizer, conversation: list[dict]) -> str:
+    """A text LM's prompt: its chat template, or for a base model without one a plain transcript ending with
+    the assistant's turn."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    turns = [f"{m['role'].capitalize()}: {m['content']}" for m in conversation]
+    return "\n\n".join(turns) + "\n\nAssistant:"
 
 
 # qwen-vl-utils' reference per-frame cap for video (VIDEO_MAX_PIXELS = 768 x 28 x 28): 768 merged-token cells.

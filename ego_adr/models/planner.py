@@ -219,6 +219,10 @@ def arch_for(name: str, path: str | None = None) -> Arch | None:
     from ego_adr.models.registry import ALIASES
 
     spec = ALIASES.get(name.lower())
+    if spec is not None and spec.tiny and path is None:  # a tiny alias: its numbers are in its (built) folder
+        from ego_adr.models.tiny import ensure_tiny
+
+        path = str(ensure_tiny(spec.family))
     hub = spec.hub_id if spec else name
     known = _known()
     if hub in known:

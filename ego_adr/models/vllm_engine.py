@@ -28,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Capabilities, Frames, Generation, Message, Request
+from .base import Capabilities, Frames, Generation, Request
+from .hf_inputs import text_conversation, to_processor_input
+from .hf_inputs import video_metadata as hf_video_metadata
 
 VLLM_MISSING = (
     "the vLLM backend needs the vllm package, which is not installed: pip install 'ego-adr[vllm]' "
@@ -62,44 +64,9 @@ def limit_pixels(array: np.ndarray, max_pixels: int | None) -> np.ndarray:
 
 
 def video_metadata(frames: Frames) -> dict:
-    """Metadata describing already-sampled frames: every frame is kept (indices 0..N-1) at ``frames.fps``."""
-    n = frames.num_frames
-    return {
-        "fps": float(frames.fps),
-        "duration": n / frames.fps if frames.fps > 0 else 0.0,
-        "total_num_frames": n,
-        "frames_indices": list(range(n)),
-        "video_backend": "ego_adr",
-        "do_sample_frames": False,
-    }
-
-
-def to_hf_conversation(
-    messages: list[Message], parts_as_list: bool = True
-) -> tuple[list[dict], list[Frames]]:
-    """Our messages → an HF chat-template conversation (``{"type": "video"}`` placeholders) and the clips in order.
-
-    ``parts_as_list=False`` is for text-only tokenizers whose templates expect string content: text parts are
-    joined with newlines (frames are then an error).
-    """
-    conv, clips = [], []
-    for m in messages:
-        parts: list[dict] = []
-        for p in m.content:
-            if isinstance(p, str):
-                parts.append({"type": "text", "text": p})
-            elif isinstance(p, Frames):
-                parts.append({"type": "video"})
-                clips.append(p)
-            else:
-                raise TypeError(f"unsupported message part {type(p).__name__}")
-        if parts_as_list:
-            conv.append({"role": m.role, "content": parts})
-        else:
-            if clips:
-                raise ValueError("this model's tokenizer has no video support (text-only chat template)")
-            conv.append({"role": m.role, "content": "\n".join(p["text"] for p in parts)})
-    return conv, clips
+    """The one metadata of :func:`ego_adr.models.hf_inputs.video_metadata` (every frame kept, at
+    ``frames.fps``), plus the two keys of vLLM's own video loaders."""
+    return {**hf_video_metadata(frames), "video_backend": "ego_adr", "do_sample_frames": False}
 
 
 def to_vllm_input(
@@ -108,18 +75,18 @@ def to_vllm_input(
     """One request → a vLLM prompt dict (pure: needs only an object with ``apply_chat_template``).
 
     ``{"prompt": str, "multi_modal_data": {"video": [(frames, metadata), ...]}, "mm_processor_kwargs": {...}}``;
-    the multimodal keys are absent for text-only requests.
+    the multimodal keys are absent for text-only requests. The conversation comes from the one converter of the HF
+    backend (:func:`ego_adr.models.hf_inputs.to_processor_input`); a text-only tokenizer gets string content.
     """
-    parts_as_list = hasattr(processor, "video_processor") or hasattr(processor, "image_processor")
-    conv, clips = to_hf_conversation(request.messages, parts_as_list=parts_as_list)
+    pi = to_processor_input(request)
+    has_vision = hasattr(processor, "video_processor") or hasattr(processor, "image_processor")
+    conv = pi.conversation if has_vision else text_conversation(request)
     prompt = processor.apply_chat_template(conv, tokenize=False, add_generation_prompt=True)
     out: dict = {"prompt": prompt}
+    clips = [p for m in request.messages for p in m.content if isinstance(p, Frames)]
     if clips:
-        videos = [
-            (np.ascontiguousarray(limit_pixels(c.array, max_pixels_per_frame)), video_metadata(c))
-            for c in clips
-        ]
-        out["multi_modal_data"] = {"video": videos}
+        small = [Frames(np.ascontiguousarray(limit_pixels(c.array, max_pixels_per_frame)), c.fps) for c in clips]
+        out["multi_modal_data"] = {"video": [(c.array, video_metadata(c)) for c in small]}
         out["mm_processor_kwargs"] = {"do_sample_frames": False}
         fps = {float(c.fps) for c in clips}
         if len(fps) == 1:  # HF validates fps as a scalar; clips at different rates rely on their metadata

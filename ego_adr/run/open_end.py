@@ -88,7 +88,8 @@ def judge_specs(cfg: RunConfig):
 def judge_loaders(cfg: RunConfig) -> tuple[dict, str, str]:
     """``{name: () -> VLM}`` for the configured judges (nothing is loaded yet), a line for the report and the
     judges' backend (for the stage-cache key)."""
-    from ego_adr.eval.judges import JudgeSpec, build_tiny_text_lm, load_judge
+    from ego_adr.eval.judges import JudgeSpec
+    from ego_adr.run.judging import build_tiny_text_lm, load_judge
 
     specs = judge_specs(cfg)
     if specs is None:

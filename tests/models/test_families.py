@@ -77,13 +77,19 @@ def test_tiny_folder_loads_as_its_family_through_the_auto_classes(arch, tiny):
 def test_probe_runs_text_only_where_the_family_allows_it(arch, tiny):
     from ego_adr.reasoning.probe import run_probe
 
-    res = run_probe(tiny(arch), trials=1, max_new_tokens=12)
+    rec = Recorder(tiny(arch))
+    res = run_probe(rec, trials=1, max_new_tokens=12)
+    assert rec.requests  # the probe asked the real model
     if FAMILIES[arch].text_only:
         assert isinstance(res.stage1["answer"], str) and res.stage1["error"] is None
         assert res.route in ("deep", "shallow") and res.reason.startswith("stage")
-    else:  # Video-LLaVA: no text-only input (Section 3.2), so shallow without asking
-        assert res.stage1 == {"skipped": True} and res.route == "shallow"
-        assert "no text-only input" in res.reason
+        assert not any(r.has_frames for r in rec.requests)  # text only
+    else:  # Video-LLaVA: no text-only input (Section 3.2): shallow; the black-image probe (6.4) is evidence only
+        assert res.stage1["declared"] and res.route == "shallow" and "no text-only input" in res.reason
+        assert isinstance(res.black_image["stage1"]["answer"], str)
+        for r in rec.requests:
+            f = r.messages[0].content[0]
+            assert isinstance(f, Frames) and not f.array.any()
 
 
 # ---- narration, token layout, planner ------------------------------------------------------------------------
@@ -113,7 +119,7 @@ def test_narration_tokens_match_the_planner_and_carry_the_clip_rate(arch, frames
 @pytest.mark.parametrize("arch", TEXTS)
 def test_text_families_refuse_frames_per_request(arch, tiny):
     out = tiny(arch).generate([Request([Message.user(clip(), "x")], CFG), Request([Message.user("Score?")], CFG)])
-    assert "cannot take Frames" in out[0].error and out[1].ok
+    assert "cannot take video frames" in out[0].error and out[1].ok
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -199,11 +205,13 @@ def _mixed_requests(arch: str) -> list[Request]:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_batch_with_left_padding_equals_one_at_a_time(arch, tiny):
+def test_batch_with_left_padding_equals_one_at_a_time(arch, tiny, caplog):
     m = tiny(arch)
-    reqs = _mixed_requests(arch)
+    reqs = _mixed_requests(arch)  # clips of 8 and 4 frames, of two sizes, and prompts of different lengths
     assert m.tokenizer.padding_side == "left"
-    batched = m.generate(reqs)
+    with caplog.at_level("WARNING", logger="ego_adr.models.hf"):
+        batched = m.generate(reqs)
+    assert "retrying one by one" not in caplog.text  # batches really ran as batches
     single = [m.generate([r])[0] for r in reqs]
     assert [g.error for g in batched] == [None] * len(reqs)
     assert [g.text for g in batched] == [g.text for g in single]
@@ -239,3 +247,13 @@ def test_served_answer_equals_local_answer(arch, tiny):
         remote = OpenAIChatModel(arch, base_url=srv.base_url, image_format="png", max_side=None).generate(reqs)
     assert [g.error for g in remote] == [None, None]
     assert [g.text for g in remote] == [g.text for g in local]
+
+
+def test_qwen3_vl_per_frame_budget_is_its_token_cap_not_the_clip_budget():
+    """Qwen3-VL reads ``size.longest_edge`` as the whole clip's budget; a per-frame budget must become its
+    ``max_video_tokens`` so that 8 and 32 frames get the same per-frame resolution."""
+    m = load_model("tiny-qwen3-vl", device="cpu", max_pixels_per_frame=64 * 64)
+    assert m.describe()["video_kwargs"]["max_video_tokens"] == 4 and m.fingerprint.endswith("px=4cells")
+    for n in (8, 32):
+        enc = m.encode([Request([Message.user(clip(n, 128), "x")], CFG)])
+        assert visual_token_count(m, enc) == (n // 2) * 4  # 2x2 cells per temporal patch at 64x64 px

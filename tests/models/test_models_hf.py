@@ -179,49 +179,9 @@ def test_unknown_backend_and_bad_batch_size(tiny_dir):
         load_model(str(tiny_dir), batch_size=0)
 
 
-def build_tiny_llava_onevision(folder):
-    """A tiny random LLaVA-OneVision (SigLIP + Qwen2), to show the backend's path is not Qwen-VL specific:
-    a different placeholder token (``<video>``), fixed-resolution frames, no temporal patches."""
-    import torch
-    from tokenizers import AddedToken
-    from transformers import (
-        AutoModelForImageTextToText,
-        LlavaOnevisionConfig,
-        LlavaOnevisionImageProcessor,
-        LlavaOnevisionProcessor,
-        LlavaOnevisionVideoProcessor,
-    )
-
-    from ego_adr.models.tiny import CHAT_TEMPLATE, build_tokenizer
-
-    tok = build_tokenizer()
-    tok.add_tokens([AddedToken("<image>", special=True), AddedToken("<video>", special=True)], special_tokens=True)
-    template = CHAT_TEMPLATE.replace("<|vision_start|><|image_pad|><|vision_end|>", "<image>").replace(
-        "<|vision_start|><|video_pad|><|vision_end|>", "<video>")
-    proc = LlavaOnevisionProcessor(
-        image_processor=LlavaOnevisionImageProcessor(size={"height": 28, "width": 28}, image_grid_pinpoints=[[28, 28]]),
-        tokenizer=tok, video_processor=LlavaOnevisionVideoProcessor(size={"height": 56, "width": 56}),
-        chat_template=template, num_image_tokens=16, vision_feature_select_strategy="full",
-    )
-    image_id, video_id, eos = tok.convert_tokens_to_ids(["<image>", "<video>", "<|im_end|>"])
-    cfg = LlavaOnevisionConfig(
-        text_config=dict(model_type="qwen2", vocab_size=len(tok) + (-len(tok) % 64), hidden_size=64,
-                         intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         eos_token_id=eos, pad_token_id=tok.pad_token_id, bos_token_id=tok.pad_token_id),
-        vision_config=dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=64,
-                           num_hidden_layers=2, num_attention_heads=2, image_size=56, patch_size=14),
-        image_token_index=image_id, video_token_index=video_id, vision_feature_select_strategy="full",
-        vision_feature_layer=-1, image_grid_pinpoints=[[56, 56]],
-    )
-    torch.manual_seed(0)
-    AutoModelForImageTextToText.from_config(cfg).save_pretrained(folder)
-    proc.save_pretrained(folder)
-    return folder
-
-
 def test_second_family_llava_onevision_goes_through_the_same_path(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    m = load_model(str(build_tiny_llava_onevision(tmp_path / "lov")), device="cpu", batch_size=3,
+    m = load_model(str(build_tiny(tmp_path / "lov", "llava-onevision")), device="cpu", batch_size=3,
                    max_pixels_per_frame=10_000)  # ignored (fixed resolution), with a warning
     assert m.family == "llava-onevision" and m.capabilities.text_only
     assert "size" not in m.describe()["video_kwargs"]
@@ -253,7 +213,7 @@ def test_text_only_causal_lm_path(tmp_path, monkeypatch):
     out = m.generate([Request([Message.system("Judge."), Message.user("Score 0-5.")], CFG),
                       Request([Message.user(clip(), "x")], CFG),
                       Request([Message.user("Another answer to score, longer than the first one.")], CFG)])
-    assert out[0].ok and out[2].ok and "cannot take Frames" in out[1].error
+    assert out[0].ok and out[2].ok and "cannot take video frames" in out[1].error
     assert out[2].text == m.generate([Request([Message.user("Another answer to score, longer than the first one.")],
                                               CFG)])[0].text
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 import pytest
 
 from ego_adr.models import Frames, Message, Request, load_model
 from ego_adr.models.base import GenerationConfig
-from ego_adr.models.tiny import SPECIAL_TOKENS, build_tiny, ensure_tiny, main
+from ego_adr.models.families import FAMILIES
+from ego_adr.models.tiny import ARCHS, SPECIAL_TOKENS, build_tiny, ensure_tiny, main
 
 
 def _sha(path) -> str:
@@ -25,6 +27,19 @@ def test_same_seed_same_weights_other_seed_differs(tmp_path):
     assert _sha(a / "model.safetensors") != _sha(c / "model.safetensors")
     for name in ("config.json", "processor_config.json", "tokenizer.json", "chat_template.jinja"):
         assert (a / name).exists(), name
+
+
+@pytest.mark.parametrize("arch", [a for a in ARCHS if a != "qwen2.5-vl"])
+def test_every_arch_builds_deterministically(arch, tmp_path):
+    a, b = build_tiny(tmp_path / "a", arch), build_tiny(tmp_path / "b", arch)
+    assert _sha(a / "model.safetensors") == _sha(b / "model.safetensors")
+    assert _sha(a / "tokenizer.json") == _sha(b / "tokenizer.json")
+    assert json.loads((a / "config.json").read_text())["model_type"] in FAMILIES[arch].model_types
+
+
+def test_unknown_arch_is_refused_with_the_choices(tmp_path):
+    with pytest.raises(ValueError, match="video-llava"):
+        build_tiny(tmp_path / "x", "qwen9-vl")
 
 
 def test_refuses_non_empty_folder(tmp_path):

@@ -33,8 +33,8 @@ def test_table5_tiny_runs_each_row_on_its_own_family(tmp_path, demo_root, capsys
     path.write_text(json.dumps(grid))  # JSON is YAML
     rc = main([str(path), "--tiny", "--limit", "2", "--max-new-tokens", "8", "--device", "cpu",
                "--out", str(tmp_path / "cells"), "--quiet"])
-    out = capsys.readouterr().out
-    assert rc == 0
+    out, err = capsys.readouterr()
+    assert rc == 0, err
     assert "## Table 5 (tiny random models of each row's architecture" in out
     for label, family in (("q2_deep", "qwen2-vl"), ("vl_deep", "video-llava"), ("vl_cot", "video-llava")):
         run = json.loads((tmp_path / "cells" / label / "run.json").read_text())

@@ -78,4 +78,5 @@ FAMILY = Family(
     ),
     tiny_parts=tiny_parts,
     arch_from_config=arch_from_config,
+    equal_frames_in_batch=True,
 )

@@ -74,4 +74,5 @@ FAMILY = Family(
                        patches_per_frame=729, tokens_per_clip=1)),),
     tiny_parts=tiny_parts,
     arch_from_config=arch_from_config,
+    equal_frames_in_batch=True,
 )

@@ -42,7 +42,10 @@ def pixel_kwargs(video_processor, max_pixels_per_frame: int | None, cap: int | N
     else:
         own = int(getattr(video_processor, "max_video_tokens", REFERENCE_MAX_CELLS)) * unit
         budget = min(own, REFERENCE_MAX_CELLS * unit, cap or 1 << 62)
-    kw: dict = {"cap_pixels_per_frame": True, "max_video_tokens": max(1, budget // unit)}
+    cells = max(1, budget // unit)
+    # its resize reads the cap from the processor itself, not from call kwargs: set it on our loaded instance
+    video_processor.max_video_tokens = cells
+    kw: dict = {"cap_pixels_per_frame": True, "max_video_tokens": cells}
     if getattr(video_processor, "do_sample_frames", False):
         kw["do_sample_frames"] = False  # we pass exactly the frames we sampled
     return kw

@@ -41,6 +41,8 @@ class Family:
     video_kwargs: Callable[[object, int | None, int | None], dict] = no_video_kwargs
     video_metadata: Callable = field(default=video_metadata)
     pixel_budget: bool = False  # frames are resized to a per-frame pixel budget (else: a fixed resolution)
+    # the processor stacks a batch's clips into one tensor, so clips batched together need equal frame counts
+    equal_frames_in_batch: bool = False
     max_frames: int | None = None  # frames per clip the checkpoints were trained on, when they have a limit
     notes: str = ""
 

@@ -81,6 +81,7 @@ FAMILY = Family(
                        patches_per_frame=257, max_frames=8)),),
     tiny_parts=tiny_parts,
     arch_from_config=arch_from_config,
+    equal_frames_in_batch=True,
     max_frames=8,
     notes="trained on 8-frame clips; the planner refuses more frames, the backend passes what it is given",
 )
