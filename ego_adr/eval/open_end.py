@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 
 # score parsing lives with the judges: only the form the judge prompt asks for (see parse_score)
 from ego_adr.eval.judges import PARSE_FAILURES, SCORE_RANGE, parse_score  # noqa: F401 (re-exported)
-from ego_adr.models.base import GenerationConfig, Message, Request
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ def source_columns() -> dict[str, str]:
     return {n: sources.SOURCES[n].label for n in sources.names(public_only=True)}
 
 
-JUDGE_CONFIG = GenerationConfig(max_new_tokens=256, do_sample=False)  # Appendix H
+JUDGE_DECODING = {"max_new_tokens": 256, "do_sample": False}  # Appendix H: greedy, 256 new tokens
 SELECTION_MODES = ("all", "one")
 
 
@@ -68,97 +67,11 @@ def selection_label(mode: str, seed: int = 0) -> str:
     return "all QA pairs" if mode == "all" else f"one QA pair per sample (seed {seed})"
 
 
-# --- judge stage --------------------------------------------------------------------------------------------
-def _backend_of(model) -> str:
-    name = type(model).__name__
-    return {"HFTextLM": "hf", "OpenAIChatModel": "openai"}.get(name, name)
-
-
-def _named_judges(judges) -> dict:
-    if isinstance(judges, Mapping):
-        named = dict(judges)
-    else:
-        named = {}
-        for j in judges:
-            name = getattr(j, "judge_name", None) or j.model_id
-            if name in named:
-                raise ValueError(f"two judges are both named {name!r}; pass a dict {{name: model}}")
-            named[name] = j
-    if not named:
-        raise ValueError("no judges given; the default are ego_adr.eval.judges.DEFAULT_JUDGES")
-    return named
-
-
-def judge_request(row: dict, config: GenerationConfig = JUDGE_CONFIG) -> Request:
-    prompt = _judge_prompt()
-    text = prompt.render(question=row["question"], reference=row["reference"], answer=row["answer"])
-    return Request([Message.user(text)], config=config, meta=prompt.meta("judge"))
-
-
 def _key(row: dict) -> tuple:
     return (row["sample_id"], row["qa_index"])
 
 
 _CARRY = ("source", "task_id", "question", "reference", "answer", "model", "method", "frames", "qa_selection")
-
-
-def judge_rows(
-    answer_rows: Sequence[dict],
-    judges,
-    store,
-    cache=None,
-    *,
-    config: GenerationConfig = JUDGE_CONFIG,
-    progress: bool = True,
-) -> list[dict]:
-    """Judge every answer row (``sample_id``, ``qa_index``, ``source``, ``question``, ``reference``, ``answer``)
-    with every judge and append one judgement row per answer to ``store``; rows already in the store are skipped
-    (resume). ``judges`` is a list of VLMs (named by ``model_id``) or a ``{name: VLM}`` dict; each is wrapped in a
-    :class:`~ego_adr.cache.CachedModel` on ``cache`` unless it already is one. Returns all rows in the store.
-
-    An empty answer scores 0 by the rubric's own definition ("no response") without asking the judges; an
-    answer row carrying an ``error`` (the answering stage failed) gets ``score`` null and that failure.
-    ``config`` defaults to the paper's judge decoding (greedy, 256 new tokens; Appendix H); it is part of the
-    cache key, so a different setting never reuses outputs of another.
-    """
-    from ego_adr.models.cache import CachedModel
-
-    named = {
-        n: (j if isinstance(j, CachedModel) else CachedModel(j, cache, _backend_of(j)))
-        for n, j in _named_judges(judges).items()
-    }
-    judge_set = sorted(f"{n}={j.fingerprint}" for n, j in named.items())
-    existing = store.rows()
-    other = {tuple(r["judge_set"]) for r in existing if "judge_set" in r} - {tuple(judge_set)}
-    if other:
-        raise ValueError(
-            f"{store.path} holds judgements by other judges ({sorted(other)[0]}); write to another file "
-            f"(re-judging with the same judges is free: their outputs are in the stage cache)"
-        )
-    done = {_key(r) for r in existing if "sample_id" in r and "qa_index" in r}
-    todo, seen = [], set(done)
-    for r in answer_rows:
-        missing = [f for f in ("sample_id", "qa_index", "question", "reference") if f not in r]
-        if missing:
-            raise ValueError(f"answer row lacks {missing}: {str(r)[:200]}")
-        if _key(r) not in seen:
-            seen.add(_key(r))
-            todo.append(r)
-
-    from tqdm import tqdm
-
-    bs = max(1, min(j.capabilities.max_batch_size for j in named.values()))
-    bar = tqdm(total=len(todo), desc="judging", unit="answer", disable=not progress)
-    for s in range(0, len(todo), bs):
-        chunk = todo[s : s + bs]
-        ask = [r for r in chunk if not r.get("error") and (r.get("answer") or "").strip()]
-        reqs = [judge_request(r, config) for r in ask]
-        outputs = {n: dict(zip(map(_key, ask), j.generate(reqs), strict=True)) if reqs else {} for n, j in named.items()}
-        for r in chunk:
-            store.append(_judgement(r, named, outputs, judge_set))
-        bar.update(len(chunk))
-    bar.close()
-    return store.rows()
 
 
 def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dict:
@@ -214,7 +127,7 @@ def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> d
     if not any("score" in r and ("judge_scores" in r or "judges" in r) for r in rows):
         raise ValueError(
             "these rows carry no judge scores (an answers file?): run the judge stage first, "
-            "ego_adr.eval.open_end.judge_rows(...) -> judgements.jsonl, and score that file"
+            "ego_adr.run.judging.judge_rows(...) -> judgements.jsonl, and score that file"
         )
     last = {}
     for r in rows:

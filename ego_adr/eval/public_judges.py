@@ -157,63 +157,6 @@ def public_score(judge_class: str, prompt_text: str, reply: str | None) -> tuple
     return deepseek_score(prompt_text, reply)
 
 
-# --- the judge stage under the public protocol --------------------------------------------------------------
-def public_requests(rows, prompt: PublicJudgePrompt, config=None) -> list:
-    """One request per answer row (every row whose answer was obtained, an empty answer included)."""
-    from ego_adr.eval.open_end import JUDGE_CONFIG
-    from ego_adr.models.base import Message, Request
-
-    p = prompt.prompt()
-    return [Request([Message.user(p.render(question=r["question"], reference=r["reference"],
-                                           answer=r.get("answer") or ""))],
-                    config=config or JUDGE_CONFIG, meta=p.meta("judge"))
-            for r in rows if not r.get("error")]
-
-
-def judge_rows_public(answer_rows, judges: dict, prompts: list[PublicJudgePrompt], store, cache=None, *,
-                      config=None) -> list[dict]:
-    """Like :func:`ego_adr.eval.open_end.judge_rows` (same row shape, resumable ``store``), with the public
-    judges' prompts and parsing: the first judge of ``judges`` is asked as ``QwenJudge``, the second as
-    ``DeepSeekJudge``. Each judgement row's ``score`` is the public one (the mean, zeros included)."""
-    from ego_adr.models.cache import CachedModel
-
-    if len(judges) != len(prompts):
-        raise ValueError(f"the public protocol has {len(prompts)} judges (Qwen's and DeepSeek's prompt), "
-                         f"got {len(judges)}: {', '.join(judges)}")
-    named = {n: (j if isinstance(j, CachedModel) else CachedModel(j, cache, "hf")) for n, j in judges.items()}
-    judge_set = sorted(f"{n}={j.fingerprint}@{p.judge_class}:{p.sha}"
-                       for (n, j), p in zip(named.items(), prompts, strict=True))
-    done = {(r.get("sample_id"), r.get("qa_index")) for r in store.rows()}
-    todo = [r for r in answer_rows if (r["sample_id"], r["qa_index"]) not in done]
-    ask = [r for r in todo if not r.get("error")]
-    per_judge = {}
-    for (n, j), p in zip(named.items(), prompts, strict=True):
-        reqs = public_requests(ask, p, config)
-        gens = j.generate(reqs) if reqs else []
-        per_judge[n] = (p, {(r["sample_id"], r["qa_index"]): (q, g) for r, q, g in zip(ask, reqs, gens, strict=True)})
-    for r in todo:
-        key = (r["sample_id"], r["qa_index"])
-        per = {}
-        for n, (p, out) in per_judge.items():
-            if r.get("error"):
-                per[n] = {"model": named[n].fingerprint, "raw": None, "error": None, "score": 0.0, "reason": None,
-                          "method": "public-answer-failed-0", "public_judge": p.judge_class}
-                continue
-            req, g = out[key]
-            score, method = public_score(p.judge_class, req.messages[0].content[0], g.text if g.ok else None)
-            per[n] = {"model": named[n].fingerprint, "raw": g.text, "error": g.error, "score": float(score),
-                      "reason": None, "method": method, "public_judge": p.judge_class}
-        scores = [x["score"] for x in per.values()]
-        store.append({"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
-                      **{k: r[k] for k in ("source", "task_id", "question", "reference", "answer", "model",
-                                           "method", "frames", "qa_selection") if k in r},
-                      "protocol": "public", "judge_set": judge_set, "judges": per,
-                      "judge_scores": {n: x["score"] for n, x in per.items()},
-                      "score": sum(scores) / len(scores), "failed_judges": [],
-                      "failure": None})
-    return store.rows()
-
-
 def public_parse_counts(rows) -> dict:
     """Per judge: how many replies the public code could not parse (scored 0) and how many it read by a
     fallback rule; for the report."""

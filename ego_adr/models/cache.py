@@ -192,10 +192,11 @@ class CachedModel:
     A cached answer is returned with ``seconds=0.0``: no model time was spent on it in this run.
     """
 
-    def __init__(self, model, cache: StageCache | None, backend_name: str) -> None:
+    def __init__(self, model, cache: StageCache | None, backend_name: str | None = None) -> None:
         self.model = model
         self.cache = cache
-        self.backend_name = backend_name
+        # the model reports its own backend; a name given here is for models that do not (test doubles)
+        self.backend_name = getattr(model, "backend", None) or backend_name or type(model).__name__
         self._lock = threading.Lock()
         self.model_calls = 0
         self.cache_hits = 0
@@ -203,6 +204,10 @@ class CachedModel:
         self.retryable_failures = 0  # infrastructure failures among failed_calls
         self.calls_by_stage: Counter = Counter()
         self.hits_by_stage: Counter = Counter()
+
+    @property
+    def backend(self) -> str:
+        return self.backend_name
 
     @property
     def model_id(self) -> str:

@@ -77,6 +77,8 @@ def _check_available(name: str, revision: str | None, known: bool) -> None:
 class HFVideoLM:
     """The Hugging Face backend (see module docstring)."""
 
+    backend = "hf"  # reported by the model itself (the stage-cache key, run.json)
+
     def __init__(
         self,
         name_or_path: str,

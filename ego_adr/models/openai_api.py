@@ -156,6 +156,8 @@ class OpenAIChatModel:
     exactly the local input); JPEG at 512 px is the economical default for hosted APIs.
     """
 
+    backend = "openai"  # reported by the model itself (the stage-cache key, run.json)
+
     def __init__(
         self,
         model: str,

@@ -102,6 +102,8 @@ def sampling_kwargs(request: Request) -> dict:
 class VLLMModel:
     """VLM protocol on a ``vllm.LLM`` in this process (tensor parallel over ``tensor_parallel_size`` GPUs)."""
 
+    backend = "vllm"  # reported by the model itself (the stage-cache key, run.json)
+
     def __init__(
         self,
         model: str,

@@ -1,4 +1,5 @@
-"""Loading the open-ended judges: the model side of judging, kept out of ``ego_adr.eval`` (which only scores
+"""The open-ended judges and the judge stage (loading them, asking them, recording their judgements): the model
+side of judging, kept out of ``ego_adr.eval`` (which only scores
 files and never loads a model).
 
 The paper's judges (Section 3.4) are two text-only chat LLMs, Qwen2.5-7B-Instruct and DeepSeek-LLM-7B-Chat,
@@ -12,10 +13,14 @@ through :class:`ego_adr.models.openai_api.OpenAIChatModel`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ego_adr.eval.judges import JudgeSpec
-from ego_adr.models.base import Generation, Request
+from ego_adr.eval.open_end import _CARRY, JUDGE_DECODING, _judge_prompt, _judgement, _key  # noqa: F401
+from ego_adr.eval.public_judges import PublicJudgePrompt, public_score
+from ego_adr.models.base import Generation, GenerationConfig, Message, Request
+from ego_adr.models.cache import CachedModel
 from ego_adr.models.hf import HFVideoLM
 from ego_adr.store import folder_fingerprint
 
@@ -92,3 +97,142 @@ def build_tiny_text_lm(out_dir: str | os.PathLike, seed: int = 0, tokenizer=None
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     return out
+
+
+JUDGE_CONFIG = GenerationConfig(**JUDGE_DECODING)
+
+
+# --- the judge stage (moved here from eval/: it calls models) --------------------------------------------------------------------------------------------
+def _backend_of(model) -> str:
+    """The backend a judge reports itself (``backend``), for the stage-cache key."""
+    return getattr(model, "backend", None) or type(model).__name__
+
+
+def _named_judges(judges) -> dict:
+    if isinstance(judges, Mapping):
+        named = dict(judges)
+    else:
+        named = {}
+        for j in judges:
+            name = getattr(j, "judge_name", None) or j.model_id
+            if name in named:
+                raise ValueError(f"two judges are both named {name!r}; pass a dict {{name: model}}")
+            named[name] = j
+    if not named:
+        raise ValueError("no judges given; the default are ego_adr.eval.judges.DEFAULT_JUDGES")
+    return named
+
+
+def judge_request(row: dict, config: GenerationConfig = JUDGE_CONFIG) -> Request:
+    prompt = _judge_prompt()
+    text = prompt.render(question=row["question"], reference=row["reference"], answer=row["answer"])
+    return Request([Message.user(text)], config=config, meta=prompt.meta("judge"))
+
+
+def judge_rows(
+    answer_rows: Sequence[dict],
+    judges,
+    store,
+    cache=None,
+    *,
+    config: GenerationConfig = JUDGE_CONFIG,
+    progress: bool = True,
+) -> list[dict]:
+    """Judge every answer row (``sample_id``, ``qa_index``, ``source``, ``question``, ``reference``, ``answer``)
+    with every judge and append one judgement row per answer to ``store``; rows already in the store are skipped
+    (resume). ``judges`` is a list of VLMs (named by ``model_id``) or a ``{name: VLM}`` dict; each is wrapped in a
+    :class:`~ego_adr.cache.CachedModel` on ``cache`` unless it already is one. Returns all rows in the store.
+
+    An empty answer scores 0 by the rubric's own definition ("no response") without asking the judges; an
+    answer row carrying an ``error`` (the answering stage failed) gets ``score`` null and that failure.
+    ``config`` defaults to the paper's judge decoding (greedy, 256 new tokens; Appendix H); it is part of the
+    cache key, so a different setting never reuses outputs of another.
+    """
+    named = {
+        n: (j if isinstance(j, CachedModel) else CachedModel(j, cache, _backend_of(j)))
+        for n, j in _named_judges(judges).items()
+    }
+    judge_set = sorted(f"{n}={j.fingerprint}" for n, j in named.items())
+    existing = store.rows()
+    other = {tuple(r["judge_set"]) for r in existing if "judge_set" in r} - {tuple(judge_set)}
+    if other:
+        raise ValueError(
+            f"{store.path} holds judgements by other judges ({sorted(other)[0]}); write to another file "
+            f"(re-judging with the same judges is free: their outputs are in the stage cache)"
+        )
+    done = {_key(r) for r in existing if "sample_id" in r and "qa_index" in r}
+    todo, seen = [], set(done)
+    for r in answer_rows:
+        missing = [f for f in ("sample_id", "qa_index", "question", "reference") if f not in r]
+        if missing:
+            raise ValueError(f"answer row lacks {missing}: {str(r)[:200]}")
+        if _key(r) not in seen:
+            seen.add(_key(r))
+            todo.append(r)
+
+    from tqdm import tqdm
+
+    bs = max(1, min(j.capabilities.max_batch_size for j in named.values()))
+    bar = tqdm(total=len(todo), desc="judging", unit="answer", disable=not progress)
+    for s in range(0, len(todo), bs):
+        chunk = todo[s : s + bs]
+        ask = [r for r in chunk if not r.get("error") and (r.get("answer") or "").strip()]
+        reqs = [judge_request(r, config) for r in ask]
+        outputs = {n: dict(zip(map(_key, ask), j.generate(reqs), strict=True)) if reqs else {} for n, j in named.items()}
+        for r in chunk:
+            store.append(_judgement(r, named, outputs, judge_set))
+        bar.update(len(chunk))
+    bar.close()
+    return store.rows()
+
+
+# --- the judge stage under the public protocol --------------------------------------------------------------
+def public_requests(rows, prompt: PublicJudgePrompt, config=None) -> list:
+    """One request per answer row (every row whose answer was obtained, an empty answer included)."""
+    p = prompt.prompt()
+    return [Request([Message.user(p.render(question=r["question"], reference=r["reference"],
+                                           answer=r.get("answer") or ""))],
+                    config=config or JUDGE_CONFIG, meta=p.meta("judge"))
+            for r in rows if not r.get("error")]
+
+
+def judge_rows_public(answer_rows, judges: dict, prompts: list[PublicJudgePrompt], store, cache=None, *,
+                      config=None) -> list[dict]:
+    """Like :func:`judge_rows` (same row shape, resumable ``store``), with the public
+    judges' prompts and parsing: the first judge of ``judges`` is asked as ``QwenJudge``, the second as
+    ``DeepSeekJudge``. Each judgement row's ``score`` is the public one (the mean, zeros included)."""
+    if len(judges) != len(prompts):
+        raise ValueError(f"the public protocol has {len(prompts)} judges (Qwen's and DeepSeek's prompt), "
+                         f"got {len(judges)}: {', '.join(judges)}")
+    named = {n: (j if isinstance(j, CachedModel) else CachedModel(j, cache, "hf")) for n, j in judges.items()}
+    judge_set = sorted(f"{n}={j.fingerprint}@{p.judge_class}:{p.sha}"
+                       for (n, j), p in zip(named.items(), prompts, strict=True))
+    done = {(r.get("sample_id"), r.get("qa_index")) for r in store.rows()}
+    todo = [r for r in answer_rows if (r["sample_id"], r["qa_index"]) not in done]
+    ask = [r for r in todo if not r.get("error")]
+    per_judge = {}
+    for (n, j), p in zip(named.items(), prompts, strict=True):
+        reqs = public_requests(ask, p, config)
+        gens = j.generate(reqs) if reqs else []
+        per_judge[n] = (p, {(r["sample_id"], r["qa_index"]): (q, g) for r, q, g in zip(ask, reqs, gens, strict=True)})
+    for r in todo:
+        key = (r["sample_id"], r["qa_index"])
+        per = {}
+        for n, (p, out) in per_judge.items():
+            if r.get("error"):
+                per[n] = {"model": named[n].fingerprint, "raw": None, "error": None, "score": 0.0, "reason": None,
+                          "method": "public-answer-failed-0", "public_judge": p.judge_class}
+                continue
+            req, g = out[key]
+            score, method = public_score(p.judge_class, req.messages[0].content[0], g.text if g.ok else None)
+            per[n] = {"model": named[n].fingerprint, "raw": g.text, "error": g.error, "score": float(score),
+                      "reason": None, "method": method, "public_judge": p.judge_class}
+        scores = [x["score"] for x in per.values()]
+        store.append({"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
+                      **{k: r[k] for k in ("source", "task_id", "question", "reference", "answer", "model",
+                                           "method", "frames", "qa_selection") if k in r},
+                      "protocol": "public", "judge_set": judge_set, "judges": per,
+                      "judge_scores": {n: x["score"] for n, x in per.items()},
+                      "score": sum(scores) / len(scores), "failed_judges": [],
+                      "failure": None})
+    return store.rows()

@@ -173,9 +173,8 @@ def judge_answers(cfg: RunConfig, answer_rows: list[dict], path: Path, cache, pr
                   ) -> tuple[list[dict], str, dict]:
     """The judge stage: judgement rows in ``path`` (resumable), a line naming the judges, per-judge call counts.
     Under ``--protocol public`` the public judges' prompts and parsing (:mod:`ego_adr.eval.public_judges`)."""
-    from ego_adr.eval.open_end import judge_request, judge_rows
-    from ego_adr.eval.public_judges import judge_rows_public, public_requests
     from ego_adr.models.cache import CachedModel
+    from ego_adr.run.judging import judge_request, judge_rows, judge_rows_public, public_requests
     from ego_adr.store import JsonlStore
 
     prompts = public_prompts(cfg)

@@ -10,8 +10,6 @@ import pytest
 from ego_adr.data.sample import OPEN_END, QAPair, Sample
 from ego_adr.eval.open_end import (
     PARSE_FAILURES,
-    judge_request,
-    judge_rows,
     parse_score,
     render_open_end_report,
     score_open_end_rows,
@@ -19,6 +17,7 @@ from ego_adr.eval.open_end import (
 )
 from ego_adr.models.base import Generation, GenerationConfig
 from ego_adr.models.cache import CachedModel, StageCache
+from ego_adr.run.judging import judge_request, judge_rows
 from ego_adr.store import JsonlStore
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "egoerrorvqa"

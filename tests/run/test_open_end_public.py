@@ -14,13 +14,13 @@ import pytest
 from ego_adr.eval.public_judges import (
     UNPARSED,
     deepseek_score,
-    judge_rows_public,
     public_parse_counts,
     qwen_score,
     read_public_judge_prompts,
 )
 from ego_adr.models.base import Generation
 from ego_adr.run.config import ConfigError, RunConfig
+from ego_adr.run.judging import judge_rows_public
 from ego_adr.run.open_end import judge_specs
 from ego_adr.store import JsonlStore
 
