@@ -101,7 +101,14 @@ class StageCache:
         # Autocommit: each put is its own durable transaction; timeout waits out another process's write lock.
         self._conn = sqlite3.connect(str(p), timeout=60.0, check_same_thread=False, isolation_level=None)
         with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            for attempt in range(20):  # two processes creating one file at once: switching it to WAL can meet
+                try:  # the other's lock before the busy timeout applies ("database is locked"); wait and retry
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) or attempt == 19:
+                        raise
+                    time.sleep(0.05 * (attempt + 1))
             self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses nothing
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS calls ("

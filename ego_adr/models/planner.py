@@ -34,40 +34,13 @@ import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from ego_adr.models.families.spec import Arch  # noqa: F401  (re-exported: what memory depends on)
+
 GIB = 1 << 30
 OVERHEAD_GIB = 1.5
 ACT_SAFETY = 1.3
 PROMPT_TEXT_TOKENS = 1024  # procedure + step context + taxonomy definitions: generous for Ego-ADR's prompts
 NEW_TOKENS = 256  # paper Appendix C/H
-
-
-@dataclass(frozen=True)
-class Arch:
-    """What memory depends on. Numbers for the registry's models are from their hub config.json files."""
-
-    params_b: float  # total parameters, billions
-    hidden: int
-    layers: int
-    kv_heads: int
-    head_dim: int
-    intermediate: int
-    v_hidden: int = 0
-    v_intermediate: int = 0
-    patch: int = 14
-    merge: int = 2
-    temporal_patch: int = 2
-    tokens_per_frame: int | None = None  # fixed-resolution families; None = Qwen-style pixel budget
-    patches_per_frame: int | None = None  # vision-tower patches per frame for fixed-resolution families
-    max_frames: int | None = None  # Video-LLaVA is trained on exactly 8 frames
-    tokens_per_clip: int = 0  # fixed-resolution families: extra tokens per clip (LLaVA-OneVision's newline)
-
-    @property
-    def dynamic(self) -> bool:
-        return self.tokens_per_frame is None
-
-    @property
-    def unit(self) -> int:  # pixels of one merged token cell
-        return (self.patch * self.merge) ** 2
 
 
 def _known() -> dict[str, Arch]:

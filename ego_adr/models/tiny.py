@@ -23,6 +23,13 @@ import os
 from pathlib import Path
 
 from ego_adr.models.families._qwen import TINY_MAX_PIXELS, TINY_MIN_PIXELS  # noqa: F401 (re-exported)
+from ego_adr.models.families.tokenizer import (  # noqa: F401 (re-exported)
+    CHAT_TEMPLATE,
+    SPECIAL_TOKENS,
+    TINY_TEXT_DIMS,
+    build_tokenizer,
+    tiny_vocab_size,
+)
 
 
 def _archs() -> tuple[str, ...]:
@@ -33,121 +40,6 @@ def _archs() -> tuple[str, ...]:
 
 ARCHS = _archs()  # every family of ego_adr.models.families has a tiny model
 TINY_VERSION = "v1"
-
-SPECIAL_TOKENS = (
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-)
-
-# Our own template (Qwen-style turns). Text, image and video parts, plain-string content and system messages.
-# A default system turn is added when none is given, as the Qwen-VL templates do.
-CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "{%- if loop.first and message['role'] != 'system' -%}"
-    "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' -}}"
-    "{%- endif -%}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
-    "{%- if message['content'] is string -%}{{- message['content'] -}}"
-    "{%- else -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'text' -%}{{- part['text'] -}}"
-    "{%- elif part['type'] == 'image' -%}{{- '<|vision_start|><|image_pad|><|vision_end|>' -}}"
-    "{%- elif part['type'] == 'video' -%}{{- '<|vision_start|><|video_pad|><|vision_end|>' -}}"
-    "{%- endif -%}{%- endfor -%}{%- endif -%}"
-    "{{- '<|im_end|>\\n' -}}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
-)
-
-
-_PROCEDURE_SENTENCES = """
-The person picks up the knife and cuts the tomato into small pieces on the cutting board.
-Then they pour the water into the pot and wait until it boils.
-The person opens the drawer, takes out a spoon and stirs the mixture in the bowl.
-They attach the tent pole to the corner of the tent and push the stake into the ground.
-The person connects the cable to the battery and tightens the screw with a screwdriver.
-Next, the person adds two cups of flour and one egg to the bowl and mixes them together.
-The step is skipped: the person does not wash the vegetables before cutting them.
-They place the pan on the stove, turn on the heat and add a spoon of oil.
-The person searches around the kitchen for the measuring cup, which is not part of the task.
-The screwdriver breaks while the person is assembling the shelf.
-The person notices the mistake, removes the wrong part and puts the correct part in place.
-The person measures the coffee, grinds the beans and pours hot water over the filter.
-They fold the paper, cut along the line with scissors and glue the two pieces together.
-The hand moves slowly; the person holds the phone and looks at the screen for a long time.
-Step one: take the bread. Step two: spread the butter. Step three: put the cheese on the bread.
-The action matches the procedure. There is no error in this segment.
-The video shows a person in a kitchen holding a knife, a plate, a cup and a bottle.
-Narration: the person grabs the lid, closes the jar, and puts it back on the shelf.
-Answer: the error type is wrong order because the step happens before the previous step.
-The person uses the wrong tool and the wrong ingredient; the object is incorrect.
-The answer is correct. The answer is omission. The answer is wrong action.
-"""
-
-
-def _corpus() -> list[str]:
-    """Built-in English corpus: the taxonomy option strings and definitions plus procedure-like sentences,
-    so that a random model's output is made of real words the parser can at least tokenize."""
-    from ego_adr.taxonomy import TAXONOMY
-
-    lines = [s.strip() for s in _PROCEDURE_SENTENCES.strip().splitlines() if s.strip()]
-    for t in TAXONOMY:
-        lines += [t.option, t.option.lower(), t.definition, f"Answer: {t.option}"]
-    # Repeat so that BPE merges of frequent words are learnt; order is fixed, so training is deterministic.
-    return lines * 4
-
-
-def build_tokenizer(vocab_size: int = 1500, *, special_tokens=SPECIAL_TOKENS, eos: str = "<|im_end|>",
-                    pad: str = "<|endoftext|>", bos: str | None = None, chat_template: str = CHAT_TEMPLATE,
-                    named: dict[str, str] | None = None):
-    """Train a byte-level BPE tokenizer on the built-in corpus and wrap it for transformers.
-
-    The defaults are the tiny Qwen-VL tokenizer (its bytes must not change: the demo's predictions depend on it).
-    Other families pass their own ``special_tokens`` (the placeholders their processor looks for), end/pad/begin
-    tokens and chat template; ``named`` gives model-specific token attributes that a processor reads from the
-    tokenizer (e.g. InternVL's ``start_image_token``)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(special_tokens),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(_corpus(), trainer=trainer)
-    extra: dict = {"extra_special_tokens": dict(named)} if named else {
-        "additional_special_tokens": [t for t in special_tokens if t not in (pad, bos)]}
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=bos,
-        eos_token=eos,
-        pad_token=pad,
-        unk_token=None,
-        chat_template=chat_template,
-        padding_side="left",
-        model_max_length=32768,
-        **extra,
-    )
-    return fast
-
-
-# The tiny language model's shape (STACK-NOTES: hidden 64, 2 layers, 4 heads, 2 KV heads); also the tiny judges'.
-TINY_TEXT_DIMS = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2)
-
-
-def tiny_vocab_size(tokenizer) -> int:
-    """The tokenizer's size rounded up to a multiple of 64, as real checkpoints' embedding sizes are."""
-    return len(tokenizer) + (-len(tokenizer) % 64)
-
 
 def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int = 0) -> Path:
     """Build the tiny model of family ``arch`` into ``out_dir`` (created; must be empty or absent) and return its

@@ -30,8 +30,11 @@ from dataclasses import asdict, dataclass, field
 
 from ego_adr.taxonomy import CORRECT
 
-BELIEF_VERSION = "1"
-KEYWORD_SCALE = 2.0  # shallow: p = s / (s + 2); one hit in the narration's anomaly line (weight 2) gives 0.5
+BELIEF_VERSION = "2"
+# shallow: p = s / (s + 1.5), s = the winning type's keyword score (ego_adr.reasoning.classify): one explicit
+# contrast in the narration ("the salt instead of the sugar", weight 1.5) or one hit in its anomaly line (weight 2)
+# reaches the default threshold 0.5; a single bare keyword elsewhere (weight 1) gives 0.4 and does not.
+KEYWORD_SCALE = 1.5
 LLM_ERROR_P, LLM_CORRECT_P, UNPARSEABLE_P = 0.75, 0.10, 0.25  # deep / one-pass answers (ours, uncalibrated)
 JUMP_P = 0.45  # a confident jump past unseen steps: Wrong order or an omission, not yet decidable
 LATE_STEP_P = 0.70  # an unseen earlier step after a later one: the later one was done too early
@@ -153,7 +156,8 @@ class StreamMonitor:
         m = self.pipe._match([item], [narration])[0]
         ev: dict = {"narration": narration, "match": m.to_dict()}
         if self.pipe.route == DEEP:
-            ctx = P.CONTEXT_MATCHED.render(previous=m.previous or "none (this is the first step)", step=m.step,
+            ctx = P.CONTEXT_MATCHED.render(action="none given (the step was matched from the window's narration)",
+                                           previous=m.previous or "none (this is the first step)", step=m.step,
                                            next=m.next or "none (this is the last step)")
             req = self.pipe._text_request(P.CLASSIFY_DEEP, "classify", context=ctx, narration=narration,
                                           definitions=P.DEFINITIONS, options=P.OPTION_LIST)

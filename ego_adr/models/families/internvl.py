@@ -5,8 +5,7 @@ named tokens from the tokenizer (``<img>``, ``</img>``, ``<IMG_CONTEXT>``, ``<vi
 
 from __future__ import annotations
 
-from ego_adr.models.families.spec import Family, HubModel, fixed_arch
-from ego_adr.models.planner import Arch
+from ego_adr.models.families.spec import Arch, Family, HubModel, fixed_arch
 
 _8B = dict(hidden=4096, layers=36, kv_heads=8, head_dim=128, intermediate=12288)
 _38B = dict(hidden=5120, layers=64, kv_heads=8, head_dim=128, intermediate=25600)
@@ -40,7 +39,7 @@ def arch_from_config(cfg: dict, params_b: float) -> Arch | None:
 def tiny_parts():
     from transformers import GotOcr2ImageProcessor, InternVLConfig, InternVLProcessor, InternVLVideoProcessor
 
-    from ego_adr.models.tiny import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
+    from ego_adr.models.families.tokenizer import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
 
     tok = build_tokenizer(special_tokens=SPECIAL, chat_template=CHAT_TEMPLATE, named=NAMED)
     ctx, eos, pad = tok.convert_tokens_to_ids(["<IMG_CONTEXT>", "<|im_end|>", "<|endoftext|>"])

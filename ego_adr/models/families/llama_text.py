@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ego_adr.models.families.spec import Family, HubModel, text_arch
-from ego_adr.models.planner import Arch
+from ego_adr.models.families.spec import Arch, Family, HubModel, text_arch
 
 BOS, EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
 # DeepSeek-LLM chat turns: the system text first, then "User: ...\n\nAssistant: ..." ended by the EOS token.
@@ -21,7 +20,7 @@ CHAT_TEMPLATE = (
 def tiny_parts():
     from transformers import LlamaConfig
 
-    from ego_adr.models.tiny import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
+    from ego_adr.models.families.tokenizer import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
 
     tok = build_tokenizer(special_tokens=(BOS, EOS), eos=EOS, pad=EOS, bos=BOS, chat_template=CHAT_TEMPLATE)
     bos, eos = tok.convert_tokens_to_ids([BOS, EOS])

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ego_adr.models.families.spec import Family, HubModel, fixed_arch
-from ego_adr.models.planner import Arch
+from ego_adr.models.families.spec import Arch, Family, HubModel, fixed_arch
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -41,7 +40,7 @@ def tiny_parts():
         LlavaOnevisionVideoProcessor,
     )
 
-    from ego_adr.models.tiny import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
+    from ego_adr.models.families.tokenizer import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
 
     tok = build_tokenizer(special_tokens=SPECIAL, chat_template=CHAT_TEMPLATE)
     image_id, video_id, eos, pad = tok.convert_tokens_to_ids(["<image>", "<video>", "<|im_end|>", "<|endoftext|>"])

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ego_adr.models.families._qwen import CHAT_STYLE, TINY_MAX_PIXELS, TINY_MIN_PIXELS, pixel_kwargs
-from ego_adr.models.families.spec import Family, HubModel, qwen_vl_arch
-from ego_adr.models.planner import Arch
+from ego_adr.models.families.spec import Arch, Family, HubModel, qwen_vl_arch
 
 _QWEN2_7B_TEXT = dict(hidden=3584, layers=28, kv_heads=4, head_dim=128, intermediate=18944)
 
@@ -19,7 +18,7 @@ def tiny_parts():
     )
 
     from ego_adr.models.families._qwen import text_config, vision_token_ids
-    from ego_adr.models.tiny import CHAT_TEMPLATE, build_tokenizer
+    from ego_adr.models.families.tokenizer import CHAT_TEMPLATE, build_tokenizer
 
     tok = build_tokenizer()
     vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ego_adr.models.families.spec import Family, HubModel, text_arch
-from ego_adr.models.planner import Arch
+from ego_adr.models.families.spec import Arch, Family, HubModel, text_arch
 
 # ChatML with string content and Qwen2.5's default system turn.
 CHAT_TEMPLATE = (
@@ -21,7 +20,7 @@ SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 def tiny_parts():
     from transformers import Qwen2Config
 
-    from ego_adr.models.tiny import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
+    from ego_adr.models.families.tokenizer import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
 
     tok = build_tokenizer(special_tokens=SPECIAL, chat_template=CHAT_TEMPLATE)
     eos, pad = tok.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from ego_adr.models.families._qwen import CHAT_STYLE, TINY_MAX_PIXELS, TINY_MIN_PIXELS, pixel_kwargs
-from ego_adr.models.families.spec import Family, HubModel, qwen_vl_arch
-from ego_adr.models.planner import Arch
+from ego_adr.models.families.spec import Arch, Family, HubModel, qwen_vl_arch
 
 
 def tiny_parts():
     from transformers import Qwen2VLConfig, Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
 
     from ego_adr.models.families._qwen import text_config, vision_token_ids
-    from ego_adr.models.tiny import CHAT_TEMPLATE, build_tokenizer
+    from ego_adr.models.families.tokenizer import CHAT_TEMPLATE, build_tokenizer
 
     tok = build_tokenizer()
     vision = dict(depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=14,

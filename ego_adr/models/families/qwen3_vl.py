@@ -4,9 +4,8 @@ timestamp ``<t seconds>`` before every temporal patch, computed from the video m
 
 from __future__ import annotations
 
-from ego_adr.models.families.spec import Family, HubModel, qwen_vl_arch
+from ego_adr.models.families.spec import Arch, Family, HubModel, qwen_vl_arch
 from ego_adr.models.hf_inputs import REFERENCE_MAX_CELLS
-from ego_adr.models.planner import Arch
 
 _8B = dict(hidden=4096, layers=36, kv_heads=8, head_dim=128, intermediate=12288)
 _32B = dict(hidden=5120, layers=64, kv_heads=8, head_dim=128, intermediate=25600)
@@ -55,7 +54,7 @@ def tiny_parts():
     from transformers import Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
     from ego_adr.models.families._qwen import text_config, vision_token_ids
-    from ego_adr.models.tiny import build_tokenizer
+    from ego_adr.models.families.tokenizer import build_tokenizer
 
     tok = build_tokenizer(chat_template=CHAT_TEMPLATE)
     text = text_config(tok, mrope_interleaved=True)

@@ -6,7 +6,35 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ego_adr.models.hf_inputs import video_metadata
-from ego_adr.models.planner import Arch
+
+
+@dataclass(frozen=True)
+class Arch:
+    """What memory depends on. Numbers for the registry's models are from their hub config.json files."""
+
+    params_b: float  # total parameters, billions
+    hidden: int
+    layers: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    v_hidden: int = 0
+    v_intermediate: int = 0
+    patch: int = 14
+    merge: int = 2
+    temporal_patch: int = 2
+    tokens_per_frame: int | None = None  # fixed-resolution families; None = Qwen-style pixel budget
+    patches_per_frame: int | None = None  # vision-tower patches per frame for fixed-resolution families
+    max_frames: int | None = None  # Video-LLaVA is trained on exactly 8 frames
+    tokens_per_clip: int = 0  # fixed-resolution families: extra tokens per clip (LLaVA-OneVision's newline)
+
+    @property
+    def dynamic(self) -> bool:
+        return self.tokens_per_frame is None
+
+    @property
+    def unit(self) -> int:  # pixels of one merged token cell
+        return (self.patch * self.merge) ** 2
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,7 @@ routes it to shallow decoupling. Vicuna-style turns (``USER: ... ASSISTANT:``)."
 
 from __future__ import annotations
 
-from ego_adr.models.families.spec import Family, HubModel, fixed_arch
-from ego_adr.models.planner import Arch
+from ego_adr.models.families.spec import Arch, Family, HubModel, fixed_arch
 
 CHAT_TEMPLATE = (
     "{{- bos_token -}}"
@@ -45,7 +44,7 @@ def tiny_parts():
         VideoLlavaVideoProcessor,
     )
 
-    from ego_adr.models.tiny import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
+    from ego_adr.models.families.tokenizer import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
 
     tok = build_tokenizer(special_tokens=SPECIAL, eos="</s>", pad="<pad>", bos="<s>", chat_template=CHAT_TEMPLATE)
     image_id, video_id, bos, eos, pad = tok.convert_tokens_to_ids(["<image>", "<video>", "<s>", "</s>", "<pad>"])
