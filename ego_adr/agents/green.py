@@ -187,11 +187,28 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
 
         messages = await asyncio.to_thread(public_open_messages, every, cfg.json_root, cfg.video_root,
                                            cfg.procedure_json_path)
+    from ego_adr.run.config import ConfigError
+    from ego_adr.run.identity import FolderLock, claim, samples_digest
+
     out.mkdir(parents=True, exist_ok=True)
-    store = JsonlStore(out / "predictions.jsonl")
+    lock = FolderLock(out)
+    store = None
     sem = asyncio.Semaphore(cfg.concurrency)
     try:
         async with AgentClient(white_url, cfg.white_token, cfg.timeout) as client:
+            # the same rule as ego_adr.run: a folder holds one evaluation (issue 11); same identity resumes
+            ident = {"evaluator": "ego_adr green agent", "task": cfg.task_type, "white_agent": client.card_identity,
+                     "datasets": list(cfg.datasets), "question_wording": cfg.question_wording, "limit": cfg.limit,
+                     "seed": cfg.seed, "qa_selection": None if mc else cfg.qa_selection,
+                     "judges": None if mc else cfg.judges, "annotations": samples_digest(samples),
+                     "video_root": str(cfg.video_root)}
+            try:
+                lock.acquire()
+                claim(out, ident)
+            except ConfigError as e:  # the run CLI's way out (--output-dir / --fresh) is output_dir here
+                raise ProtocolError(str(e).split("; use another --output-dir")[0]
+                                    + "; use another output_dir in the eval_config") from None
+            store = JsonlStore(out / "predictions.jsonl")
             if mc:
                 await green_mc.run_mc(client, sem, samples, messages, store, white_url, cfg.question_wording,
                                       progress, tqdm)
@@ -199,7 +216,9 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
                 await _run_open(client, sem, samples, messages, store, white_url, cfg, progress, tqdm)
         rows = store.rows()
     finally:
-        store.close()
+        if store is not None:
+            store.close()
+        lock.release()
     if mc:
         return await asyncio.to_thread(green_mc.score_mc, rows, samples, out, white_url, cfg, guidance_file)
     return await asyncio.to_thread(_score_open, rows, samples, out, cfg)

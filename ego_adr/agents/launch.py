@@ -221,6 +221,8 @@ class AgentClient:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         self._http = httpx.AsyncClient(timeout=self.timeout, headers=headers)
         card = await A2ACardResolver(self._http, self.url).get_agent_card()
+        # who answers: part of a green run's identity (the URL is not: a relaunched agent gets another port)
+        self.card_identity = {"name": card.name, "version": card.version, "description": card.description}
         self._client = ClientFactory(ClientConfig(streaming=False, httpx_client=self._http)).create(card)
         versions = [i.protocol_version for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"]
         self.protocol = "1.0" if "1.0" in versions else (versions[0] if versions else None)
