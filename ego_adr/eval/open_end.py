@@ -6,8 +6,8 @@ scale (5 perfect match, 4 minor error, 3 partially correct, 2 mostly wrong, 1 wr
 score is the mean of the judges. Appendix H: greedy decoding, 256 new tokens. Table 3 reports per-source means
 (Cook, Tent, Toy, Hand) and Avg-Sim., "the sample-size-weighted average over all tasks".
 
-Judge calls go through :class:`ego_adr.cache.CachedModel`, so re-scoring with the same judges asks nobody
-again; judgements are appended per answer to ``judgements.jsonl`` (:class:`ego_adr.store.JsonlStore`) and a
+This module only reads and scores rows; asking the judges is :mod:`ego_adr.run.judging` (through the stage
+cache, so re-scoring with the same judges asks nobody again). Judgements are appended per answer to ``judgements.jsonl`` (:class:`ego_adr.store.JsonlStore`) and a
 restarted stage only judges what is missing. A score that cannot be parsed is recorded as such (``score`` null,
 ``method`` says why), never silently scored 0.
 """

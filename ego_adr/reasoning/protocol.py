@@ -16,7 +16,7 @@ Why each ``ego-adr`` default (evidence in docs/protocol.md):
   it that 8 frames span 4 s while the annotated windows' median is 11-35 s (p10 1.7 s, p90 108 s);
 * ``resize=processor`` -- one resize by the model's own processor, at the same 768-cell cap;
 * ``step=clean`` -- the raw EgoOops ``action_annotation`` is null on exactly its error clips (a label leak);
-  the clean step comes from EgoOops' step list for every clip (data/sources.py);
+  the clean step comes from EgoOops' step list for every clip (data/sources/egooops.py);
 * ``question=ours`` -- our wording needs no third-party text at run time; ``public`` reads it from the source;
 * ``max_new_tokens=256`` -- the paper's budget (Appendix C); the public agent uses 128;
 * ``answers=raw`` in both -- the baselines send the raw reply as the public white agent does (a lenient

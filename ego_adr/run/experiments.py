@@ -2,7 +2,7 @@
 
 An experiment file has ``name``, ``table`` (``table4`` = frame sweep in Table 3/4 layout, ``table5`` = deep /
 shallow / CoT per model, ``table6`` = match x narration), ``base`` (run settings shared by every cell, any
-:class:`~ego_adr.config.RunConfig` field) and ``cells`` (each a ``label`` plus the settings it changes). Every
+:class:`~ego_adr.run.config.RunConfig` field) and ``cells`` (each a ``label`` plus the settings it changes). Every
 cell is an ordinary run in ``OUT/<label>/`` -- resumable, with its own predictions, metrics and report -- and all
 cells share the stage cache, so a call that two cells need (the same narration of the same clip, the same
 procedure bank) is made once, and re-running the grid costs no model call at all. The table is rendered from

@@ -141,7 +141,7 @@ def judge_rows(
     """Judge every answer row (``sample_id``, ``qa_index``, ``source``, ``question``, ``reference``, ``answer``)
     with every judge and append one judgement row per answer to ``store``; rows already in the store are skipped
     (resume). ``judges`` is a list of VLMs (named by ``model_id``) or a ``{name: VLM}`` dict; each is wrapped in a
-    :class:`~ego_adr.cache.CachedModel` on ``cache`` unless it already is one. Returns all rows in the store.
+    :class:`~ego_adr.models.cache.CachedModel` on ``cache`` unless it already is one. Returns all rows in the store.
 
     An empty answer scores 0 by the rubric's own definition ("no response") without asking the judges; an
     answer row carrying an ``error`` (the answering stage failed) gets ``score`` null and that failure.

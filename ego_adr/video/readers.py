@@ -1,4 +1,4 @@
-"""Video readers behind :class:`ego_adr.video.FrameSampler`: decord, PyAV and OpenCV, one object per open file.
+"""Video readers behind :class:`ego_adr.video.sampler.FrameSampler`: decord, PyAV and OpenCV, one object per open file.
 
 Each reader knows its frame count, rate and size and decodes a sorted list of frame indices, applying a resize
 as it goes so that full-resolution frames are never all held at once. Libraries are imported lazily.

@@ -7,7 +7,7 @@ the generator's own planner over the clean scene (its expected actions). The non
 The procedure bank is built from the template's subgoal blocks: each block becomes one procedure step whose text
 is the block description plus the actions the planner would take for it from the episode's initial scene. Every
 observed action is rendered in words and matched to a block with the project's key-step matcher
-(:class:`ego_adr.matching.KeyStepMatcher`, TF-IDF 1-2-grams, difflib below tau -- the same matcher as the
+(:class:`ego_adr.reasoning.matching.KeyStepMatcher`, TF-IDF 1-2-grams, difflib below tau -- the same matcher as the
 EgoErrorVQA pipeline). The monitor replays the stream symbolically and classifies deviations into the nine
 HelpMeOut categories:
 
