@@ -26,17 +26,24 @@ default output folder's name.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 from pathlib import Path
 
 from ego_adr.agents.protocol import ProtocolError
+from ego_adr.data.public_source import (
+    ENV,
+    GREEN_AGENT,
+    PublicSourceMissing,
+    assigned_string,
+    candidates,
+    find_green_agent,
+)
 
 PUBLIC, OURS = "public", "ego_adr"
 WORDINGS = (PUBLIC, OURS)
-ENV_ROOT = "EGO_ADR_PUBLIC_EVALUATOR"
-GREEN_SOURCE = Path("src") / "green_agent" / "agent.py"
+ENV_ROOT = ENV
+GREEN_SOURCE = GREEN_AGENT
 GUIDANCE_NAME = "PROCEDURAL_ERROR_GUIDANCE"
 MC_SEPARATOR = "\n" + " " * 44
 OPEN_SEPARATOR = "\n" + " " * 40
@@ -55,38 +62,31 @@ _PATTERNS = {
 
 
 def candidate_roots(explicit: str | None, json_root: str | None) -> list[Path]:
-    out = [Path(p).expanduser() for p in (explicit, os.environ.get(ENV_ROOT)) if p]
-    if json_root:
-        j = Path(json_root).expanduser()
-        out += [j / "public-evaluator", j.parent / "public-evaluator"]
-    return list(dict.fromkeys(out))
+    """Where the public evaluator's source is looked for (:mod:`ego_adr.data.public_source`, one order for all)."""
+    return candidates(json_root, explicit)
 
 
 def find_public_root(explicit: str | None = None, json_root: str | None = None) -> Path:
     """The folder holding the public evaluator's ``src/green_agent/agent.py``; ProtocolError (one line) if none."""
-    tried = candidate_roots(explicit, json_root)
-    for root in tried:
-        if (root / GREEN_SOURCE).is_file():
-            return root
-    where = ", ".join(str(p) for p in tried) or "(no json_root given)"
-    raise ProtocolError(f"the public evaluator's source ({GREEN_SOURCE}) was not found in {where}: fetch it with "
-                        "`python scripts/download_annotations.py --out DIR` (it lands in DIR/public-evaluator), or "
-                        f"set eval_config public_evaluator_root / ${ENV_ROOT}, or use question_wording 'ego_adr'")
+    try:
+        path = find_green_agent(json_root, explicit, why="the green agent's public question wording",
+                                how="set eval_config public_evaluator_root / $EGO_ADR_PUBLIC_EVALUATOR, or use "
+                                    "question_wording 'ego_adr'")
+    except PublicSourceMissing as e:
+        raise ProtocolError(str(e)) from None
+    return path.parents[len(GREEN_SOURCE.parts) - 1] if path.name == GREEN_SOURCE.name else path
 
 
 def read_guidance(root: str | Path) -> str:
     """The guidance string assigned at the top level of the public green agent, read without executing it."""
     path = Path(root) / GREEN_SOURCE
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        value = assigned_string(path, GUIDANCE_NAME)
     except (OSError, SyntaxError, UnicodeDecodeError) as e:
         raise ProtocolError(f"cannot read the public evaluator's source {path}: {e}") from None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == GUIDANCE_NAME
-                                                for t in node.targets):
-            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                return node.value.value
-    raise ProtocolError(f"{path} has no string {GUIDANCE_NAME}: is it the EgoErrorVQA green agent?")
+    if value is None:
+        raise ProtocolError(f"{path} has no string {GUIDANCE_NAME}: is it the EgoErrorVQA green agent?")
+    return value
 
 
 def public_video_path(video_root: str, dataset: str, record: dict) -> str:

@@ -30,19 +30,19 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-GREEN_AGENT = Path("src") / "green_agent" / "agent.py"
-ENV = "EGO_ADR_PUBLIC_EVALUATOR"  # the same variable the public question text is found with
+from ego_adr.data.public_source import ENV, GREEN_AGENT, PublicSourceMissing  # noqa: F401 (re-exported)
+from ego_adr.data.public_source import find_green_agent as find_public
+
 JUDGE_CLASSES = ("QwenJudge", "DeepSeekJudge")  # first configured judge <-> Qwen's, second <-> DeepSeek's
 FIELDS = {"question": "question", "ground_truth": "reference", "model_answer": "answer"}
 UNPARSED = "public-unparsed-0"
 
 
-class PublicJudgesMissing(FileNotFoundError):
+class PublicJudgesMissing(PublicSourceMissing):
     """The public evaluator's source is needed for ``--protocol public`` judging and was not found."""
 
 
@@ -60,28 +60,11 @@ class PublicJudgePrompt:
         return Prompt(name, f"public-{self.sha}", self.template)
 
 
-def candidates(data_root: str | os.PathLike | None = None) -> list[Path]:
-    """Where a checkout of the public evaluator is looked for: ``$EGO_ADR_PUBLIC_EVALUATOR``, beside the
-    annotations (``DATA_ROOT/..``, ``DATA_ROOT/../..``: the repository's ``data/json`` layout), then
-    ``../shared/public-evaluator`` next to the project (tests and CI)."""
-    out = [Path(os.environ[ENV])] if os.environ.get(ENV) else []
-    if data_root:
-        root = Path(data_root).resolve()
-        out += [root.parent, root.parent.parent, root.parent / "public-evaluator"]
-    out.append(Path(__file__).resolve().parents[3] / "shared" / "public-evaluator")
-    return out
-
-
 def find_green_agent(data_root=None) -> Path:
-    tried = []
-    for c in candidates(data_root):
-        f = c if c.is_file() else c / GREEN_AGENT
-        tried.append(str(f))
-        if f.is_file():
-            return f
-    raise PublicJudgesMissing(
-        "--protocol public judges with the public evaluator's own prompts, read from its source, not found at "
-        f"{', '.join(tried[:3])}: `git clone https://github.com/z1oong/EgoErrorVQA` and set {ENV}=THAT_DIR")
+    try:
+        return find_public(data_root, why="--protocol public judging (the public judges' own prompts)")
+    except PublicSourceMissing as e:
+        raise PublicJudgesMissing(str(e)) from None
 
 
 def _template(node: ast.JoinedStr) -> str:

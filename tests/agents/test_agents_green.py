@@ -159,7 +159,7 @@ def test_missing_public_source_is_one_clear_error(agents, tmp_path, monkeypatch)
     monkeypatch.delenv("EGO_ADR_PUBLIC_EVALUATOR", raising=False)
     cfg = config(agents.demo, tmp_path / "nopublic", public_evaluator_root=str(tmp_path / "nowhere"),
                  question_wording="public")
-    with pytest.raises(InvalidParamsError, match="public evaluator's source .* was not found.*download_annotations"):
+    with pytest.raises(InvalidParamsError, match="public evaluator's source.*not found.*download_annotations"):
         asyncio.run(send_text(agents.green, green_message(agents.white, cfg), timeout=60))
 
 

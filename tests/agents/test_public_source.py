@@ -58,7 +58,10 @@ def test_a_broken_source_download_replaces_nothing(mirror, tmp_path):
 
 
 def test_missing_source_is_one_line_naming_the_fix(tmp_path, monkeypatch):
+    from ego_adr.data import public_source
+
     monkeypatch.delenv("EGO_ADR_PUBLIC_EVALUATOR", raising=False)
+    monkeypatch.setattr(public_source, "_fallbacks", lambda: [])  # no development copy either
     with pytest.raises(ProtocolError) as e:
         find_public_root(None, str(tmp_path / "json"))
     msg = str(e.value)

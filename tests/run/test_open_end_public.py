@@ -75,9 +75,11 @@ def test_public_prompts_are_read_and_render(prompts):
 
 
 def test_public_prompts_missing_is_a_clear_error(tmp_path, monkeypatch):
+    from ego_adr.data import public_source
     from ego_adr.eval import public_judges
 
-    monkeypatch.setattr(public_judges, "candidates", lambda data_root=None: [tmp_path])
+    monkeypatch.delenv("EGO_ADR_PUBLIC_EVALUATOR", raising=False)
+    monkeypatch.setattr(public_source, "_fallbacks", lambda: [])  # no development copy either
     with pytest.raises(public_judges.PublicJudgesMissing, match="git clone"):
         read_public_judge_prompts(tmp_path)
 
