@@ -220,6 +220,8 @@ def build_once(final: Path, build: Callable[[Path], None], is_complete: Callable
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))
     try:
         build(tmp / "build")
+        if is_complete(final):  # another process finished first: keep its build, drop ours
+            return final
         if final.exists():  # stale (its builder or inputs changed): move it away first
             old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old", dir=final.parent))
             os.replace(final, old / "stale")

@@ -31,7 +31,6 @@ written beside it; the reply is a Message with the summary table and the metrics
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -50,6 +49,7 @@ from ego_adr.agents.protocol import (
     white_message,
 )
 from ego_adr.data import sources as source_registry
+from ego_adr.run.errors import OneLineParser
 
 log = logging.getLogger("ego_adr.agents.green")
 
@@ -368,7 +368,7 @@ def build_green_app(url: str, token: str | None = None, max_body: int = 256 * 10
 def main(argv: list[str] | None = None) -> int:
     from ego_adr.agents.launch import bind_socket, check_bind, serve_forever, url_of
 
-    p = argparse.ArgumentParser(prog="python -m ego_adr.agents.green", description=__doc__.split("\n\n")[0])
+    p = OneLineParser(prog="python -m ego_adr.agents.green", description=__doc__.split("\n\n")[0])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=9001, help="0 = any free port")
     p.add_argument("--token", default=os.environ.get("EGO_ADR_AGENT_TOKEN"),

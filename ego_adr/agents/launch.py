@@ -17,7 +17,6 @@ after a grace period; nothing is left running, also on Ctrl-C or error).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import ipaddress
 import json
@@ -29,6 +28,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ego_adr.run.errors import OneLineParser
 
 READY_PREFIX = "EGO_ADR_AGENT_READY "  # the line an agent prints on stdout once it serves (launch reads it)
 TINY_MAX_NEW_TOKENS = 48
@@ -377,7 +378,7 @@ def run_launch(task: str = "multiple-choice", output_dir: str | None = None, fra
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ego_adr.agents launch",
+    p = OneLineParser(prog="python -m ego_adr.agents launch",
                                 description="Evaluate the Ego-ADR white agent with the green agent on the "
                                             "embedded demo set, over A2A on loopback; stops both at the end.")
     p.add_argument("--task", choices=["multiple-choice", "open-end"], default="multiple-choice")

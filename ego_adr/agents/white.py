@@ -42,6 +42,7 @@ from pathlib import Path
 from ego_adr.agents.protocol import MULTIPLE_CHOICE, ProtocolError, WhiteQuery, parse_white_message
 from ego_adr.models.backends import BACKENDS, backend_help
 from ego_adr.reasoning.modes import MODES, mode_help
+from ego_adr.run.errors import OneLineParser
 from ego_adr.taxonomy import OPTIONS
 
 log = logging.getLogger("ego_adr.agents.white")
@@ -290,7 +291,7 @@ def load_agent_model(name: str, device: str = "auto", backend: str = "hf", cache
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ego_adr.agents.white", description=__doc__.split("\n\n")[0])
+    p = OneLineParser(prog="python -m ego_adr.agents.white", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="alias, hub id or folder; 'tiny' = the embedded random model")
     p.add_argument("--backend", default="hf", choices=list(BACKENDS), help=backend_help())
     p.add_argument("--base-url", default=None, help="openai backend: the server's URL")

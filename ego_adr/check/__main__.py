@@ -22,12 +22,13 @@ from ego_adr.check.core import (
     read_procedure,
     validate_window,
 )
+from ego_adr.run.errors import OneLineParser
 
 
 def parser() -> argparse.ArgumentParser:
     from ego_adr.reasoning.pipeline import MODES
 
-    p = argparse.ArgumentParser(prog="python -m ego_adr.check", description=__doc__.split("\n\n")[1],
+    p = OneLineParser(prog="python -m ego_adr.check", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     a = p.add_argument
     a("--video", help="the clip (any file FFmpeg/OpenCV reads)")
@@ -122,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as e:  # the routing probe could not reach the model (ProbeUnreachable): nothing cached
+        from ego_adr.reasoning.probe import ProbeUnreachable
+
+        if not isinstance(e, ProbeUnreachable):
+            raise
+        print(f"error: {e}; start the model server (or check --base-url) and rerun", file=sys.stderr)
+        return 3
     label = args.model or "embedded tiny model (random weights: verdicts only show the machinery)"
     if args.json:
         print(json.dumps({"model": label, "fingerprint": getattr(model, "fingerprint", None), **info,

@@ -132,12 +132,13 @@ def to_sample(clip: Clip, n: int = 0) -> Sample:
 
 def load_model(model: str | None, device: str, backend: str, frames: int, cache_dir: str | None):
     """The model behind the stage cache, exactly as ``python -m ego_adr.run`` loads it."""
+    from ego_adr.run.checks import check_model_name
     from ego_adr.run.config import RunConfig
     from ego_adr.run.runner import load_vlm
 
-    cfg = RunConfig(model=model, device=device, backend=backend, frames=frames, cache_dir=cache_dir)
-    if getattr(cfg, "batch_size", None) is None:
-        cfg.batch_size = 1
+    cfg = RunConfig(model=model, device=device, backend=backend, frames=frames, cache_dir=cache_dir,
+                    batch_size=1).validate()  # the run's checks and defaults (device, memory plan budget)
+    check_model_name(cfg.model, cfg.backend)
     return load_vlm(cfg), cfg.resolved_cache_dir()
 
 

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from ego_adr.run.errors import OneLineParser
+
 
 class UsageError(Exception):
     """Bad arguments or input: reported in one line, exit status 2."""
@@ -156,7 +158,7 @@ def cmd_merge(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ego_adr.eval", description=__doc__.split("\n\n")[0],
+    p = OneLineParser(prog="python -m ego_adr.eval", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
 

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from ego_adr.run.errors import OneLineParser
+
 
 def _generate(a: argparse.Namespace) -> int:
     from ego_adr.helpmeout.episodes import assign_splits, generate, shares_table, write_release
@@ -158,7 +160,7 @@ def _templates(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ego_adr.helpmeout", description=__doc__)
+    p = OneLineParser(prog="python -m ego_adr.helpmeout", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="write train/val/test.jsonl and stats.json")
     g.add_argument("--episodes", type=int, required=True)

@@ -26,7 +26,6 @@ peak (``torch.cuda.max_memory_allocated``) per batch on CUDA so the two can be c
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -35,6 +34,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ego_adr.models.families.spec import Arch  # noqa: F401  (re-exported: what memory depends on)
+from ego_adr.run.errors import OneLineParser
 
 GIB = 1 << 30
 OVERHEAD_GIB = 1.5
@@ -247,7 +247,7 @@ def format_plans(plans: list[Plan]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ego_adr.models.planner", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python -m ego_adr.models.planner", description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="qwen2.5-vl", help="alias, hub id with known numbers, or local folder")
     ap.add_argument("--gpu-memory", default="24GB")
     ap.add_argument("--frames", type=int, nargs="+", default=[8, 16, 24, 32])

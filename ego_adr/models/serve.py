@@ -14,7 +14,6 @@ model that is not thread-safe (HF) is only ever called from that thread.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import contextlib
@@ -28,6 +27,7 @@ import numpy as np
 
 from ego_adr.models.base import BadRequest, Frames, GenerationConfig, Message, Request
 from ego_adr.models.openai_api import is_loopback, parse_frames_note
+from ego_adr.run.errors import OneLineParser
 
 
 def decode_image(url: str) -> np.ndarray:
@@ -271,7 +271,7 @@ class BackgroundServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="python -m ego_adr.models.serve",
         description="Serve a VLM behind an OpenAI-compatible /v1/chat/completions endpoint.",
     )

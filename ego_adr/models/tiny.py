@@ -18,7 +18,6 @@ weights. ``tiny`` (the demo model) is the tiny Qwen2.5-VL.
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from ego_adr.models.families.tokenizer import (  # noqa: F401 (re-exported)
     build_tokenizer,
     tiny_vocab_size,
 )
+from ego_adr.run.errors import OneLineParser
 
 
 def _archs() -> tuple[str, ...]:
@@ -89,7 +89,7 @@ def ensure_tiny(arch: str = "qwen2.5-vl") -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="python -m ego_adr.models.tiny", description="Build a tiny random model of one architecture offline."
     )
     ap.add_argument("out_dir")

@@ -21,6 +21,7 @@ from ego_adr.data import sources as source_registry
 from ego_adr.models.backends import BACKENDS, backend_help
 from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.run.config import RunConfig
+from ego_adr.run.errors import OneLineParser
 
 
 def _bool(v: str) -> bool:
@@ -29,13 +30,6 @@ def _bool(v: str) -> bool:
     if v.lower() in ("0", "false", "no", "off"):
         return False
     raise argparse.ArgumentTypeError(f"expected on/off, got {v!r}")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """A wrong flag is one line (what is wrong, where the help is) and exit 2, not the whole usage block."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

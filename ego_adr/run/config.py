@@ -139,4 +139,4 @@ class RunConfig:
         return asdict(self)
 
     def resolved_cache_dir(self) -> Path:
-        return Path(self.cache_dir) if self.cache_dir else cache_root()
+        return Path(self.cache_dir).expanduser() if self.cache_dir else cache_root()

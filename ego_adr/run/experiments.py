@@ -161,10 +161,9 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     try:
         from ego_adr.run.checks import check_types
 
-        check_types(over, "command line", RunConfig)
         if args.tiny and args.model:
             raise ConfigError("--tiny picks each cell's tiny model from the cell's own model; drop --model")
-        if "protocol_options" in over:
+        if "protocol_options" in over:  # key=value strings -> the dict RunConfig holds, before the type check
             from ego_adr.reasoning.protocol import ProtocolError, parse_options
 
             try:
@@ -172,6 +171,7 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
                                             for k, v in parse_options(part).items()}
             except ProtocolError as e:
                 raise ConfigError(str(e)) from None
+        check_types(over, "command line", RunConfig)
         exp = load_experiment(args.experiment)
         table, results = run_experiment(exp, over, Path(args.out) if args.out else None, progress=not args.quiet,
                                         tiny=args.tiny, fresh=args.fresh, retry_failed=args.retry_failed)

@@ -87,6 +87,17 @@ def videos_digest(samples, video_root: str | os.PathLike | None) -> str:
     return _digest(sorted(seen.values(), key=str))
 
 
+def _protocol_settings(cfg) -> dict | None:
+    from dataclasses import asdict
+
+    from ego_adr.reasoning.protocol import settings_of
+
+    try:
+        return asdict(settings_of(cfg))
+    except (AttributeError, ValueError, TypeError):  # a config object without protocol fields (library use)
+        return None
+
+
 def run_identity(cfg, samples, info: dict) -> dict:
     """The identity of a run of ``cfg`` over ``samples`` (settings known before the model is loaded)."""
     from ego_adr.reasoning import prompts as P
@@ -100,7 +111,9 @@ def run_identity(cfg, samples, info: dict) -> dict:
         "mode": cfg.mode,
         "protocol": getattr(cfg, "protocol", None),
         "frames": cfg.frames,
-        "sampling": getattr(cfg, "sampling", None),
+        # every input the protocol sets (sampling, clip rate, resize, step text, question, answers, budget)
+        "protocol_settings": _protocol_settings(cfg),
+        "bank_model": getattr(cfg, "bank_model", None),
         "match": cfg.match,
         "narration": cfg.narration,
         "narration_source": cfg.narration_source,
@@ -193,8 +206,10 @@ def claim(out: str | os.PathLike, identity: dict, fresh: bool = False) -> str:
         discard(out)
     stored = read_identity(out)
     current = json.loads(json.dumps(identity, default=str))  # compare what would be written, not Python types
-    if stored is None:
-        if has_results(out):
+    if stored is None or (not stored.get("unreadable") and not has_results(out)):
+        # no identity yet, or one left by a run that stopped before its first result (a memory-plan refusal, an
+        # unreachable probe): the folder holds nothing, so the corrected command may take it
+        if stored is None and has_results(out):
             raise IdentityMismatch(describe_difference(out, None, current))
         _write(out, current)
         return "new"

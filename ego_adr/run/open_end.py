@@ -43,11 +43,9 @@ def _hub_offline() -> bool:
 
 
 def _in_hf_cache(model: str) -> bool:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return False
-    return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    from ego_adr.run.checks import _in_hub_cache  # one check for models and judges (a bad id is "not cached")
+
+    return _in_hub_cache(model)
 
 
 def judge_specs(cfg: RunConfig):
@@ -96,9 +94,10 @@ def judge_loaders(cfg: RunConfig) -> tuple[dict, str, str]:
         root = cfg.resolved_cache_dir()
 
         def tiny(name: str, seed: int):
-            folder = root / f"{name}-v1"
-            if not (folder / "config.json").exists():
-                build_tiny_text_lm(folder, seed=seed)
+            from ego_adr.store import build_once
+
+            folder = build_once(root / f"{name}-v1", lambda d: build_tiny_text_lm(d, seed=seed),
+                                lambda f: (f / "config.json").is_file() and any(f.glob("*.safetensors")))
             return load_judge(JudgeSpec(name, str(folder)), device="cpu")
 
         loaders = {n: (lambda n=n, s=s: tiny(n, s)) for s, n in enumerate(("tiny-judge-a", "tiny-judge-b"))}

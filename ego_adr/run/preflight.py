@@ -147,6 +147,9 @@ def _preflight(cfg) -> dict:
     from ego_adr.video.window import WindowError
 
     samples, info = load_dataset(cfg)
+    from ego_adr.reasoning.protocol import apply_to_samples, settings_of
+
+    samples = apply_to_samples(samples, settings_of(cfg))  # the windows and steps the run itself would use
     policy = policy_for(cfg)
     rule = get_policy(policy)
     family, family_how = model_family(cfg.model)

@@ -18,6 +18,7 @@ import re
 import sys
 from pathlib import Path
 
+from ego_adr.run.errors import OneLineParser
 from ego_adr.stream.common import (
     UserError,
     check_identity,
@@ -39,7 +40,7 @@ def seconds(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ego_adr.stream", description=__doc__,
+    p = OneLineParser(prog="python -m ego_adr.stream", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     a = p.add_argument
     a("--video", help="the recording to watch (default: the embedded synthetic recording)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ego_adr.taxonomy import CORRECT
+from ego_adr.video.window import window_problem
 
 
 def episode_key(sample) -> tuple[str, str, str]:
@@ -34,7 +35,9 @@ def build_episodes(samples) -> list[dict]:
         end_labels: list[str] = []
         for s in ss:
             errs = [g for g in s.ground_truth if g != CORRECT]
-            if s.start is None or s.end is None:
+            if window_problem(s.start, s.end):  # half or inverted windows: the one window rule refuses them
+                continue
+            if s.start is None and s.end is None:  # the data's "no segment" convention (e.g. omissions)
                 end_labels += [g for g in errs if g not in end_labels]
                 continue
             seg = segs.setdefault((s.start, s.end), {"start": s.start, "end": s.end, "action": s.action,

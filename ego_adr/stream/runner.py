@@ -111,6 +111,7 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
     if alerts_path is not None:  # rewritten from the replay, then appended as alerts happen
         alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
     from ego_adr.stream.frames import WindowReader
+    from ego_adr.video.sampler import VideoError
 
     windows = WindowReader(sampler, video_path)
     log = log_path.open("a") if log_path is not None else None
@@ -128,6 +129,8 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
                 try:
                     try:
                         frames = windows.clip(start, t, settings.frames)
+                    except VideoError:  # already the sampler's own verdict (it was the fallback): do not redo
+                        raise
                     except Exception:  # noqa: BLE001 -- the sampler's own path, with its backend fallback
                         frames = sampler.sample_clip(video_path, start, t, settings.frames)
                     decode_s = time.perf_counter() - t0

@@ -48,8 +48,16 @@ class ProtocolSampler(FrameSampler):
         info = getattr(frames, "info", None)
         notes = [f"sampling={self.sampling}"]
         if self.resize == QVU_0_0_14:
+            n_in = int(frames.array.shape[0])
             frames.array = resize_like_qwen_vl_utils(frames.array)
             notes.append(f"resize={QVU_0_0_14} -> {frames.array.shape[2]}x{frames.array.shape[1]}")
+            n_out = int(frames.array.shape[0])
+            if n_out != n_in:  # qwen-vl-utils pads an odd clip to its frame factor 2 by repeating the last frame
+                notes.append(f"padded {n_in} -> {n_out} frames by repeating the last one (qwen-vl-utils frame factor)")
+                if frames.timestamps:
+                    frames.timestamps = tuple(frames.timestamps) + (frames.timestamps[-1],) * (n_out - n_in)
+                if info is not None:
+                    info.duplicated = True
         if self.clip_fps != "true":
             frames.fps = float(self.clip_fps)
             notes.append(f"clip_fps={frames.fps:g} (the true sampled rate is not sent)")
