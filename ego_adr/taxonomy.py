@@ -124,6 +124,9 @@ def _exact(text: str) -> str | None:
     return _CANON.get(_clean(text))
 
 
+_NEGATED_BEFORE = re.compile(r"(?<![a-z])(not|no|never|nor|without|isn t|wasn t|didn t|doesn t|don t|n t)(?![a-z])")
+
+
 def _mentions(text: str) -> list[tuple[int, str]]:
     """All option mentions as (position, option), longest phrase wins on overlap."""
     t = " " + _clean(text) + " "
@@ -133,8 +136,12 @@ def _mentions(text: str) -> list[tuple[int, str]]:
         for m in re.finditer(r"(?<![a-z])" + re.escape(phrase) + r"(?![a-z])", t):
             if any(taken[m.start():m.end()]):
                 continue
-            # "not correct"/"incorrect" must not count as "correct"
+            # "not correct"/"incorrect" must not count as "correct"; "it is not an omission", "did not use the
+            # wrong object" name no error either (a negation at most four words back in the same clause)
             if opt == CORRECT and re.search(r"(not|isn t|is not|in)\s*$", t[max(0, m.start() - 8):m.start()]):
+                continue
+            if opt != CORRECT and _NEGATED_BEFORE.search(" ".join(re.split(r"[,;.]| but ", t[:m.start()])[-1]
+                                                              .split()[-4:])):
                 continue
             for i in range(m.start(), m.end()):
                 taken[i] = True

@@ -249,7 +249,7 @@ async def _run_open(client, sem, samples, messages, store, white_url, cfg, progr
         if not problem:
             reply, err, secs = await ask(client, sem, msg)
         answer = getattr(reply, "text", None)
-        failure = err or (None if (answer or "").strip() else "empty answer")
+        failure = err  # an empty reply is an answer: the judges score it (the public agent sends it to them)
         store.append({"task": OPEN_END, "sample_id": s.sample_id, "qa_index": qi, "source": s.source,
                       "task_id": s.task_id, "question": qa.question, "reference": qa.answer, "answer": answer,
                       "error": failure, "failure": failure, "model": white_url, "method": "a2a", "frames": None,
@@ -270,12 +270,16 @@ def _judge_config(cfg: EvalConfig, demo_only: bool):
     from ego_adr.run.open_end import DEFAULT_JUDGE_NAMES
 
     j = cfg.judges
+    # the public wording is the public evaluator's whole open-ended path: its judges' prompts and parsing too
+    public = {"protocol": "public", "data_root": cfg.json_root,
+              "protocol_options": {"public_source": cfg.public_evaluator_root} if cfg.public_evaluator_root else {}
+              } if cfg.question_wording == "public" else {}
     if j == "tiny" or (j is None and demo_only):
-        return RunConfig(model=None, judges=list(DEFAULT_JUDGE_NAMES), cache_dir=str(cache_root()))
+        return RunConfig(model=None, judges=list(DEFAULT_JUDGE_NAMES), cache_dir=str(cache_root()), **public)
     if isinstance(j, str):
         j = [j]
     return RunConfig(model="a2a", judges=list(j or DEFAULT_JUDGE_NAMES), device=cfg.judge_device or "auto",
-                     cache_dir=str(cache_root()))
+                     cache_dir=str(cache_root()), **public)
 
 
 def _score_open(rows: list[dict], samples, out: Path, cfg: EvalConfig) -> dict:

@@ -71,7 +71,16 @@ def cmd_score(args) -> int:
             raise UsageError(f"{args.predictions} mixes open-ended and multiple-choice rows; score each task's "
                              "file separately")
         return _score_open_end(rows, out, title)
-    sources = [x.strip() for x in args.sources.split(",") if x.strip()] if args.sources else None
+    sources = None
+    if args.sources:  # aliases (epic-tent) name the registered source, as everywhere else
+        from ego_adr.data import sources as source_registry
+
+        sources = []
+        for x in (x.strip() for x in args.sources.split(",") if x.strip()):
+            try:
+                sources.append(source_registry.get(x).name)
+            except KeyError:
+                sources.append(x)  # a foreign source: its rows are reported as such
     metrics = compute_mc_metrics(rows, n_boot=args.n_boot, seed=args.seed, sources=sources)
     if not metrics["overall"]["n"] and not metrics["unscored"]["n"]:
         raise UsageError(f"{args.predictions}: no row can be scored ({exclusion_line(metrics['excluded'])}); "

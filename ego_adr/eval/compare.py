@@ -37,8 +37,9 @@ def compare_runs(rows_a: list[dict], rows_b: list[dict], *, n_boot: int = 1000, 
     ``n_gt_mismatch`` (a sign that the two runs used different annotation files).
     """
 
-    kept_a, scr_a = screen_rows(dedup_rows(rows_a))
-    kept_b, scr_b = screen_rows(dedup_rows(rows_b))
+    kept_a, scr_a = screen_rows(rows_a)  # screen first, then keep the last usable row per sample (as the metrics)
+    kept_b, scr_b = screen_rows(rows_b)
+    kept_a, kept_b = dedup_rows(kept_a), dedup_rows(kept_b)
     oa = {o["sample_id"]: o for o in map(outcome, kept_a)}
     ob = {o["sample_id"]: o for o in map(outcome, kept_b)}
     common = [s for s in oa if s in ob]

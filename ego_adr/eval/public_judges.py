@@ -18,8 +18,9 @@ What the public parsing does, restated from reading it (the code here is our own
   We rebuild that text as the rendered prompt followed by the reply: the chat template around them adds neither
   digits nor braces, so every search finds what it finds in the public code.
 * Both judges are asked about every answer, also an empty one; the final score is the mean of the two, zeros
-  of failed parses included. An answer that could not be obtained scores 0 for both (the public loop's
-  ``except`` branch).
+  of failed parses included. An answer that could not be obtained, or a judge call that failed, leaves the sample
+  out of the average, as the public loop's ``except`` branch does (``successful_count``); a failed judge call is
+  not recorded at all, so a rerun asks again.
 
 Replies scored 0 because the public code could not parse them, and DeepSeek fallback readings, are counted per
 judge (``method`` ``public-unparsed-0`` / ``public-fallback-*``) so the report can say how many there were.
@@ -60,9 +61,9 @@ class PublicJudgePrompt:
         return Prompt(name, f"public-{self.sha}", self.template)
 
 
-def find_green_agent(data_root=None) -> Path:
+def find_green_agent(data_root=None, explicit=None) -> Path:
     try:
-        return find_public(data_root, why="--protocol public judging (the public judges' own prompts)")
+        return find_public(data_root, explicit, why="--protocol public judging (the public judges' own prompts)")
     except PublicSourceMissing as e:
         raise PublicJudgesMissing(str(e)) from None
 
@@ -79,10 +80,10 @@ def _template(node: ast.JoinedStr) -> str:
     return "".join(parts)
 
 
-def read_public_judge_prompts(data_root=None) -> list[PublicJudgePrompt]:
+def read_public_judge_prompts(data_root=None, explicit=None) -> list[PublicJudgePrompt]:
     """The prompts of ``QwenJudge.evaluate_answer`` and ``DeepSeekJudge.evaluate_answer`` (the f-string assigned
     to ``prompt``), as templates; raises :class:`PublicJudgesMissing` when not found."""
-    path = find_green_agent(data_root)
+    path = find_green_agent(data_root, explicit)
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: dict[str, str] = {}
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in JUDGE_CLASSES):
@@ -146,11 +147,9 @@ def public_parse_counts(rows) -> dict:
     out: dict[str, dict[str, int]] = {}
     for r in rows:
         for n, p in (r.get("judges") or {}).items():
-            c = out.setdefault(n, {"unparsed_scored_0": 0, "fallback": 0, "judge_errors_scored_0": 0,
-                                   "answer_failed_scored_0": 0})
+            c = out.setdefault(n, {"unparsed_scored_0": 0, "fallback": 0, "answer_failed_excluded": 0})
             m = p.get("method") or ""
             c["unparsed_scored_0"] += m == UNPARSED
             c["fallback"] += m.startswith("public-fallback")
-            c["judge_errors_scored_0"] += m == "public-error-0"
-            c["answer_failed_scored_0"] += m == "public-answer-failed-0"
+            c["answer_failed_excluded"] += m == "public-answer-failed-excluded"
     return out

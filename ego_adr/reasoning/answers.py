@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ego_adr.taxonomy import _ANSWER_CUE, _LETTER, OPTIONS, _exact, _mentions, _single
+from ego_adr.taxonomy import _ANSWER_CUE, OPTIONS, _exact, _mentions, _single
 
 _CANON = {o.lower(): o for o in OPTIONS}
 PUBLIC_STRIP = '.,!?;:"'
@@ -59,8 +59,7 @@ def lenient_option(text: str) -> tuple[str | None, str]:
         hit = _exact(tail) or _single(tail)
         if hit:
             return hit, "answer-cue"
-    if _LETTER.match(text):
-        return OPTIONS["abcdefghi".index(_LETTER.match(text).group(1).lower())], "letter"
+    # no lone-letter rule: our prompts never letter the options, so "A" or "I" names none of them
     hit = _single(text)
     if hit:
         return hit, "single-mention"

@@ -189,6 +189,8 @@ def cached_probe(model: VLM, cache_dir: Path | None, trials: int = 3, seed: int 
         except (json.JSONDecodeError, TypeError):
             pass  # a corrupt cache entry is re-probed
     res = run_probe(model, trials, seed)
+    if (res.stage1 or {}).get("error") or any(t.get("error") for t in res.trials or []):
+        return res  # a call that failed (bad key, wrong model id, empty response) is no verdict to keep
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(res.to_dict(), indent=1, ensure_ascii=False))

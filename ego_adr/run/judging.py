@@ -217,22 +217,26 @@ def judge_rows_public(answer_rows, judges: dict, prompts: list[PublicJudgePrompt
         per_judge[n] = (p, {(r["sample_id"], r["qa_index"]): (q, g) for r, q, g in zip(ask, reqs, gens, strict=True)})
     for r in todo:
         key = (r["sample_id"], r["qa_index"])
+        if not r.get("error") and any(not out[key][1].ok for _, out in per_judge.values()):
+            # a judge call failed: the public loop leaves the sample out of its average (its ``except`` branch);
+            # here nothing is recorded, so a rerun asks that judge again (a failure is never a result)
+            continue
         per = {}
         for n, (p, out) in per_judge.items():
-            if r.get("error"):
-                per[n] = {"model": named[n].fingerprint, "raw": None, "error": None, "score": 0.0, "reason": None,
-                          "method": "public-answer-failed-0", "public_judge": p.judge_class}
+            if r.get("error"):  # the public loop leaves a failed answer out of its average (successful_count)
+                per[n] = {"model": named[n].fingerprint, "raw": None, "error": None, "score": None, "reason": None,
+                          "method": "public-answer-failed-excluded", "public_judge": p.judge_class}
                 continue
             req, g = out[key]
             score, method = public_score(p.judge_class, req.messages[0].content[0], g.text if g.ok else None)
             per[n] = {"model": named[n].fingerprint, "raw": g.text, "error": g.error, "score": float(score),
                       "reason": None, "method": method, "public_judge": p.judge_class}
-        scores = [x["score"] for x in per.values()]
+        scores = [x["score"] for x in per.values() if x["score"] is not None]
         store.append({"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
                       **{k: r[k] for k in ("source", "task_id", "question", "reference", "answer", "model",
                                            "method", "frames", "qa_selection") if k in r},
                       "protocol": "public", "judge_set": judge_set, "judges": per,
                       "judge_scores": {n: x["score"] for n, x in per.items()},
-                      "score": sum(scores) / len(scores), "failed_judges": [],
-                      "failure": None})
+                      "score": sum(scores) / len(scores) if scores else None, "failed_judges": [],
+                      "failure": f"answer failed: {r['error']}" if r.get("error") else None})
     return store.rows()

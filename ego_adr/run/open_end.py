@@ -116,7 +116,7 @@ def public_prompts(cfg: RunConfig):
     from ego_adr.run.config import ConfigError
 
     try:
-        return read_public_judge_prompts(cfg.data_root)
+        return read_public_judge_prompts(cfg.data_root, (cfg.protocol_options or {}).get("public_source"))
     except PublicJudgesMissing as e:
         raise ConfigError(str(e)) from None
 
@@ -294,8 +294,8 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
         notes.append("Protocol public: one QA pair per sample (seeded), the public judges' prompts and parsing; "
                      "replies the public code cannot parse score 0 there and here: " + "; ".join(
                          f"{n}: {c['unparsed_scored_0']} unparsed (0), {c['fallback']} read by a fallback rule, "
-                         f"{c['judge_errors_scored_0']} judge errors (0), {c['answer_failed_scored_0']} failed "
-                         "answers (0)" for n, c in counts.items()) + ".")
+                         f"{c['answer_failed_excluded']} failed answers left out of the mean (as the public loop)"
+                         for n, c in counts.items()) + ".")
         write_metrics_json(metrics, out)
     if _is_tiny(cfg.model):
         notes.append("Demo model and judges have random weights: these numbers only show the machinery works.")

@@ -148,17 +148,16 @@ def test_public_judging_scores_unparsed_replies_0_and_counts_them(prompts, tmp_p
     assert got["s1"]["score"] == 4.5
     assert got["s2"]["judges"]["qwen"]["method"] == UNPARSED and got["s2"]["judge_scores"]["qwen"] == 0.0
     assert got["s2"]["judges"]["deepseek"]["method"] == "public-fallback-first-digit"  # public reads the rubric's 0
-    assert got["s3"]["judge_scores"] == {"qwen": 2.0, "deepseek": 0.0}  # a failed judge call scores 0 there
+    assert "s3" not in got  # a failed judge call: left out of the mean there, not recorded here (asked again)
     assert got["s4"]["score"] == 0.0 and got["s4"]["judges"]["qwen"]["method"] == "public-json"  # asked, too
-    assert got["s5"]["score"] == 0.0 and got["s5"]["failure"] is None  # the public loop scores it 0
+    assert got["s5"]["score"] is None and got["s5"]["failure"]  # the public loop leaves a failed answer out
     counts = public_parse_counts(got.values())
-    assert counts["qwen"] == {"unparsed_scored_0": 1, "fallback": 0, "judge_errors_scored_0": 0,
-                              "answer_failed_scored_0": 1}
-    assert counts["deepseek"]["fallback"] == 1 and counts["deepseek"]["judge_errors_scored_0"] == 1
+    assert counts["qwen"] == {"unparsed_scored_0": 1, "fallback": 0, "answer_failed_excluded": 1}
+    assert counts["deepseek"]["fallback"] == 1
     from ego_adr.eval.open_end import score_open_end_rows
 
     m = score_open_end_rows(list(got.values()))
-    assert m["n_scored"] == 5 and json.dumps(m)  # every public row is a number, as in the public report
+    assert m["n_scored"] == 3 and json.dumps(m)  # s1, s2, s4: the failed answer and the failed judge call are out
 
 
 def test_public_open_end_run_with_tiny_models(prompts, tmp_path, tiny_model_dir, demo_root):
