@@ -224,3 +224,14 @@ def run_folder_tag(cfg) -> str:
     if bank and bank != "paper":  # a deviation from the paper's bank model (Section 5.2)
         tag += f"-bank={bank.rstrip('/').split('/')[-1].lower()}"
     return tag
+
+
+def policy_for(cfg) -> str:
+    """The sampling policy name (:mod:`ego_adr.video.policies`) a run's configuration resolves to: ``public`` when
+    its protocol settings sample like the public white agent, else the default (``bin-centre``)."""
+    from ego_adr.video.policies import DEFAULT_POLICY
+
+    try:
+        return "public" if settings_of(cfg).sampling == PUBLIC_LINSPACE else DEFAULT_POLICY
+    except (AttributeError, ValueError, TypeError):  # a config object without protocol fields
+        return "public" if getattr(cfg, "protocol", "ego-adr") == "public" else DEFAULT_POLICY

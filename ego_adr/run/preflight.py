@@ -140,10 +140,11 @@ def preflight(cfg) -> dict:
 
 
 def _preflight(cfg) -> dict:
+    from ego_adr.reasoning.protocol import policy_for
     from ego_adr.run.checks import check_model_name
     from ego_adr.run.config import ConfigError
     from ego_adr.run.runner import load_dataset
-    from ego_adr.video.policies import as_plan, get_policy, policy_for
+    from ego_adr.video.policies import as_plan, get_policy
     from ego_adr.video.window import WindowError
 
     samples, info = load_dataset(cfg)

@@ -105,14 +105,3 @@ def get_policy(name: str) -> Callable[..., Plan]:
         return _POLICIES[name]
     except KeyError:
         raise ValueError(f"unknown sampling policy {name!r}; use one of {', '.join(_POLICIES)}") from None
-
-
-def policy_for(cfg) -> str:
-    """The sampling policy a run's configuration asks for: ``public`` under ``protocol: public`` (issue 10: the
-    public white agent's frame indices), else the run's ``sampling`` field if it has one, else the default."""
-    try:  # the protocol's own resolution, so that --protocol-option sampling=... is honoured the same way
-        from ego_adr.reasoning.protocol import PUBLIC_LINSPACE, settings_of
-
-        return "public" if settings_of(cfg).sampling == PUBLIC_LINSPACE else DEFAULT_POLICY
-    except (AttributeError, ValueError, TypeError):  # a config object without protocol fields
-        return "public" if getattr(cfg, "protocol", "ego-adr") == "public" else DEFAULT_POLICY
