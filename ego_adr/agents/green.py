@@ -123,11 +123,6 @@ class EvalConfig:
         return cfg
 
 
-def load_eval_samples(cfg: EvalConfig) -> list:
-    """The samples to ask (procedures from ``procedure_json_path`` where it has them; ``limit`` per source)."""
-    return limit_samples(load_all_samples(cfg), cfg.limit)
-
-
 def load_all_samples(cfg: EvalConfig) -> list:
     """Every sample of the requested datasets, in file order (procedures from ``procedure_json_path``)."""
     from ego_adr.data.egoerrorvqa import DataError, load_samples

@@ -32,17 +32,13 @@ from pathlib import Path
 
 from ego_adr.agents.protocol import ProtocolError
 from ego_adr.data.public_source import (
-    ENV,
     GREEN_AGENT,
     PublicSourceMissing,
     assigned_string,
-    candidates,
     find_green_agent,
 )
 
 PUBLIC, OURS = "public", "ego_adr"
-WORDINGS = (PUBLIC, OURS)
-ENV_ROOT = ENV
 GREEN_SOURCE = GREEN_AGENT
 GUIDANCE_NAME = "PROCEDURAL_ERROR_GUIDANCE"
 MC_SEPARATOR = "\n" + " " * 44
@@ -59,11 +55,6 @@ _PATTERNS = {
     "assembly101": ("{root}/{sub}/{vid}/HMC_84355350_mono10bit.mp4", "{root}/{sub}/{vid}/HMC_21110305_mono10bit.mp4"),
     "egooops": ("{root}/{sub}/{task}/{vid}.MP4",),
 }
-
-
-def candidate_roots(explicit: str | None, json_root: str | None) -> list[Path]:
-    """Where the public evaluator's source is looked for (:mod:`ego_adr.data.public_source`, one order for all)."""
-    return candidates(json_root, explicit)
 
 
 def find_public_root(explicit: str | None = None, json_root: str | None = None) -> Path:

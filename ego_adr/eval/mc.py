@@ -97,15 +97,6 @@ def dedup_rows(rows: list[dict]) -> list[dict]:
     return list(best.values())
 
 
-def ground_truth_of(row: dict) -> list[str]:
-    """Canonical ground-truth options of a row; raises ``ValueError`` for a row that cannot be scored (use
-    :func:`ego_adr.eval.scoring.screen_rows` to count such rows instead)."""
-    verdict, reason = screen(row)
-    if verdict != SCORED:
-        raise ValueError(f"sample {row.get('sample_id')!r}: {reason}")
-    return labels_of(row)
-
-
 def outcome(row: dict) -> dict:
     """How one row scores: :func:`ego_adr.eval.scoring.score_row` (the public rule)."""
     return score_row(row)

@@ -102,13 +102,6 @@ def family_from_model_type(model_type: str | None) -> str | None:
     return fam.name if fam else None
 
 
-def alias_table() -> str:
-    """Markdown table of the aliases (README, ``--help`` epilogues, error messages)."""
-    rows = ["| alias | model | family | notes |", "|---|---|---|---|"]
-    rows += [f"| `{a}` | `{s.hub_id}` | {s.family} | {s.notes} |" for a, s in ALIASES.items()]
-    return "\n".join(rows)
-
-
 def unknown_model_message(name: str, known: bool = False) -> str:
     if known:
         return (

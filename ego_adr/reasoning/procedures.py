@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 # Words that are never objects/tools: function words, verbs and adverbs frequent in procedures.
 _NOT_OBJECT = set(
@@ -189,20 +188,3 @@ def _parse_json_bank(task_id: str, text: str, builder: str) -> ProcedureBank | N
         objs = [str(o).lower() for o in objs] if isinstance(objs, list) else extract_objects(str(objs))
         steps.append(Step(len(steps), _tidy(body), objs))
     return ProcedureBank(task_id, steps, builder) if steps else None
-
-
-def load_yaml_procedures(folder: str | Path) -> dict[str, dict]:
-    """The project's own procedure library (``procedures/<set>/*.yaml``): task_id -> parsed YAML."""
-    import yaml
-
-    out = {}
-    for p in sorted(Path(folder).glob("*.yaml")):
-        d = yaml.safe_load(p.read_text())
-        if isinstance(d, dict) and "task_id" in d:
-            out[str(d["task_id"])] = d
-    return out
-
-
-def repo_root() -> Path:
-    """The checkout's root (``procedures/`` and ``configs/`` live there; the package is installed editable)."""
-    return Path(__file__).resolve().parents[2]

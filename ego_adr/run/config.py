@@ -18,7 +18,6 @@ from ego_adr.store import cache_root
 
 ALL_SOURCES = source_registry.names(public_only=True)  # a run's default sources
 TASKS = ("multiple-choice", "open-end")
-FRAME_CHOICES_PAPER = (8, 16, 24, 32)  # Section 6.1
 
 
 @dataclass
