@@ -65,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f)")
     a("--device", help="auto, cpu, cuda, cuda:1 ... (default auto)")
     a("--dtype", help="bfloat16/float16/float32 (default: bf16 on GPU, fp32 on CPU)")
-    a("--batch-size", type=int, help="requests per model call (default: 1 for hf, 8 for openai (its concurrency), 64 for vllm; 4 for the embedded demo)")
+    a("--batch-size", type=int, help="requests per model call (default: "
+                                     + ", ".join(f"{b.default_batch_size} for {b.name}" for b in BACKENDS.values())
+                                     + f"; {DEMO_BATCH_SIZE} for the embedded demo)")
     a("--max-pixels-per-frame", type=int, help="per-frame pixel budget (default: planned from --gpu-memory)")
     a("--gpu-memory", help="GPU memory the per-frame pixel budget is planned for (default 24GB, Section 6.1)")
     a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
