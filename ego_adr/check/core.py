@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ego_adr.errors import UserError
 from ego_adr.data.sample import MULTIPLE_CHOICE, Sample
 from ego_adr.video.window import window_problem
 
@@ -26,7 +27,7 @@ DEMO_TOKENS = 64  # the embedded random tiny model never stops by itself (docs/a
 PAPER_TOKENS = 256  # Appendix C
 
 
-class CheckError(ValueError):
+class CheckError(UserError):
     """A wrong argument or clips file: one line, exit 2."""
 
 

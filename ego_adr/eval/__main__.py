@@ -17,10 +17,10 @@ import json
 import sys
 from pathlib import Path
 
-from ego_adr.run.errors import OneLineParser
+from ego_adr.errors import OneLineParser, UserError
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """Bad arguments or input: reported in one line, exit status 2."""
 
 

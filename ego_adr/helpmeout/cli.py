@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from ego_adr.run.errors import OneLineParser
+from ego_adr.errors import OneLineParser, UserError
 
 
 def _generate(a: argparse.Namespace) -> int:
@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class _UserError(Exception):
+class _UserError(UserError):
     """A mistake the user can fix: one line, exit 2."""
 
 

@@ -27,6 +27,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ego_adr.errors import InfrastructureError
 from ego_adr.models.base import VLM, GenerationConfig, Message, Request
 from ego_adr.reasoning.prompts import PROBE_STEP_FORMULA, PROBE_TEXT
 
@@ -34,7 +35,7 @@ DEEP, SHALLOW = "deep", "shallow"
 PROBE_VERSION = f"{PROBE_TEXT.version}.{PROBE_STEP_FORMULA.version}.2"  # .2: per-model formulas, new checks
 
 
-class ProbeUnreachable(RuntimeError):
+class ProbeUnreachable(InfrastructureError):
     """The probe could not reach its model (an infrastructure failure): no verdict, nothing cached. Routing an
     unreachable model to *shallow* would outlive the outage, so the run stops instead."""
 

@@ -14,13 +14,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ego_adr.errors import UserError
+
 RAY_MISSING = (
     "the Ray launcher needs ray, which is not installed: pip install 'ego-adr[ray]'. "
     "On a single machine, --local runs the chunks as local processes without Ray."
 )
 
 
-class LaunchError(Exception):
+class LaunchError(UserError):
     """A user mistake found before any chunk starts: one line, exit 2."""
 
 

@@ -7,10 +7,12 @@ import json
 import re
 from pathlib import Path
 
+from ego_adr.errors import UserError as _UserErrorBase
+
 DEMO_MAX_NEW_TOKENS = 64  # the random tiny model never stops; the run CLI's demo budget (run/cli.py)
 
 
-class UserError(ValueError):
+class UserError(_UserErrorBase):
     """A wrong flag or input: one line, exit 2."""
 
 
