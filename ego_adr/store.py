@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ego_adr.errors import UserError
+
 try:  # advisory inter-process lock; absent on Windows, where the thread lock and O_APPEND must do
     import fcntl
 except ImportError:  # pragma: no cover - non-POSIX
@@ -206,6 +208,32 @@ def cache_root() -> Path:
         return Path(os.environ["EGO_ADR_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "ego_adr"
+
+
+def check_writable_dir(path: str | os.PathLike, flag: str) -> None:
+    """``path`` is (or can be created as) a folder this process can write into. Tried for real with a probe file:
+    permission bits lie for root and on read-only mounts."""
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise UserError(f"{flag} {path} is a file, not a folder; pick a folder path")
+    probe_dir = p
+    while not probe_dir.exists():
+        if probe_dir.parent == probe_dir:
+            break
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir():
+        raise UserError(f"{flag} {path}: {probe_dir} is a file, not a folder; pick a folder path")
+    try:
+        fd, name = _probe_file(probe_dir)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as e:
+        raise UserError(f"{flag} {path} is not writable ({e.strerror or e}); choose a folder you can write "
+                          "to") from None
+
+
+def _probe_file(folder: Path) -> tuple[int, str]:
+    return tempfile.mkstemp(prefix=".ego_adr_write_check_", dir=folder)
 
 
 def build_once(final: Path, build: Callable[[Path], None], is_complete: Callable[[Path], bool]) -> Path:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from ego_adr.data import sources as source_registry
 from ego_adr.models.backends import BACKENDS
+from ego_adr.models.backends import names as backend_names
+from ego_adr.models.loading import DEFAULT_GPU_MEMORY
 from ego_adr.reasoning.pipeline import MODES, NARRATION_SOURCES
 from ego_adr.run.errors import ConfigError  # noqa: F401  (re-exported)
 from ego_adr.store import cache_root
@@ -64,14 +66,14 @@ class RunConfig:
             raise ConfigError(f"--task must be one of {TASKS}, got {self.task!r}")
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be one of {MODES}, got {self.mode!r}")
-        if self.backend not in BACKENDS:
+        if self.backend not in backend_names():
             raise ConfigError(f"--backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.narration_source not in NARRATION_SOURCES:
             raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
         if self.frames < 1:
             raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
         if self.gpu_memory is None and BACKENDS[self.backend].plans_memory:
-            self.gpu_memory = "24GB"
+            self.gpu_memory = DEFAULT_GPU_MEMORY
         if self.batch_size is None:
             self.batch_size = BACKENDS[self.backend].default_batch_size
         if self.batch_size < 1:

@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from ego_adr.run.errors import OneLineParser
+from ego_adr.errors import OneLineParser
 from ego_adr.stream.common import (
     UserError,
     check_identity,
@@ -164,7 +164,7 @@ def run_one(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from ego_adr.run.config import ConfigError
+    from ego_adr.errors import UserError as ConfigError  # the base of every one-line user error
 
     try:
         if args.frames < 1:

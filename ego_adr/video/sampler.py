@@ -8,7 +8,7 @@ decoding; scripts/bench_frames.py). Many samples of one video therefore reuse on
 
 Which frames: a named sampling policy (:mod:`ego_adr.video.policies`; ``bin-centre`` by default, ``public`` for
 the public white agent's rule) turns the window into frame indices, after the one window rule of
-:mod:`ego_adr.video.window` (whole video only for "no segment", failures for half, inverted or out-of-video
+:mod:`ego_adr.data.window` (whole video only for "no segment", failures for half, inverted or out-of-video
 windows, a note for every normalisation). The policy's name is recorded in :class:`SampleInfo`.
 
 Honest frames: the sampler checks what the decoder produced against what was asked (each reader reports the index
@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ego_adr.video.frames import Frames
 from ego_adr.video.honest import assemble, find_substitutes, read_plan
 from ego_adr.video.policies import DEFAULT_POLICY, bin_centre, from_rule, get_policy
 from ego_adr.video.readers import _READERS, Decoded, _Reader, available_backends  # noqa: F401 (re-exported)
@@ -103,7 +104,7 @@ def plan_indices(
     total_frames: int, fps: float, start: float | None, end: float | None, num_frames: int
 ) -> tuple[list[int], tuple[float, float], dict]:
     """The ``bin-centre`` plan as ``(indices, window, flags)`` (flags ``whole_video``, ``clamped``,
-    ``duplicated``, ``notes``); raises :class:`~ego_adr.video.window.WindowError` for a refused window."""
+    ``duplicated``, ``notes``); raises :class:`~ego_adr.data.window.WindowError` for a refused window."""
     p = bin_centre(total_frames, fps, start, end, num_frames)
     return p.indices, p.window, {"whole_video": p.whole_video, "clamped": p.clamped, "duplicated": p.duplicated,
                                  "notes": p.notes}
@@ -358,11 +359,9 @@ class FrameSampler:
         return self.sample_with_info(path, start_sec, end_sec, num_frames, **kw)[0]
 
     def sample_clip(self, path, start_sec, end_sec, num_frames, **kw):
-        """A :class:`ego_adr.models.base.Frames` whose ``fps`` is the *sampled* rate (``N / window_seconds``,
+        """A :class:`ego_adr.video.frames.Frames` whose ``fps`` is the *sampled* rate (``N / window_seconds``,
         which Qwen-VL needs for its temporal positions) and whose ``timestamps`` are the frames' times. The
         :class:`SampleInfo` is attached as ``frames.info`` (read it with :func:`clip_info`)."""
-        from ego_adr.models.base import Frames
-
         arr, info = self.sample_with_info(path, start_sec, end_sec, num_frames, **kw)
         seconds = max(info.window_seconds, 1.0 / info.video_fps)
         frames = Frames(arr, fps=len(arr) / seconds, timestamps=tuple(info.timestamps))

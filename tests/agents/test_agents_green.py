@@ -56,9 +56,9 @@ def a2a03_dir() -> Path | None:
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory):
     from ego_adr.agents.green import build_green_app
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.agents.white import WhiteAgent, build_white_app, load_agent_model
-    from ego_adr.data.demo import ensure_demo
+    from ego_adr.video.demo import ensure_demo
 
     demo = ensure_demo()
     base = tmp_path_factory.mktemp("green")
@@ -89,7 +89,7 @@ def config(demo: Path, out: Path, **kw) -> dict:
 
 
 def ask_green(green_url: str, white_url: str, cfg: dict):
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     return asyncio.run(send_text(green_url, green_message(white_url, cfg), timeout=600))
 
@@ -145,7 +145,7 @@ def test_green_open_ended_with_judges(agents):
 def test_malformed_tasks_are_refused(agents, task):
     from a2a.utils.errors import InvalidParamsError
 
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     with pytest.raises(InvalidParamsError):
         asyncio.run(send_text(agents.green, task))
@@ -154,7 +154,7 @@ def test_malformed_tasks_are_refused(agents, task):
 def test_missing_public_source_is_one_clear_error(agents, tmp_path, monkeypatch):
     from a2a.utils.errors import InvalidParamsError
 
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     monkeypatch.delenv("EGO_ADR_PUBLIC_EVALUATOR", raising=False)
     cfg = config(agents.demo, tmp_path / "nopublic", public_evaluator_root=str(tmp_path / "nowhere"),
@@ -164,7 +164,7 @@ def test_missing_public_source_is_one_clear_error(agents, tmp_path, monkeypatch)
 
 
 def test_unreachable_white_agent_is_an_error_not_a_hang(agents):
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

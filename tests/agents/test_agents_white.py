@@ -88,9 +88,9 @@ def rpc03(url: str, text: str | None = None, body=None, headers=None) -> httpx.R
 
 @pytest.fixture(scope="module")
 def white(tmp_path_factory):
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.agents.white import WhiteAgent, build_white_app, load_agent_model
-    from ego_adr.data.demo import demo_paths
+    from ego_adr.video.demo import demo_paths
 
     _, video_root = demo_paths()
     src = sorted((video_root / "demo").glob("*.mp4"))[0]
@@ -148,7 +148,7 @@ def test_sdk_03_client_gets_exactly_one_option(white, tmp_path):
 
 
 def test_sdk_10_client_on_the_same_port(white):
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     reply = asyncio.run(send_text(white.url, mc_text(white.clip)))
     assert reply.kind == "message" and reply.protocol == "1.0"
@@ -215,7 +215,7 @@ def test_requests_beyond_the_queue_bound_are_refused_as_busy(white):
 
 
 def test_bearer_token_guards_rpc_but_not_the_card(white):
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.agents.white import build_white_app
 
     sock = bind_socket("127.0.0.1", 0)
@@ -279,7 +279,7 @@ def test_unreadable_video_is_unanswerable(white, tmp_path):
 
 
 def test_non_loopback_bind_needs_a_token():
-    from ego_adr.agents.launch import check_bind
+    from ego_adr.agents.serving import check_bind
 
     check_bind("127.0.0.1", None, False)
     check_bind("0.0.0.0", "t", False)

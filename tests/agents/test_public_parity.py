@@ -160,7 +160,7 @@ def parity(tmp_path_factory):
                     "(pip install --no-deps --target .ci/a2a03 'a2a-sdk==0.3.21' 'httpx-sse>=0.4')")
     from ego_adr.agents.green import EvalConfig, evaluate, load_all_samples
     from ego_adr.agents.green_mc import questions
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
 
     base = tmp_path_factory.mktemp("parity")
     json_root, video_root = base / "json", base / "videos"
@@ -218,7 +218,7 @@ class ScriptedWhiteDouble:
         from a2a.server.tasks import InMemoryTaskStore
         from a2a.utils.errors import InternalError
 
-        from ego_adr.agents.launch import agent_card, build_app
+        from ego_adr.agents.serving import agent_card, build_app
 
         replies, received = self.replies, self.received
 
@@ -313,9 +313,10 @@ def test_open_ended_messages_equal_the_public_green_agents(tmp_path):
         pytest.skip("needs ../shared/public-evaluator, ../shared/egoerrorvqa and a2a-sdk 0.3.21 in .ci/a2a03")
     from tqdm import tqdm
 
+    from ego_adr.agents.client import AgentClient
     from ego_adr.agents.green import EvalConfig, _run_open, limit_samples, load_all_samples
-    from ego_adr.agents.launch import AgentClient, ServerThread, bind_socket, url_of
     from ego_adr.agents.public_mc import public_open_messages
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.store import JsonlStore
 
     json_root, video_root = tmp_path / "json", tmp_path / "videos"

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from ego_adr.data.demo import VERSION, demo_paths, ensure_demo, load_procedures
 from ego_adr.taxonomy import OPTIONS
+from ego_adr.video.demo import VERSION, demo_paths, ensure_demo, load_procedures
 from ego_adr.video.sampler import FrameSampler
 
 

@@ -96,7 +96,7 @@ def test_registered_source_through_the_green_agent(toy):
     finally:
         sys.path.remove(str(base / "plugin"))
     from ego_adr.agents.green import EvalConfig, evaluate
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.agents.white import WhiteAgent, build_white_app, load_agent_model
 
     model = load_agent_model("tiny", device="cpu", cache_dir=str(base / "cache"))

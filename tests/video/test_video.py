@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+from ego_adr.data.window import WindowError
 from ego_adr.video.sampler import (
     FrameSampler,
     VideoError,
@@ -22,7 +23,6 @@ from ego_adr.video.synth import (
     read_frame_index,
     write_video,
 )
-from ego_adr.video.window import WindowError
 
 BACKENDS = available_backends()
 FPS = 8
