@@ -41,7 +41,9 @@ from pathlib import Path
 
 from ego_adr.agents.protocol import MULTIPLE_CHOICE, ProtocolError, WhiteQuery, parse_white_message
 from ego_adr.errors import OneLineParser
-from ego_adr.models.backends import BACKENDS, backend_help
+from ego_adr.eval.scoring import answer_of
+from ego_adr.models.backends import backend_help
+from ego_adr.models.backends import names as backend_names
 from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.taxonomy import OPTIONS
 
@@ -123,21 +125,11 @@ class Answer:
 
 
 def method_answer(row: dict) -> str | None:
-    """What the method concluded for one pipeline row, or ``None`` when it concluded nothing.
-
-    A row with an ``answer`` field (the string the method would send) is taken at its word. Without one, a
-    one-pass baseline (``direct``/``cot``) answers its model's raw reply, as the public white agent does, and
-    Ego-ADR answers its ``prediction`` only when that is an option and the row has no failure.
-    """
+    """What the method concluded for one pipeline row, or ``None`` when it concluded nothing: the scorer's reading
+    of a row (:func:`ego_adr.eval.scoring.answer_of`, one place for it), and nothing for a row that failed (an
+    ``unparseable`` reply is still an answer, as the public white agent sends it)."""
     failed = bool(row.get("failure")) and row.get("failure") != "unparseable"
-    if "answer" in row:
-        a = row.get("answer")
-        return a if isinstance(a, str) and not failed else None
-    if row.get("route") in ("direct", "cot"):
-        raw = row.get("raw")
-        return raw.strip() if isinstance(raw, str) and not failed else None
-    pred = row.get("prediction")
-    return pred if pred in OPTIONS and not row.get("failure") else None
+    return None if failed else answer_of(row)[0]
 
 
 class WhiteAgent:
@@ -292,7 +284,7 @@ def load_agent_model(name: str, device: str = "auto", backend: str = "hf", cache
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m ego_adr.agents.white", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="alias, hub id or folder; 'tiny' = the embedded random model")
-    p.add_argument("--backend", default="hf", choices=list(BACKENDS), help=backend_help())
+    p.add_argument("--backend", default="hf", choices=backend_names(), help=backend_help())
     p.add_argument("--base-url", default=None, help="openai backend: the server's URL")
     p.add_argument("--mode", default="auto", choices=list(MODES), help=mode_help())
     p.add_argument("--frames", type=int, default=8, help="frames per clip (paper Section 6.1: 8/16/24/32)")

@@ -49,6 +49,13 @@ def _text_only_families() -> set[str]:
 TEXT_ONLY_FAMILIES = _text_only_families()
 
 
+def video_aliases() -> list[str]:
+    """One alias per video family (its first checkpoint), for ``--model`` help texts."""
+    from ego_adr.models.families import FAMILIES
+
+    return [f.hub[0].alias for f in FAMILIES.values() if f.hub and not f.text_only]
+
+
 def _by_hub_id(hub_id: str) -> ModelSpec | None:
     for spec in ALIASES.values():
         if spec.hub_id.lower() == hub_id.lower():

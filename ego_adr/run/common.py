@@ -14,12 +14,13 @@ from dataclasses import fields
 from pathlib import Path
 
 from ego_adr import __version__
+from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import Sample
 from ego_adr.errors import UserError
 from ego_adr.models import loading
 from ego_adr.models.loading import ModelSettings
 from ego_adr.reasoning.clips import decode_fn, decode_item  # noqa: F401  (decode_item: re-exported)
-from ego_adr.run.config import ALL_SOURCES, ConfigError, RunConfig
+from ego_adr.run.config import ConfigError, RunConfig
 
 
 def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
@@ -36,7 +37,7 @@ def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
     else:
         data_root = Path(cfg.data_root)
         video_root = Path(cfg.video_root) if cfg.video_root else None
-        sources = cfg.sources or list(ALL_SOURCES)
+        sources = cfg.sources or list(source_registry.names(public_only=True))
         origin = "EgoErrorVQA annotations"
     if cfg.video_root and cfg.data_root is None:
         video_root = Path(cfg.video_root)

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ego_adr.data import sources as source_registry
+from ego_adr.data.sample import TASKS
+from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
 from ego_adr.models.backends import BACKENDS
 from ego_adr.models.backends import names as backend_names
 from ego_adr.models.loading import DEFAULT_GPU_MEMORY
@@ -18,8 +20,7 @@ from ego_adr.reasoning.pipeline import MODES, NARRATION_SOURCES
 from ego_adr.run.errors import ConfigError  # noqa: F401  (re-exported)
 from ego_adr.store import cache_root
 
-ALL_SOURCES = source_registry.names(public_only=True)  # a run's default sources
-TASKS = ("multiple-choice", "open-end")
+QA_SELECTIONS = ("all", "one")
 
 
 @dataclass
@@ -54,9 +55,9 @@ class RunConfig:
     decode_workers: int = 2
     cache_dir: str | None = None
     use_cache: bool = True
-    judges: list[str] = field(default_factory=lambda: ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"])
+    judges: list[str] = field(default_factory=lambda: list(DEFAULT_JUDGE_NAMES))
     judge_backend: str = "hf"
-    qa_selection: str = "all"  # all | one (one QA pair per sample, chosen with the seed)
+    qa_selection: str = "all"  # QA_SELECTIONS: every QA pair, or one per sample chosen with the seed
     protocol: str = "ego-adr"  # ego-adr | public (reasoning/protocol.py): the inputs that change a number
     protocol_options: dict = field(default_factory=dict)  # single deviations from the preset, e.g. sampling=...
     extra: dict = field(default_factory=dict)
@@ -91,7 +92,7 @@ class RunConfig:
             check(self)
         except (ProtocolError, PublicSourceMissing) as e:
             raise ConfigError(str(e)) from None
-        if self.qa_selection not in ("all", "one"):
+        if self.qa_selection not in QA_SELECTIONS:
             raise ConfigError("--qa-selection must be 'all' or 'one'")
         if self.sources is not None:
             known = source_registry.names()

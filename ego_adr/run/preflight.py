@@ -26,6 +26,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from ego_adr.models.backends import BACKENDS
+
 EXAMPLES_PER_SOURCE = 3  # clips whose frame indices are shown
 MISSING_SHOWN = 2  # example missing paths per source
 
@@ -89,8 +91,9 @@ def model_family(name: str | None) -> tuple[str, str]:
 
 def _memory(cfg) -> tuple[object | None, str]:
     """The planner's plan for this run (what ``load_model`` would check), or why there is none."""
-    if cfg.backend != "hf":
-        return None, f"backend {cfg.backend}: the server or vLLM manages GPU memory, no local plan"
+    spec = BACKENDS[cfg.backend]
+    if not spec.plans_memory:
+        return None, f"backend {cfg.backend}: {spec.memory_note}"
     from ego_adr.models import planner
     from ego_adr.models.registry import ALIASES
 
