@@ -46,7 +46,6 @@ from typing import Any
 
 from ego_adr.data import sources as registry
 from ego_adr.data.sample import MULTIPLE_CHOICE, OPEN_END, TASKS, QAPair, Sample
-from ego_adr.data.sources import assembly101
 from ego_adr.data.sources import spec as src
 from ego_adr.data.window import window_problem
 from ego_adr.taxonomy import CORRECT, canonical
@@ -64,7 +63,6 @@ PROCEDURE_FILE = "procedure.json"
 ANNOTATION_FILES: tuple[str, ...] = tuple(
     f for (s, _), f in FILES.items() if registry.SOURCES[s].public
 ) + (PROCEDURE_FILE,)
-ASSEMBLY101_VIEWS = assembly101.VIEWS
 DEMO = "demo"
 
 _DOWNLOAD_HINT = (

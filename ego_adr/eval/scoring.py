@@ -41,7 +41,6 @@ from ego_adr.reasoning.modes import MODES
 from ego_adr.taxonomy import CORRECT, OPTIONS, normalize_option
 
 SCORING = "public-strict"
-LENIENT = "lenient"
 PUBLIC_STRIP = '.,!?;:"'
 _CANON = {o.lower(): o for o in OPTIONS}
 # the one-pass modes (their answer is the raw reply) and the green agent's A2A rows

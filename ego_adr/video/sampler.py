@@ -1,7 +1,7 @@
 """Uniform frame sampling from (long) videos, with one open reader per video reused across samples.
 
 Why a reader cache: the EgoErrorVQA samples of one source share long recordings (10-30 min, up to ~40 min for
-CaptainCook4D), and opening a file costs 0.05-0.5 s because the reader indexes every packet (STACK-NOTES, video
+CaptainCook4D), and opening a file costs 0.05-0.5 s because the reader indexes every packet (docs/stack-notes.md, video
 decoding; scripts/bench_frames.py). Many samples of one video therefore reuse one reader; a bounded LRU
 (``max_open``) keeps memory and file handles in check; each reader has its own lock, so threads (see
 :mod:`ego_adr.video.prefetch`) can decode different videos at the same time.
@@ -131,7 +131,8 @@ class FrameSampler:
     ``max_open``: open readers kept (LRU). ``max_side`` / ``max_pixels``: bound each returned frame
     (aspect kept, never upscaled), so that e.g. 4K GoPro footage does not fill memory; ``None`` keeps the size.
     ``policy``: the sampling policy's name (:func:`ego_adr.video.policies.policy_names`).
-    ``index_rule``: instead of a name, a function with :func:`plan_indices`' signature.
+    ``index_rule``: instead of a name, a function with :func:`plan_indices`' signature (recorded under ``policy``
+    when that is given, else under the function's name).
     ``substitute``: ``"none"`` (a frame not decodable where requested fails the sample) or ``"nearest"`` (the
     nearest decodable frame within half a sampling segment is used and recorded).
     """
@@ -154,7 +155,7 @@ class FrameSampler:
             raise ValueError(f"substitute must be one of {SUBSTITUTE}, got {substitute!r}")
         if index_rule is not None:  # a rule with plan_indices' signature, e.g. public_policy.public_indices
             self._plan = from_rule(index_rule)
-            policy = "public" if getattr(index_rule, "__name__", "") == "public_indices" else self._plan.__name__
+            policy = policy if policy != DEFAULT_POLICY else self._plan.__name__
         else:
             self._plan = get_policy(policy)  # raises ValueError for an unknown name
         self.policy = policy
@@ -163,8 +164,6 @@ class FrameSampler:
         self.max_open = max_open
         self.max_side = max_side
         self.max_pixels = max_pixels
-        # which frames a window means: plan_indices, or another rule of the same signature (video/public_policy.py)
-        self.index_rule = index_rule or plan_indices
         self._readers: OrderedDict[str, _Reader] = OrderedDict()
         self._lock = threading.Lock()
         self._broken_backends: dict[str, str] = {}  # backend -> import error

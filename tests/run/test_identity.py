@@ -90,6 +90,7 @@ def test_a_live_run_locks_its_folder(tmp_path, demo_root):
     assert len(_rows(out)) == 2  # the lock is gone with its holder
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_lock_held_by_another_process_stops_the_cli(tmp_path, demo_root):
     import subprocess
     import sys

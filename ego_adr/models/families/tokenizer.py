@@ -1,6 +1,6 @@
 """The tokenizer and the language-model size shared by every tiny model: a byte-level BPE trained locally on a small
 procedural corpus with the special tokens the families' processors need, a ChatML-style chat template, and the
-tiny text dimensions (STACK-NOTES: hidden 64, 2 layers, 4 heads, 2 KV heads). A leaf of ``models/families`` so
+tiny text dimensions (docs/stack-notes.md: hidden 64, 2 layers, 4 heads, 2 KV heads). A leaf of ``models/families`` so
 the families' tiny recipes and :mod:`ego_adr.models.tiny` both use it without importing each other."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def build_tokenizer(vocab_size: int = 1500, *, special_tokens=SPECIAL_TOKENS, eo
     return fast
 
 
-# The tiny language model's shape (STACK-NOTES: hidden 64, 2 layers, 4 heads, 2 KV heads); also the tiny judges'.
+# The tiny language model's shape (docs/stack-notes.md: hidden 64, 2 layers, 4 heads, 2 KV heads); also the tiny judges'.
 TINY_TEXT_DIMS = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                       num_key_value_heads=2)
 
