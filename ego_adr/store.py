@@ -15,6 +15,7 @@ interleave bytes within a line.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -22,7 +23,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ego_adr.errors import UserError
@@ -201,9 +202,28 @@ class JsonlStore:
 # ---- the one cache root, the one build-once routine, the one folder fingerprint ------------------------------
 
 
+_SCOPED: list[Path] = []  # the folders of the open cache_scope() blocks, innermost last
+
+
+@contextlib.contextmanager
+def cache_scope(folder: str | os.PathLike) -> Iterator[Path]:
+    """Every :func:`cache_root` of this process (any thread) is ``folder`` until the block ends: a run's
+    ``--cache-dir`` holds every cache, those found through the root (demo set, tiny models) included. Passed
+    explicitly rather than through ``$EGO_ADR_CACHE``, so the process environment is never rewritten."""
+    path = Path(folder).expanduser()
+    _SCOPED.append(path)
+    try:
+        yield path
+    finally:
+        _SCOPED.remove(path)
+
+
 def cache_root() -> Path:
-    """``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else ``~/.cache/ego_adr``: the demo set, the tiny
-    models, probe verdicts, procedure banks and the stage cache all live under it (``--cache-dir`` sets it)."""
+    """The innermost :func:`cache_scope`, else ``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else
+    ``~/.cache/ego_adr``: the demo set, the tiny models, probe verdicts, procedure banks and the stage cache all
+    live under it (``--cache-dir`` sets it)."""
+    if _SCOPED:
+        return _SCOPED[-1]
     if os.environ.get("EGO_ADR_CACHE"):
         return Path(os.environ["EGO_ADR_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ego_adr.errors import UserError
 from ego_adr.models.backends import BACKENDS
+from ego_adr.models.registry import hub_offline, in_hub_cache
 from ego_adr.store import cache_root
 
 #: The memory budget the planner sizes a local model for when none is given: Section 6.1's 24 GB GPU.
@@ -22,24 +23,6 @@ DEFAULT_GPU_MEMORY = "24GB"
 #: Settings every backend's loader takes; a backend's spec names the rest (``settings``, ``extra_settings``).
 COMMON_SETTINGS = ("device", "dtype", "batch_size", "max_pixels_per_frame", "gpu_memory")
 _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
-_TRUE = ("1", "true", "yes", "on")
-
-
-def hub_offline() -> bool:
-    """``HF_HUB_OFFLINE`` is set: a hub id is usable only if the local hub cache holds it."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
-
-
-def in_hub_cache(repo_id: str) -> bool:
-    """The local Hugging Face cache holds ``repo_id``'s ``config.json`` (a malformed id is "not cached")."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        return True
-    try:
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except Exception:  # noqa: BLE001 -- a malformed id: the loader will say so
-        return False
 
 
 def check_device(device: str, backend: str) -> None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import platform
 import sys
 from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
 
-from ego_adr import __version__
+from ego_adr import __version__, store
 from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import Sample
 from ego_adr.errors import UserError
@@ -109,20 +108,13 @@ def write_json(path: Path, data: dict) -> None:
 @contextlib.contextmanager
 def cache_scope(cfg: RunConfig):
     """``--cache-dir`` holds *every* cache for the duration of the run: the stage cache, probe verdicts and banks
-    (given the folder explicitly) and the demo set, tiny models and tiny judges (which find the cache through
-    ``$EGO_ADR_CACHE``, set here and restored afterwards)."""
+    (given the folder explicitly) and the demo set, tiny models and tiny judges (found through
+    :func:`ego_adr.store.cache_root`, which :func:`ego_adr.store.cache_scope` points at the folder)."""
     if not cfg.cache_dir:
         yield
         return
-    old = os.environ.get("EGO_ADR_CACHE")
-    os.environ["EGO_ADR_CACHE"] = str(Path(cfg.cache_dir).expanduser())
-    try:
+    with store.cache_scope(cfg.cache_dir):
         yield
-    finally:
-        if old is None:
-            os.environ.pop("EGO_ADR_CACHE", None)
-        else:
-            os.environ["EGO_ADR_CACHE"] = old
 
 
 def decoded(cfg: RunConfig, samples: list[Sample], needs_frames: bool = True, depth: int | None = None
