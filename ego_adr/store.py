@@ -202,6 +202,15 @@ class JsonlStore:
 # ---- the one cache root, the one build-once routine, the one folder fingerprint ------------------------------
 
 
+def write_json(path: str | os.PathLike, data: dict) -> None:
+    """``data`` as indented JSON at ``path``, atomically (written beside it, then renamed): a reader never sees a
+    half-written ``run.json`` or ``identity.json``."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+    tmp.replace(path)
+
+
 _SCOPED: list[Path] = []  # the folders of the open cache_scope() blocks, innermost last
 
 

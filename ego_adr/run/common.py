@@ -5,7 +5,6 @@ so neither imports the other."""
 from __future__ import annotations
 
 import contextlib
-import json
 import platform
 import sys
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from ego_adr.models import loading
 from ego_adr.models.loading import ModelSettings
 from ego_adr.reasoning.clips import decode_fn, decode_item  # noqa: F401  (decode_item: re-exported)
 from ego_adr.run.config import ConfigError, RunConfig
+from ego_adr.store import write_json  # noqa: F401  (re-exported: the runners write their files with it)
 
 
 def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
@@ -97,12 +97,6 @@ def versions() -> dict:
         if m is not None:
             out[mod] = getattr(m, "__version__", "?")
     return out
-
-
-def write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
-    tmp.replace(path)
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 
 from ego_adr.run.config import ConfigError
+from ego_adr.store import write_json
 
 IDENTITY_FILE = "identity.json"
 LOCK_FILE = ".lock"
@@ -191,10 +192,7 @@ def describe_difference(out: Path, stored: dict | None, current: dict) -> str:
 
 
 def _write(out: Path, ident: dict) -> None:
-    p = Path(out) / IDENTITY_FILE
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(ident, indent=1, ensure_ascii=False, default=str))
-    tmp.replace(p)
+    write_json(Path(out) / IDENTITY_FILE, ident)
 
 
 def discard(out: Path) -> list[str]:
