@@ -15,6 +15,7 @@ interleave bytes within a line.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -22,8 +23,10 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+from ego_adr.errors import UserError
 
 try:  # advisory inter-process lock; absent on Windows, where the thread lock and O_APPEND must do
     import fcntl
@@ -199,13 +202,67 @@ class JsonlStore:
 # ---- the one cache root, the one build-once routine, the one folder fingerprint ------------------------------
 
 
+def write_json(path: str | os.PathLike, data: dict) -> None:
+    """``data`` as indented JSON at ``path``, atomically (written beside it, then renamed): a reader never sees a
+    half-written ``run.json`` or ``identity.json``."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+    tmp.replace(path)
+
+
+_SCOPED: list[Path] = []  # the folders of the open cache_scope() blocks, innermost last
+
+
+@contextlib.contextmanager
+def cache_scope(folder: str | os.PathLike) -> Iterator[Path]:
+    """Every :func:`cache_root` of this process (any thread) is ``folder`` until the block ends: a run's
+    ``--cache-dir`` holds every cache, those found through the root (demo set, tiny models) included. Passed
+    explicitly rather than through ``$EGO_ADR_CACHE``, so the process environment is never rewritten."""
+    path = Path(folder).expanduser()
+    _SCOPED.append(path)
+    try:
+        yield path
+    finally:
+        _SCOPED.remove(path)
+
+
 def cache_root() -> Path:
-    """``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else ``~/.cache/ego_adr``: the demo set, the tiny
-    models, probe verdicts, procedure banks and the stage cache all live under it (``--cache-dir`` sets it)."""
+    """The innermost :func:`cache_scope`, else ``$EGO_ADR_CACHE``, else ``$XDG_CACHE_HOME/ego_adr``, else
+    ``~/.cache/ego_adr``: the demo set, the tiny models, probe verdicts, procedure banks and the stage cache all
+    live under it (``--cache-dir`` sets it)."""
+    if _SCOPED:
+        return _SCOPED[-1]
     if os.environ.get("EGO_ADR_CACHE"):
         return Path(os.environ["EGO_ADR_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "ego_adr"
+
+
+def check_writable_dir(path: str | os.PathLike, flag: str) -> None:
+    """``path`` is (or can be created as) a folder this process can write into. Tried for real with a probe file:
+    permission bits lie for root and on read-only mounts."""
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise UserError(f"{flag} {path} is a file, not a folder; pick a folder path")
+    probe_dir = p
+    while not probe_dir.exists():
+        if probe_dir.parent == probe_dir:
+            break
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir():
+        raise UserError(f"{flag} {path}: {probe_dir} is a file, not a folder; pick a folder path")
+    try:
+        fd, name = _probe_file(probe_dir)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as e:
+        raise UserError(f"{flag} {path} is not writable ({e.strerror or e}); choose a folder you can write "
+                          "to") from None
+
+
+def _probe_file(folder: Path) -> tuple[int, str]:
+    return tempfile.mkstemp(prefix=".ego_adr_write_check_", dir=folder)
 
 
 def build_once(final: Path, build: Callable[[Path], None], is_complete: Callable[[Path], bool]) -> Path:

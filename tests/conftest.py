@@ -35,7 +35,7 @@ def tiny_model_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_root() -> Path:
-    from ego_adr.data.demo import ensure_demo
+    from ego_adr.video.demo import ensure_demo
 
     return ensure_demo()
 

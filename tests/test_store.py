@@ -51,6 +51,7 @@ def _count_lines(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_sigkill_halfway_then_resume_has_every_id_exactly_once(tmp_path):
     path = tmp_path / "predictions.jsonl"
     n = 60

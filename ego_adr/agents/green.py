@@ -39,7 +39,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ego_adr.agents.launch import ask
+from ego_adr.agents.client import ask
 from ego_adr.agents.protocol import (
     MULTIPLE_CHOICE,
     OPEN_END,
@@ -49,7 +49,7 @@ from ego_adr.agents.protocol import (
     white_message,
 )
 from ego_adr.data import sources as source_registry
-from ego_adr.run.errors import OneLineParser
+from ego_adr.errors import OneLineParser
 
 log = logging.getLogger("ego_adr.agents.green")
 
@@ -166,7 +166,7 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
     from tqdm import tqdm
 
     from ego_adr.agents import green_mc
-    from ego_adr.agents.launch import AgentClient
+    from ego_adr.agents.client import AgentClient
     from ego_adr.store import JsonlStore
 
     mc = cfg.task_type == MULTIPLE_CHOICE
@@ -355,7 +355,7 @@ def build_green_app(url: str, token: str | None = None, max_body: int = 256 * 10
     from a2a.server.tasks import InMemoryTaskStore
 
     from ego_adr import __version__
-    from ego_adr.agents.launch import agent_card, build_app
+    from ego_adr.agents.serving import agent_card, build_app
 
     card = agent_card("EgoErrorVQA green agent (ego_adr)",
                       "Evaluates a white agent on EgoErrorVQA multiple-choice or open-ended VQA over A2A.",
@@ -365,7 +365,7 @@ def build_green_app(url: str, token: str | None = None, max_body: int = 256 * 10
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ego_adr.agents.launch import bind_socket, check_bind, serve_forever, url_of
+    from ego_adr.agents.serving import bind_socket, check_bind, serve_forever, url_of
 
     p = OneLineParser(prog="python -m ego_adr.agents.green", description=__doc__.split("\n\n")[0])
     p.add_argument("--host", default="127.0.0.1")

@@ -60,7 +60,7 @@ def questions(cfg, samples: list) -> tuple[dict[str, tuple[str, str]], str | Non
 async def run_mc(client, sem, samples, messages, store, white_url, wording, progress, tqdm) -> None:
     import asyncio
 
-    from ego_adr.agents.launch import ask
+    from ego_adr.agents.client import ask
     from ego_adr.agents.protocol import ProtocolError
 
     # a folder holds answers to one wording only (rows written before the field existed used ours)

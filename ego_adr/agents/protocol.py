@@ -21,7 +21,7 @@ An evaluation task for the green agent is ``<white_agent_url>URL</white_agent_ur
 ``<eval_config>{json}</eval_config>``.
 
 a2a-sdk 1.3 serves 1.0 and 0.3 clients on one port when the card lists a second JSONRPC interface with
-``protocol_version="0.3"`` and the routes are built with ``enable_v0_3_compat=True`` (STACK-NOTES, a2a-sdk).
+``protocol_version="0.3"`` and the routes are built with ``enable_v0_3_compat=True`` (docs/stack-notes.md, a2a-sdk).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from ego_adr.data.public_source import (
     assigned_string,
     find_green_agent,
 )
+from ego_adr.reasoning.prompts import PUBLIC_MC
 
 PUBLIC, OURS = "public", "ego_adr"
 GREEN_SOURCE = GREEN_AGENT
@@ -104,10 +105,11 @@ def public_video_path(video_root: str, dataset: str, record: dict) -> str:
 
 
 def public_question(guidance: str, procedures: dict, record: dict) -> str:
+    """The green agent's question for one record: :data:`ego_adr.reasoning.prompts.PUBLIC_MC` (the one copy of the
+    wording; :func:`ego_adr.reasoning.public_text.public_question` is the white agent's reading of it)."""
     task_id = record.get("task_id", "unknown")
     procedure = procedures.get(task_id, NO_PROCEDURE) if isinstance(task_id, (str, int)) else NO_PROCEDURE
-    step = record.get("action_annotation", "")
-    return f"{guidance}\n\nTask Procedure: {procedure}\n\nCurrent Step: \"{step}\"\n\n"
+    return PUBLIC_MC.render(guidance=guidance, procedure=procedure, step=record.get("action_annotation", ""))
 
 
 def public_message(video_path: str, question: str, record: dict) -> str:

@@ -17,7 +17,7 @@ Safety, in order of the checks:
 - the message must follow the public wire format (else JSON-RPC error -32602, invalid params);
 - the video path is resolved (symlinks and ``..`` included) and must name a regular file under one of the
   ``--video-root`` folders, else -32602 and no file is opened; the error does not reveal the roots;
-- loopback only by default; optional bearer token; bounded request body (see :mod:`ego_adr.agents.launch`);
+- loopback only by default; optional bearer token; bounded request body (see :mod:`ego_adr.agents.serving`);
 - one model, loaded once; model calls run on one worker thread (backends are not thread-safe), frame decoding
   on a small pool; at most ``--max-pending`` requests are admitted (queued or running), more are refused at
   once with a "busy" error (-32603) instead of piling up;
@@ -40,9 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ego_adr.agents.protocol import MULTIPLE_CHOICE, ProtocolError, WhiteQuery, parse_white_message
-from ego_adr.models.backends import BACKENDS, backend_help
+from ego_adr.errors import OneLineParser
+from ego_adr.eval.scoring import answer_of
+from ego_adr.models.backends import backend_help
+from ego_adr.models.backends import names as backend_names
 from ego_adr.reasoning.modes import MODES, mode_help
-from ego_adr.run.errors import OneLineParser
 from ego_adr.taxonomy import OPTIONS
 
 log = logging.getLogger("ego_adr.agents.white")
@@ -123,21 +125,11 @@ class Answer:
 
 
 def method_answer(row: dict) -> str | None:
-    """What the method concluded for one pipeline row, or ``None`` when it concluded nothing.
-
-    A row with an ``answer`` field (the string the method would send) is taken at its word. Without one, a
-    one-pass baseline (``direct``/``cot``) answers its model's raw reply, as the public white agent does, and
-    Ego-ADR answers its ``prediction`` only when that is an option and the row has no failure.
-    """
+    """What the method concluded for one pipeline row, or ``None`` when it concluded nothing: the scorer's reading
+    of a row (:func:`ego_adr.eval.scoring.answer_of`, one place for it), and nothing for a row that failed (an
+    ``unparseable`` reply is still an answer, as the public white agent sends it)."""
     failed = bool(row.get("failure")) and row.get("failure") != "unparseable"
-    if "answer" in row:
-        a = row.get("answer")
-        return a if isinstance(a, str) and not failed else None
-    if row.get("route") in ("direct", "cot"):
-        raw = row.get("raw")
-        return raw.strip() if isinstance(raw, str) and not failed else None
-    pred = row.get("prediction")
-    return pred if pred in OPTIONS and not row.get("failure") else None
+    return None if failed else answer_of(row)[0]
 
 
 class WhiteAgent:
@@ -167,7 +159,7 @@ class WhiteAgent:
 
     def _item(self, q: WhiteQuery, path: Path):
         from ego_adr.data.sample import Sample
-        from ego_adr.run.runner import decode_item
+        from ego_adr.reasoning.clips import decode_item
 
         digest = hashlib.sha256(q.text.encode("utf-8", "replace")).hexdigest()[:16]
         task_id = "a2a-" + hashlib.sha256(q.procedure.encode()).hexdigest()[:12] if q.procedure else "a2a"
@@ -269,7 +261,7 @@ def build_white_app(agent: WhiteAgent, url: str, token: str | None = None, max_b
     from a2a.server.tasks import InMemoryTaskStore
 
     from ego_adr import __version__
-    from ego_adr.agents.launch import agent_card, build_app
+    from ego_adr.agents.serving import agent_card, build_app
 
     card = agent_card("Ego-ADR white agent",
                       f"Detects and classifies procedural errors in egocentric video clips (EgoErrorVQA) with "
@@ -282,18 +274,17 @@ def build_white_app(agent: WhiteAgent, url: str, token: str | None = None, max_b
 
 def load_agent_model(name: str, device: str = "auto", backend: str = "hf", cache_dir: str | None = None,
                      use_cache: bool = True, base_url: str | None = None):
-    from ego_adr.run.config import RunConfig
-    from ego_adr.run.runner import load_vlm
+    from ego_adr.models.loading import ModelSettings, load_vlm
 
-    cfg = RunConfig(model=None if name == "tiny" else name, device=device, backend=backend, cache_dir=cache_dir,
-                    use_cache=use_cache, base_url=base_url)
+    cfg = ModelSettings(model=None if name == "tiny" else name, device=device, backend=backend, cache_dir=cache_dir,
+                        use_cache=use_cache, base_url=base_url)
     return load_vlm(cfg)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m ego_adr.agents.white", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="alias, hub id or folder; 'tiny' = the embedded random model")
-    p.add_argument("--backend", default="hf", choices=list(BACKENDS), help=backend_help())
+    p.add_argument("--backend", default="hf", choices=backend_names(), help=backend_help())
     p.add_argument("--base-url", default=None, help="openai backend: the server's URL")
     p.add_argument("--mode", default="auto", choices=list(MODES), help=mode_help())
     p.add_argument("--frames", type=int, default=8, help="frames per clip (paper Section 6.1: 8/16/24/32)")
@@ -315,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ego_adr.agents.launch import bind_socket, check_bind, serve_forever, url_of
+    from ego_adr.agents.serving import bind_socket, check_bind, serve_forever, url_of
 
     a = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",

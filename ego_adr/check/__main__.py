@@ -22,7 +22,8 @@ from ego_adr.check.core import (
     read_procedure,
     validate_window,
 )
-from ego_adr.run.errors import OneLineParser
+from ego_adr.errors import OneLineParser, UserError
+from ego_adr.models.backends import names as backend_names
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     a("--mode", choices=MODES, default="auto", help="auto routes by the text-only probe (default: auto)")
     a("--frames", type=int, default=8, help="frames sampled from the window (default: 8, as Ego-ADR in the paper)")
     a("--device", default="auto", help="auto, cpu, cuda, cuda:N (default: auto)")
-    a("--backend", default="hf", choices=("hf", "openai", "vllm"), help="model backend (default: hf)")
+    a("--backend", default="hf", choices=backend_names(), help="model backend (default: hf)")
     a("--max-new-tokens", type=int, help=f"per model call (default: {PAPER_TOKENS}; {DEMO_TOKENS} for the tiny model)")
     a("--cache-dir", help="stage cache, probe and procedure banks (default: the ego_adr cache folder)")
     a("--json", action="store_true", help="print one JSON document instead of the readable report")
@@ -107,11 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.frames < 1:
             raise CheckError("--frames must be >= 1")
         from ego_adr.check.core import check_clips, load_model
-        from ego_adr.run.config import ConfigError
 
         try:
             model, cache_dir = load_model(args.model, args.device, args.backend, args.frames, args.cache_dir)
-        except (ConfigError, FileNotFoundError) as e:
+        except (UserError, FileNotFoundError) as e:
             raise CheckError(str(e)) from None
         tokens = args.max_new_tokens or (DEMO_TOKENS if args.model is None else PAPER_TOKENS)
         info: dict = {}

@@ -19,9 +19,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ego_adr.errors import UserError
 from ego_adr.data.sample import MULTIPLE_CHOICE, Sample
-from ego_adr.video.window import window_problem
+from ego_adr.data.window import window_problem
+from ego_adr.errors import UserError
+from ego_adr.models.backends import BACKENDS
+from ego_adr.models.loading import DEFAULT_GPU_MEMORY, ModelSettings, check_device, check_model_name, load_vlm
+from ego_adr.reasoning.clips import decode_item
+from ego_adr.store import check_writable_dir
 
 DEMO_TOKENS = 64  # the embedded random tiny model never stops by itself (docs/architecture.md, "Demo budget")
 PAPER_TOKENS = 256  # Appendix C
@@ -132,15 +136,16 @@ def to_sample(clip: Clip, n: int = 0) -> Sample:
 
 
 def load_model(model: str | None, device: str, backend: str, frames: int, cache_dir: str | None):
-    """The model behind the stage cache, exactly as ``python -m ego_adr.run`` loads it."""
-    from ego_adr.run.checks import check_model_name
-    from ego_adr.run.config import RunConfig
-    from ego_adr.run.runner import load_vlm
-
-    cfg = RunConfig(model=model, device=device, backend=backend, frames=frames, cache_dir=cache_dir,
-                    batch_size=1).validate()  # the run's checks and defaults (device, memory plan budget)
-    check_model_name(cfg.model, cfg.backend)
-    return load_vlm(cfg), cfg.resolved_cache_dir()
+    """The model behind the stage cache, exactly as ``python -m ego_adr.run`` loads it (the same checks of device,
+    name and cache folder, the same memory budget), and the cache folder."""
+    settings = ModelSettings(model=model, device=device, backend=backend, frames=frames, cache_dir=cache_dir,
+                             batch_size=1, gpu_memory=DEFAULT_GPU_MEMORY if BACKENDS[backend].plans_memory else None)
+    check_device(device, backend)
+    cache = settings.resolved_cache_dir()
+    check_writable_dir(cache, "--cache-dir" if cache_dir else "the cache folder ($EGO_ADR_CACHE or "
+                       "~/.cache/ego_adr; choose another with --cache-dir)")
+    check_model_name(model, backend)
+    return load_vlm(settings), cache
 
 
 def check_clips(clips: list[Clip], model=None, *, mode: str = "auto", frames: int = 8,
@@ -149,7 +154,6 @@ def check_clips(clips: list[Clip], model=None, *, mode: str = "auto", frames: in
     """One result per clip (see :func:`result_of`), in order. ``info``, when given, receives the route and the
     probe's evidence (``mode=auto``)."""
     from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-    from ego_adr.run.runner import decode_item
     from ego_adr.video.sampler import FrameSampler
 
     pipe = EgoADR(model, PipelineConfig(mode=mode, frames=frames, max_new_tokens=max_new_tokens),

@@ -15,7 +15,7 @@ which field and why). This module handles what every source shares:
 * **Time window.** ``start_time``/``end_time`` in seconds. Both negative (-1: CaptainCook4D omissions; one
   Epic-Tent record has -3661.033 for both) or both missing mean "no segment", the whole video: ``None, None``.
   Anything else is kept as it is (a missing or non-numeric end becomes ``None``) and a malformed window (one end
-  missing or negative, ``end < start``) is logged as an issue: :mod:`ego_adr.video.window` holds the one rule
+  missing or negative, ``end < start``) is logged as an issue: :mod:`ego_adr.data.window` holds the one rule
   that decides what is sampled, so the sample fails with that rule's reason instead of being reinterpreted.
 * **Video id.** A record without ``video_id`` gets no video path; :func:`sample_problem` names the problem
   (instead of a "file not found" for a path like ``captaincook4d/_360p.mp4``).
@@ -46,10 +46,9 @@ from typing import Any
 
 from ego_adr.data import sources as registry
 from ego_adr.data.sample import MULTIPLE_CHOICE, OPEN_END, TASKS, QAPair, Sample
-from ego_adr.data.sources import assembly101
 from ego_adr.data.sources import spec as src
+from ego_adr.data.window import window_problem
 from ego_adr.taxonomy import CORRECT, canonical
-from ego_adr.video.window import window_problem
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +63,6 @@ PROCEDURE_FILE = "procedure.json"
 ANNOTATION_FILES: tuple[str, ...] = tuple(
     f for (s, _), f in FILES.items() if registry.SOURCES[s].public
 ) + (PROCEDURE_FILE,)
-ASSEMBLY101_VIEWS = assembly101.VIEWS
 DEMO = "demo"
 
 _DOWNLOAD_HINT = (
@@ -89,7 +87,7 @@ class LoadIssue:
 
 def _hint(source: str | None = None) -> str:
     if source == DEMO:
-        return "the demo files are written by ego_adr.data.demo; point --data-root at that folder"
+        return "the demo files are written by ego_adr.video.demo; point --data-root at that folder"
     return _DOWNLOAD_HINT
 
 
@@ -373,7 +371,7 @@ def sample_problem(sample: Sample) -> str | None:
 
     Restated from the sample itself so a runner needs no state from the load: no procedure text, no valid
     ground-truth label (multiple choice), no question-answer pairs (open-ended), no video id. The video and the
-    window are not checked here: the sampler applies the window rule (:mod:`ego_adr.video.window`) or the run's
+    window are not checked here: the sampler applies the window rule (:mod:`ego_adr.data.window`) or the run's
     sampling policy, so a malformed window fails there with that rule's reason.
     """
     if not sample.video_id:

@@ -49,6 +49,7 @@ DEFAULT_JUDGES: tuple[JudgeSpec, ...] = (
     JudgeSpec("qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct"),
     JudgeSpec("deepseek-llm-7b-chat", "deepseek-ai/deepseek-llm-7b-chat"),
 )
+DEFAULT_JUDGE_NAMES: tuple[str, ...] = tuple(j.name for j in DEFAULT_JUDGES)  # the run's ``--judges`` default
 
 
 # --- score parsing: only the form the judge prompt asks for ------------------------------------------------------

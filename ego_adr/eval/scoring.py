@@ -37,13 +37,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ego_adr.reasoning.modes import MODES
 from ego_adr.taxonomy import CORRECT, OPTIONS, normalize_option
 
 SCORING = "public-strict"
-LENIENT = "lenient"
 PUBLIC_STRIP = '.,!?;:"'
 _CANON = {o.lower(): o for o in OPTIONS}
-BASELINE_MODES = ("direct", "cot", "a2a")
+# the one-pass modes (their answer is the raw reply) and the green agent's A2A rows
+BASELINE_MODES = (*(m for m, spec in MODES.items() if spec.one_pass), "a2a")
 
 # Row statuses: the answer is one of the nine option strings; it is other text (an uncredited error claim);
 # there is no answer at all.

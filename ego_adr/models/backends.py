@@ -21,6 +21,10 @@ class BackendSpec:
     default_batch_size: int  # requests per call when --batch-size is not given
     plans_memory: bool = False  # the memory planner sizes the pixel budget for --gpu-memory (local GPU only)
     settings: tuple[str, ...] = ()  # RunConfig fields forwarded to `load` besides the common ones
+    any_model_name: bool = False  # the model name is the server's business: no alias/folder/hub check here
+    local_device: bool = False  # runs on this machine's devices, so a named CUDA device must exist
+    extra_settings: tuple[str, ...] = ()  # keys of RunConfig.extra forwarded to `load` when set
+    memory_note: str = ""  # --dry-run: who manages GPU memory when the planner does not apply (plans_memory False)
 
 
 def _load_hf(name_or_path: str, *, device="auto", dtype=None, batch_size=1, max_pixels_per_frame=None,
@@ -53,20 +57,38 @@ def _load_vllm(name_or_path: str, *, device=None, batch_size=64, frames=None, **
     return VLLMModel(path, batch_size=batch_size, **{k: v for k, v in kw.items() if v is not None})
 
 
-BACKENDS: dict[str, BackendSpec] = {
-    spec.name: spec
-    for spec in (
-        BackendSpec("hf", "transformers on this machine (bf16 on GPU, fp32 on CPU), batched with left padding",
-                    _load_hf, default_batch_size=1, plans_memory=True, settings=("frames",)),
-        BackendSpec("openai", "any OpenAI-compatible server (vLLM, SGLang, ego_adr.models.serve, hosted APIs)",
-                    _load_openai, default_batch_size=8, settings=("base_url",)),
-        BackendSpec("vllm", "an in-process vLLM engine (CUDA only; tensor parallel inside a node)",
-                    _load_vllm, default_batch_size=64, settings=("tensor_parallel_size",)),
-    )
-}
+_BUILTIN = (
+    BackendSpec("hf", "transformers on this machine (bf16 on GPU, fp32 on CPU), batched with left padding",
+                _load_hf, default_batch_size=1, plans_memory=True, settings=("frames",), local_device=True),
+    BackendSpec("openai", "any OpenAI-compatible server (vLLM, SGLang, ego_adr.models.serve, hosted APIs)",
+                _load_openai, default_batch_size=8, settings=("base_url",), any_model_name=True,
+                extra_settings=("max_retries",), memory_note="the server manages GPU memory, no local plan"),
+    BackendSpec("vllm", "an in-process vLLM engine (CUDA only; tensor parallel inside a node)",
+                _load_vllm, default_batch_size=64, settings=("tensor_parallel_size",), local_device=True,
+                memory_note="vLLM manages GPU memory, no local plan"),
+)
+BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in _BUILTIN}
+
+
+def register(spec: BackendSpec, replace: bool = False) -> BackendSpec:
+    """Add a backend (from its own module, which ``EGO_ADR_PLUGINS=module`` imports before any lookup): every
+    entry point's ``--backend`` choices and the loaders take it from here. Its name must be new unless ``replace``."""
+    if spec.name in BACKENDS and not replace:
+        raise ValueError(f"backend name {spec.name!r} is already registered")
+    BACKENDS[spec.name] = spec
+    return spec
+
+
+def names() -> tuple[str, ...]:
+    """The registered backends, plugins (``$EGO_ADR_PLUGINS``) included: the ``--backend`` choices."""
+    from ego_adr.data.sources import load_plugins
+
+    load_plugins()
+    return tuple(BACKENDS)
 
 
 def get(name: str) -> BackendSpec:
+    names()
     try:
         return BACKENDS[name]
     except KeyError:
@@ -74,4 +96,4 @@ def get(name: str) -> BackendSpec:
 
 
 def backend_help() -> str:
-    return "; ".join(f"{b.name}: {b.description}" for b in BACKENDS.values())
+    return "; ".join(f"{BACKENDS[n].name}: {BACKENDS[n].description}" for n in names())

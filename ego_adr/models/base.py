@@ -9,47 +9,18 @@ transformers or vLLM, and backends know nothing about error types.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ego_adr.video.frames import Frames  # noqa: F401  (re-exported: the frames part of a message)
+
 
 class BadRequest(ValueError):
     """A request that can never succeed (malformed message, empty clip, a client request the server cannot turn
     into a model request — HTTP 400): it fails alone and is never retried."""
-
-
-@dataclass
-class Frames:
-    """Uniformly sampled frames of one video window.
-
-    ``array`` is uint8 ``(N, H, W, 3)`` RGB. ``fps`` is the rate of the *sampled* frames
-    (``N / window_seconds``), which Qwen-VL processors need for correct temporal position ids.
-    """
-
-    array: np.ndarray
-    fps: float
-    timestamps: tuple[float, ...] = ()
-
-    def __post_init__(self) -> None:
-        a = self.array
-        if a.dtype != np.uint8 or a.ndim != 4 or a.shape[-1] != 3:
-            raise ValueError(f"Frames.array must be uint8 (N, H, W, 3), got {a.dtype} {a.shape}")
-
-    @property
-    def num_frames(self) -> int:
-        return int(self.array.shape[0])
-
-    def digest(self) -> str:
-        """Content hash, part of the stage-cache key."""
-        h = hashlib.sha256()
-        h.update(str(self.array.shape).encode())
-        h.update(np.ascontiguousarray(self.array).tobytes())
-        h.update(f"{self.fps:.6f}".encode())
-        return h.hexdigest()[:24]
 
 
 Part = str | Frames

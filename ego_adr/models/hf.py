@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,7 +30,7 @@ from ego_adr.models.hf_inputs import (
     to_processor_input,
     video_metadata,
 )
-from ego_adr.models.registry import ModelSpec, unknown_model_message
+from ego_adr.models.registry import ModelSpec, hub_offline, unknown_model_message
 from ego_adr.store import folder_fingerprint
 
 log = logging.getLogger(__name__)
@@ -68,7 +67,7 @@ def _check_available(name: str, revision: str | None, known: bool) -> None:
         return
     from huggingface_hub import try_to_load_from_cache
 
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    offline = hub_offline()
     cached = try_to_load_from_cache(name, "config.json", revision=revision) if "/" in name else None
     if "/" not in name or (offline and not isinstance(cached, str)):
         raise ValueError(unknown_model_message(name, known))

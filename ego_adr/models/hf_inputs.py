@@ -4,7 +4,7 @@ Kept apart from :mod:`ego_adr.models.hf` so the conversion (pure Python + numpy)
 loading a model. Frames become ``{"type": "video"}`` parts whose arrays go to the processor's ``videos`` argument,
 in order, each with a ``video_metadata`` dict whose ``fps`` is the rate of the *sampled* frames: Qwen2.5-VL
 derives its temporal position ids from it (``second_per_grid_ts = temporal_patch_size / fps``) and Qwen3-VL its
-timestamps; without it the processors assume 24 fps (STACK-NOTES).
+timestamps; without it the processors assume 24 fps (docs/stack-notes.md).
 """
 
 from __future__ import annotations

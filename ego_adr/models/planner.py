@@ -33,8 +33,8 @@ import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from ego_adr.errors import OneLineParser
 from ego_adr.models.families.spec import Arch  # noqa: F401  (re-exported: what memory depends on)
-from ego_adr.run.errors import OneLineParser
 
 GIB = 1 << 30
 OVERHEAD_GIB = 1.5

@@ -49,6 +49,33 @@ def _text_only_families() -> set[str]:
 TEXT_ONLY_FAMILIES = _text_only_families()
 
 
+_TRUE = ("1", "true", "yes", "on")
+
+
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` is set: a hub id is usable only if the local hub cache holds it."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """The local Hugging Face cache holds ``repo_id``'s ``config.json`` (a malformed id is "not cached")."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        return True
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # noqa: BLE001 -- a malformed id: the loader will say so
+        return False
+
+
+def video_aliases() -> list[str]:
+    """One alias per video family (its first checkpoint), for ``--model`` help texts."""
+    from ego_adr.models.families import FAMILIES
+
+    return [f.hub[0].alias for f in FAMILIES.values() if f.hub and not f.text_only]
+
+
 def _by_hub_id(hub_id: str) -> ModelSpec | None:
     for spec in ALIASES.values():
         if spec.hub_id.lower() == hub_id.lower():

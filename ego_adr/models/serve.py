@@ -25,9 +25,9 @@ from concurrent.futures import Future
 
 import numpy as np
 
+from ego_adr.errors import OneLineParser
 from ego_adr.models.base import BadRequest, Frames, GenerationConfig, Message, Request
 from ego_adr.models.openai_api import is_loopback, parse_frames_note
-from ego_adr.run.errors import OneLineParser
 
 
 def decode_image(url: str) -> np.ndarray:

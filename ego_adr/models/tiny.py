@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ego_adr.errors import OneLineParser
 from ego_adr.models.families._qwen import TINY_MAX_PIXELS, TINY_MIN_PIXELS  # noqa: F401 (re-exported)
 from ego_adr.models.families.tokenizer import (  # noqa: F401 (re-exported)
     CHAT_TEMPLATE,
@@ -29,7 +30,6 @@ from ego_adr.models.families.tokenizer import (  # noqa: F401 (re-exported)
     build_tokenizer,
     tiny_vocab_size,
 )
-from ego_adr.run.errors import OneLineParser
 
 
 def _archs() -> tuple[str, ...]:

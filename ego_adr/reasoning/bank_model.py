@@ -11,23 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ego_adr.models.registry import is_tiny
+
 PAPER = "paper"
 PAPER_BANK_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"  # Section 5.2
 SPECIAL = (PAPER, "evaluated", "rule")
-
-
-def _is_tiny(name: str | None) -> bool:
-    """The embedded demo model or a ``tiny*`` alias: the run is offline (so are its judges and bank)."""
-    from ego_adr.models.registry import is_tiny
-
-    return is_tiny(name)
 
 
 def resolve_bank_model(bank_model: str | None, model: str | None, injected: bool) -> str:
     """``evaluated``, ``rule`` or the name of the model that builds banks."""
     choice = bank_model or PAPER
     if choice == PAPER:
-        if injected or _is_tiny(model):
+        if injected or is_tiny(model):  # the demo model or a tiny* alias: offline, so is its bank
             return "evaluated"
         choice = PAPER_BANK_MODEL
     if choice not in SPECIAL and model is not None:

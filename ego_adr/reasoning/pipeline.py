@@ -118,7 +118,7 @@ class EgoADR:
     # ---- model calls ------------------------------------------------------------------------------
     def _gen(self, stage: str = "") -> GenerationConfig:
         one_pass = self.config.one_pass_max_new_tokens
-        if stage in ("direct", "cot") and one_pass:
+        if stage in MODE_SPECS and MODE_SPECS[stage].one_pass and one_pass:  # a one-pass mode's only call
             return GenerationConfig(max_new_tokens=one_pass)
         return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
 

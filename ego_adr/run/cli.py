@@ -18,9 +18,16 @@ import argparse
 import sys
 
 from ego_adr.data import sources as source_registry
+from ego_adr.data.sample import TASKS
+from ego_adr.eval.judges import BACKENDS as JUDGE_BACKENDS
+from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
 from ego_adr.models.backends import BACKENDS, backend_help
+from ego_adr.models.backends import names as backend_names
+from ego_adr.models.registry import video_aliases
 from ego_adr.reasoning.modes import MODES, mode_help
-from ego_adr.run.config import RunConfig
+from ego_adr.reasoning.pipeline import NARRATION_SOURCES
+from ego_adr.reasoning.protocol import PROTOCOLS
+from ego_adr.run.config import QA_SELECTIONS, RunConfig
 from ego_adr.run.errors import OneLineParser
 
 
@@ -42,15 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a = _adder(p)
     a("--config", help="YAML file of settings (flags given here override it)")
-    a("--model", help="alias (qwen2.5-vl, qwen2-vl, qwen3-vl, llava-onevision, video-llava, internvl3.5, ...), "
-                      "hub id or local folder; default: the embedded tiny demo model")
-    a("--backend", choices=list(BACKENDS), help=f"model backend (default hf). {backend_help()}")
-    a("--task", choices=["multiple-choice", "open-end"], help="benchmark task (default multiple-choice)")
+    a("--model", help=f"alias ({', '.join(video_aliases())}, ...), hub id or local folder; default: the embedded "
+                      "tiny demo model")
+    a("--backend", choices=backend_names(), help=f"model backend (default hf). {backend_help()}")
+    a("--task", choices=list(TASKS), help="benchmark task (default multiple-choice)")
     a("--mode", choices=list(MODES), help=f"reasoning mode (default auto). {mode_help()}")
     a("--frames", type=int, help="uniformly sampled frames per clip: 8/16/24/32 in the paper (default 8)")
     a("--match", type=_bool, help="key-step matching on/off (Table 6 ablation; default on)")
     a("--narration", type=_bool, help="video narration on/off (Table 6 ablation; default on)")
-    a("--narration-source", choices=["model", "reference"],
+    a("--narration-source", choices=list(NARRATION_SOURCES),
       help="'reference' replaces the model's narration by the annotations' descriptions (diagnostic)")
     a("--bank-builder", choices=["auto", "rule", "model"], help="procedure bank builder (default auto)")
     a("--bank-model", help="model that builds deep-mode procedure banks: paper (Qwen2.5-VL-7B-Instruct, Section "
@@ -80,10 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--decode-workers", type=int, help="background decoding threads (default 2)")
     a("--cache-dir", help="every cache: stage cache, probe verdicts, procedure banks, demo set, tiny models and judges (default: $EGO_ADR_CACHE, else ~/.cache/ego_adr)")
     a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
-    a("--judges", help="open-end judges, comma-separated (aliases, hub ids, folders; default: qwen2.5-7b-instruct,deepseek-llm-7b-chat, tiny stand-ins for the embedded demo)")
-    a("--judge-backend", choices=["hf", "openai"], help="backend of the judges")
-    a("--qa-selection", choices=["all", "one"], help="open-end: every QA pair, or one per sample (seeded)")
-    a("--protocol", choices=["ego-adr", "public"],
+    a("--judges", help="open-end judges, comma-separated (aliases, hub ids, folders; default: "
+                       f"{','.join(DEFAULT_JUDGE_NAMES)}, tiny stand-ins for the embedded demo)")
+    a("--judge-backend", choices=list(JUDGE_BACKENDS), help="backend of the judges")
+    a("--qa-selection", choices=list(QA_SELECTIONS), help="open-end: every QA pair, or one per sample (seeded)")
+    a("--protocol", choices=list(PROTOCOLS),
       help="inputs that change a number: 'public' = the public white agent's frames, clip rate, resizing, step "
            "text, question and 128 tokens; 'ego-adr' = ours (see docs/protocol.md; default ego-adr)")
     a("--protocol-option", dest="protocol_options", action="append",

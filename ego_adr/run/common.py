@@ -5,18 +5,21 @@ so neither imports the other."""
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import platform
 import sys
-import time
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 
-from ego_adr import __version__
+from ego_adr import __version__, store
+from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import Sample
-from ego_adr.models.backends import BACKENDS
-from ego_adr.run.config import ALL_SOURCES, ConfigError, RunConfig
+from ego_adr.errors import UserError
+from ego_adr.models import loading
+from ego_adr.models.loading import ModelSettings
+from ego_adr.reasoning.clips import decode_fn, decode_item  # noqa: F401  (decode_item: re-exported)
+from ego_adr.run.config import ConfigError, RunConfig
+from ego_adr.store import write_json  # noqa: F401  (re-exported: the runners write their files with it)
 
 
 def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
@@ -24,7 +27,7 @@ def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
     from ego_adr.data.egoerrorvqa import load_samples
 
     if cfg.data_root is None:
-        from ego_adr.data.demo import ensure_demo
+        from ego_adr.video.demo import ensure_demo
 
         root = ensure_demo()
         data_root, video_root = root / "annotations", root / "videos"
@@ -33,7 +36,7 @@ def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
     else:
         data_root = Path(cfg.data_root)
         video_root = Path(cfg.video_root) if cfg.video_root else None
-        sources = cfg.sources or list(ALL_SOURCES)
+        sources = cfg.sources or list(source_registry.names(public_only=True))
         origin = "EgoErrorVQA annotations"
     if cfg.video_root and cfg.data_root is None:
         video_root = Path(cfg.video_root)
@@ -75,34 +78,16 @@ def apply_limit(samples: list[Sample], limit: int) -> tuple[list[Sample], str | 
 
 
 def load_vlm(cfg: RunConfig, model=None):
-    """The model the run asks for (the embedded tiny model when none is named) behind the stage cache.
+    """The model the run asks for (the embedded tiny model when none is named) behind the stage cache:
+    :func:`ego_adr.models.loading.load_vlm` with the run's model settings, a failure as a :class:`ConfigError`.
 
     ``model``: an already constructed VLM to use instead (library use, benchmarks, tests with a model double).
     """
-    from ego_adr.models.cache import CachedModel, StageCache
-
-    cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
-    if model is not None:
-        return CachedModel(model, cache, cfg.backend)
-    from ego_adr.models import load_model
-
-    name = cfg.model
-    if name is None:
-        from ego_adr.models.tiny import ensure_tiny
-
-        name = str(ensure_tiny("qwen2.5-vl"))
-    kwargs = dict(backend=cfg.backend, device=cfg.device, dtype=cfg.dtype, batch_size=cfg.batch_size,
-                  max_pixels_per_frame=cfg.max_pixels_per_frame, gpu_memory=cfg.gpu_memory)
-    # the backend's own settings (hf: frames, for which the memory planner sizes the pixel budget)
-    kwargs.update({k: getattr(cfg, k) for k in BACKENDS[cfg.backend].settings})
-    if cfg.backend == "openai" and cfg.extra.get("max_retries") is not None:
-        kwargs["max_retries"] = cfg.extra["max_retries"]
+    settings = ModelSettings(**{f.name: getattr(cfg, f.name) for f in fields(ModelSettings)})
     try:
-        model = load_model(name, **{k: v for k, v in kwargs.items() if v is not None})
-    except (ValueError, OSError, RuntimeError, ImportError) as e:  # a memory-plan refusal is a ValueError
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ConfigError(f"could not load model {cfg.model or name}: {first}") from None
-    return CachedModel(model, cache, cfg.backend)
+        return loading.load_vlm(settings, model)
+    except UserError as e:
+        raise ConfigError(str(e)) from None
 
 
 def versions() -> dict:
@@ -114,65 +99,16 @@ def versions() -> dict:
     return out
 
 
-def write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
-    tmp.replace(path)
-
-
-def decode_item(sampler, sample: Sample, num_frames: int):
-    """A pipeline :class:`~ego_adr.reasoning.pipeline.Item` with the sample's frames, or the reason there are none."""
-    from ego_adr.reasoning.pipeline import Item
-
-    item = Item(sample)
-    if not sample.video_path:
-        item.frames_error = "no video path (pass --video-root; see README 'Running a real model')"
-        return item
-    t0 = time.perf_counter()
-    try:
-        item.frames = sampler.sample_clip(sample.video_path, sample.start, sample.end, num_frames)
-        info = getattr(item.frames, "info", None)
-        item.frames_info = info.to_dict() if info is not None else {}
-    except Exception as e:  # noqa: BLE001 -- any decoder failure is this sample's failure
-        from ego_adr.run.failures import decode_error_text
-
-        item.frames_error = decode_error_text(e)
-    item.timings["decode_s"] = round(time.perf_counter() - t0, 4)
-    return item
-
-
-def decode_fn(sampler, num_frames: int, needs_frames: bool):
-    from ego_adr.data.egoerrorvqa import sample_problem
-    from ego_adr.reasoning.pipeline import Item
-
-    def fn(sample: Sample):
-        problem = sample_problem(sample)
-        if problem:
-            item = Item(sample)
-            item.failure = f"data: {problem}"
-            return item
-        return decode_item(sampler, sample, num_frames) if needs_frames else Item(sample)
-
-    return fn
-
-
 @contextlib.contextmanager
 def cache_scope(cfg: RunConfig):
     """``--cache-dir`` holds *every* cache for the duration of the run: the stage cache, probe verdicts and banks
-    (given the folder explicitly) and the demo set, tiny models and tiny judges (which find the cache through
-    ``$EGO_ADR_CACHE``, set here and restored afterwards)."""
+    (given the folder explicitly) and the demo set, tiny models and tiny judges (found through
+    :func:`ego_adr.store.cache_root`, which :func:`ego_adr.store.cache_scope` points at the folder)."""
     if not cfg.cache_dir:
         yield
         return
-    old = os.environ.get("EGO_ADR_CACHE")
-    os.environ["EGO_ADR_CACHE"] = str(Path(cfg.cache_dir).expanduser())
-    try:
+    with store.cache_scope(cfg.cache_dir):
         yield
-    finally:
-        if old is None:
-            os.environ.pop("EGO_ADR_CACHE", None)
-        else:
-            os.environ["EGO_ADR_CACHE"] = old
 
 
 def decoded(cfg: RunConfig, samples: list[Sample], needs_frames: bool = True, depth: int | None = None

@@ -11,13 +11,16 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ego_adr.data import sources as source_registry
+from ego_adr.data.sample import TASKS
+from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
 from ego_adr.models.backends import BACKENDS
+from ego_adr.models.backends import names as backend_names
+from ego_adr.models.loading import DEFAULT_GPU_MEMORY
 from ego_adr.reasoning.pipeline import MODES, NARRATION_SOURCES
 from ego_adr.run.errors import ConfigError  # noqa: F401  (re-exported)
 from ego_adr.store import cache_root
 
-ALL_SOURCES = source_registry.names(public_only=True)  # a run's default sources
-TASKS = ("multiple-choice", "open-end")
+QA_SELECTIONS = ("all", "one")
 
 
 @dataclass
@@ -52,9 +55,9 @@ class RunConfig:
     decode_workers: int = 2
     cache_dir: str | None = None
     use_cache: bool = True
-    judges: list[str] = field(default_factory=lambda: ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"])
+    judges: list[str] = field(default_factory=lambda: list(DEFAULT_JUDGE_NAMES))
     judge_backend: str = "hf"
-    qa_selection: str = "all"  # all | one (one QA pair per sample, chosen with the seed)
+    qa_selection: str = "all"  # QA_SELECTIONS: every QA pair, or one per sample chosen with the seed
     protocol: str = "ego-adr"  # ego-adr | public (reasoning/protocol.py): the inputs that change a number
     protocol_options: dict = field(default_factory=dict)  # single deviations from the preset, e.g. sampling=...
     extra: dict = field(default_factory=dict)
@@ -64,14 +67,14 @@ class RunConfig:
             raise ConfigError(f"--task must be one of {TASKS}, got {self.task!r}")
         if self.mode not in MODES:
             raise ConfigError(f"--mode must be one of {MODES}, got {self.mode!r}")
-        if self.backend not in BACKENDS:
+        if self.backend not in backend_names():
             raise ConfigError(f"--backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.narration_source not in NARRATION_SOURCES:
             raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
         if self.frames < 1:
             raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
         if self.gpu_memory is None and BACKENDS[self.backend].plans_memory:
-            self.gpu_memory = "24GB"
+            self.gpu_memory = DEFAULT_GPU_MEMORY
         if self.batch_size is None:
             self.batch_size = BACKENDS[self.backend].default_batch_size
         if self.batch_size < 1:
@@ -89,7 +92,7 @@ class RunConfig:
             check(self)
         except (ProtocolError, PublicSourceMissing) as e:
             raise ConfigError(str(e)) from None
-        if self.qa_selection not in ("all", "one"):
+        if self.qa_selection not in QA_SELECTIONS:
             raise ConfigError("--qa-selection must be 'all' or 'one'")
         if self.sources is not None:
             known = source_registry.names()

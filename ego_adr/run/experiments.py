@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from ego_adr.reasoning.protocol import PROTOCOLS
 from ego_adr.run.config import ConfigError, RunConfig
 
 TABLES = ("table4", "table5", "table6")
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     p.add_argument("--batch-size", type=int, help="requests per model call (default: per backend)")
     p.add_argument("--max-new-tokens", type=int, help="generation budget per call (default: 256, Appendix C)")
     p.add_argument("--cache-dir", help="every cache (default: $EGO_ADR_CACHE, else ~/.cache/ego_adr)")
-    p.add_argument("--protocol", choices=["ego-adr", "public"],
+    p.add_argument("--protocol", choices=list(PROTOCOLS),
                    help="inputs that change a number for every cell (docs/protocol.md; default ego-adr)")
     p.add_argument("--protocol-option", dest="protocol_options", action="append",
                    help="one deviation from the protocol for every cell, key=value (repeatable)")

@@ -14,32 +14,16 @@ uninterrupted run would give.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from collections import Counter
 from pathlib import Path
 
-from ego_adr.models.base import INFRASTRUCTURE, SAMPLE, error_kind, infra_error
+from ego_adr.models.base import INFRASTRUCTURE, SAMPLE, error_kind
+from ego_adr.reasoning.clips import decode_error_text  # noqa: F401  (re-exported)
 
 EXIT_INFRASTRUCTURE = 3
 RETRIED_FILE = "predictions.retried.jsonl"
-
-#: errno values of an OSError that mean "the machine", not "this file" (a missing or unreadable file is final).
-_MACHINE_ERRNOS = {errno.EIO, errno.ENOMEM, errno.ENOSPC, errno.EAGAIN, errno.EMFILE, errno.ENFILE,
-                   errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNREFUSED}
-
-
-def decode_error_text(e: BaseException) -> str:
-    """The frames error of one sample, tagged as infrastructure when the decoder (or the machine) broke rather
-    than the file: out of memory, I/O errors of the disk, too many open files, a timeout."""
-    text = f"{type(e).__name__}: {e}"
-    machine = isinstance(e, MemoryError | TimeoutError | ConnectionError) or (
-        isinstance(e, OSError) and not isinstance(e, FileNotFoundError | PermissionError | IsADirectoryError)
-        and e.errno in _MACHINE_ERRNOS
-    )
-    return infra_error(text) if machine else text
-
 
 def _stage_errors(row: dict) -> list[tuple[str, str]]:
     stages = row.get("stages") or {}

@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 
 from ego_adr.run.config import ConfigError
+from ego_adr.store import write_json
 
 IDENTITY_FILE = "identity.json"
 LOCK_FILE = ".lock"
@@ -98,41 +99,56 @@ def _protocol_settings(cfg) -> dict | None:
         return None
 
 
+#: Run settings that are not part of a folder's identity, and why. Every other field of
+#: :class:`~ego_adr.run.config.RunConfig` is, so a new setting joins the identity unless it is named here
+#: (``tests/run/test_identity.py`` holds the two lists to the dataclass).
+NOT_IDENTITY = {
+    "data_root": "the annotations digest stands for it: a moved data folder is the same run",
+    "video_root": "the videos digest stands for it",
+    "sources": "the sources the loader resolved are recorded instead (the default list, aliases expanded)",
+    "output_dir": "it is the folder",
+    "device": "where the model runs, not what it computes",
+    "batch_size": "how many requests go together, not what is asked",
+    "tensor_parallel_size": "how the model is spread over GPUs, not what it computes",
+    "base_url": "recorded only where the backend's spec forwards it (a served model)",
+    "num_shards": "recorded with shard_index as shard",
+    "shard_index": "recorded with num_shards as shard",
+    "prefetch": "decoding ahead, not what is decoded",
+    "decode_workers": "decoding threads, not what is decoded",
+    "cache_dir": "where cached outputs live; the stage cache key decides what is reused",
+    "use_cache": "whether outputs are reused, not what they are",
+    "protocol_options": "recorded resolved, as protocol_settings",
+    "extra": "free-form notes",
+}
+#: Part of the identity of an open-ended run only.
+OPEN_END_ONLY = ("judges", "judge_backend", "qa_selection")
+
+
 def run_identity(cfg, samples, info: dict) -> dict:
-    """The identity of a run of ``cfg`` over ``samples`` (settings known before the model is loaded)."""
+    """The identity of a run of ``cfg`` over ``samples`` (settings known before the model is loaded): every run
+    setting but those in :data:`NOT_IDENTITY` (and the open-ended ones for other tasks), then what is derived."""
+    from dataclasses import fields
+
+    from ego_adr.models.backends import BACKENDS
     from ego_adr.reasoning import prompts as P
     from ego_adr.reasoning.probe import PROBE_VERSION
 
-    ident = {
-        "task": cfg.task,
-        "model": cfg.model or "tiny-demo",
-        "backend": cfg.backend,
-        "base_url": cfg.base_url if cfg.backend == "openai" else None,
-        "mode": cfg.mode,
-        "protocol": getattr(cfg, "protocol", None),
-        "frames": cfg.frames,
+    skip = set(NOT_IDENTITY) | (set() if cfg.task == "open-end" else set(OPEN_END_ONLY))
+    ident = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
+    ident["model"] = cfg.model or "tiny-demo"
+    if cfg.task == "open-end":
+        ident["judges"] = list(cfg.judges)
+    ident.update({
+        "base_url": cfg.base_url if "base_url" in BACKENDS[cfg.backend].settings else None,
         # every input the protocol sets (sampling, clip rate, resize, step text, question, answers, budget)
         "protocol_settings": _protocol_settings(cfg),
-        "bank_model": getattr(cfg, "bank_model", None),
-        "match": cfg.match,
-        "narration": cfg.narration,
-        "narration_source": cfg.narration_source,
-        "bank_builder": cfg.bank_builder,
-        "dtype": cfg.dtype,
-        "max_pixels_per_frame": cfg.max_pixels_per_frame,
-        "gpu_memory": cfg.gpu_memory,
-        "max_new_tokens": cfg.max_new_tokens,
-        "seed": cfg.seed,
         "prompts": _digest(getattr(P, "VERSIONS", {})),
         "probe_version": PROBE_VERSION,
         "sources": list(info.get("sources") or []),
-        "limit": cfg.limit,
         "shard": f"{cfg.shard_index}/{cfg.num_shards}",
         "annotations": samples_digest(samples),
         "videos": videos_digest(samples, info.get("video_root")),
-    }
-    if cfg.task == "open-end":
-        ident.update(judges=list(cfg.judges), judge_backend=cfg.judge_backend, qa_selection=cfg.qa_selection)
+    })
     return ident
 
 
@@ -176,10 +192,7 @@ def describe_difference(out: Path, stored: dict | None, current: dict) -> str:
 
 
 def _write(out: Path, ident: dict) -> None:
-    p = Path(out) / IDENTITY_FILE
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(ident, indent=1, ensure_ascii=False, default=str))
-    tmp.replace(p)
+    write_json(Path(out) / IDENTITY_FILE, ident)
 
 
 def discard(out: Path) -> list[str]:

@@ -5,7 +5,7 @@ none of the files, windows shorter than the requested frame count (so the model 
 window after the end of its video, a frame count the model ignores, a memory plan that cannot fit. lmms-eval and
 VLMEvalKit users keep discovering these after the run. The dry run reads only the annotations and the videos'
 container headers (no decoding), applies the run's own selection (``--sources``, ``--limit``, shards) and its own
-window rule and sampling policy (:mod:`ego_adr.video.window`, :mod:`ego_adr.video.policies`), and asks the memory planner
+window rule and sampling policy (:mod:`ego_adr.data.window`, :mod:`ego_adr.video.policies`), and asks the memory planner
 (:func:`ego_adr.models.planner.arch_for` and :func:`~ego_adr.models.planner.plan`) for the chosen family and
 ``--gpu-memory``. The family is read from the alias, the hub id or a folder's ``config.json``; no weights are
 needed.
@@ -25,6 +25,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 from pathlib import Path
+
+from ego_adr.models.backends import BACKENDS
 
 EXAMPLES_PER_SOURCE = 3  # clips whose frame indices are shown
 MISSING_SHOWN = 2  # example missing paths per source
@@ -89,8 +91,9 @@ def model_family(name: str | None) -> tuple[str, str]:
 
 def _memory(cfg) -> tuple[object | None, str]:
     """The planner's plan for this run (what ``load_model`` would check), or why there is none."""
-    if cfg.backend != "hf":
-        return None, f"backend {cfg.backend}: the server or vLLM manages GPU memory, no local plan"
+    spec = BACKENDS[cfg.backend]
+    if not spec.plans_memory:
+        return None, f"backend {cfg.backend}: {spec.memory_note}"
     from ego_adr.models import planner
     from ego_adr.models.registry import ALIASES
 
@@ -140,12 +143,12 @@ def preflight(cfg) -> dict:
 
 
 def _preflight(cfg) -> dict:
+    from ego_adr.data.window import WindowError
     from ego_adr.reasoning.protocol import policy_for
     from ego_adr.run.checks import check_model_name
     from ego_adr.run.config import ConfigError
     from ego_adr.run.runner import load_dataset
     from ego_adr.video.policies import as_plan, get_policy
-    from ego_adr.video.window import WindowError
 
     samples, info = load_dataset(cfg)
     from ego_adr.reasoning.protocol import apply_to_samples, settings_of

@@ -89,28 +89,11 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
         store.close()
     metrics = compute_mc_metrics(rows)
     write_metrics_json(metrics, out)
-    model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
-    label = "no model" if model_free else (cfg.model or "embedded tiny model (random weights)")
-    title = f"{label} - {cfg.mode} - {'reference narration' if model_free else f'{cfg.frames} frames'}"
-    from ego_adr.reasoning.protocol import describe, report_notes, settings_of
+    from ego_adr.reasoning.protocol import describe, settings_of
 
     run_info["protocol"] = describe(cfg.protocol, settings_of(cfg))
-    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"))
-    if cfg.narration_source == "reference":
-        notes.append("Diagnostic, tuned to annotation style, not an upper bound: narration replaced by the "
-                     "annotations' reference descriptions, whose wording the shallow vocabularies were written "
-                     "against "
-                     "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
-                     "samples; never a label field), so only the classification stage is measured.")
-    if cfg.model is None and not model_free:
-        notes.append("Demo model has random weights: these numbers only show that the machinery works.")
     failures = summarise(rows)
-    if failures["n_infrastructure"]:
-        notes.append(f"{failures['n_infrastructure']} of {failures['n_rows']} samples failed on infrastructure "
-                     "(model or decoder unreachable / out of memory); they count as failures here and are rerun "
-                     "with --retry-failed.")
-    if info.get("limit_note"):
-        notes.append(info["limit_note"] + ".")
+    title, notes = _title_and_notes(cfg, info, failures)
     write_report(metrics, out, title=title, notes=notes)
     stats = model.stats() if model is not None and hasattr(model, "stats") else {}
     this = {"started": started, "finished": datetime.now(timezone.utc).isoformat(), "processed": len(pending),
@@ -129,6 +112,32 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     runinfo.close_invocation(run_info, prev, this)
     write_json(out / "run.json", run_info)
     return metrics
+
+
+def _title_and_notes(cfg: RunConfig, info: dict, failures: dict) -> tuple[str, list[str]]:
+    """The report's title and its notes: the protocol's, a diagnostic's, the demo model's, infrastructure failures,
+    a limit."""
+    from ego_adr.reasoning.protocol import report_notes, settings_of
+
+    model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
+    label = "no model" if model_free else (cfg.model or "embedded tiny model (random weights)")
+    title = f"{label} - {cfg.mode} - {'reference narration' if model_free else f'{cfg.frames} frames'}"
+    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"))
+    if cfg.narration_source == "reference":
+        notes.append("Diagnostic, tuned to annotation style, not an upper bound: narration replaced by the "
+                     "annotations' reference descriptions, whose wording the shallow vocabularies were written "
+                     "against "
+                     "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
+                     "samples; never a label field), so only the classification stage is measured.")
+    if cfg.model is None and not model_free:
+        notes.append("Demo model has random weights: these numbers only show that the machinery works.")
+    if failures["n_infrastructure"]:
+        notes.append(f"{failures['n_infrastructure']} of {failures['n_rows']} samples failed on infrastructure "
+                     "(model or decoder unreachable / out of memory); they count as failures here and are rerun "
+                     "with --retry-failed.")
+    if info.get("limit_note"):
+        notes.append(info["limit_note"] + ".")
+    return title, notes
 
 
 def _process(pipe, cfg: RunConfig, pending: list[Sample], store, progress: bool, tqdm) -> None:

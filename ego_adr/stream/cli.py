@@ -18,7 +18,10 @@ import re
 import sys
 from pathlib import Path
 
-from ego_adr.run.errors import OneLineParser
+from ego_adr.errors import OneLineParser
+from ego_adr.models.backends import names as backend_names
+from ego_adr.reasoning.modes import MODES
+from ego_adr.reasoning.pipeline import NARRATION_SOURCES
 from ego_adr.stream.common import (
     UserError,
     check_identity,
@@ -47,16 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
     a("--procedure", help="procedure text, or a task_id of --data-root's procedure.json, or a .txt file")
     a("--task-id", help="name of the task (default: from --procedure or the file name)")
     a("--model", help="alias, hub id or folder (default: the embedded tiny model, random weights)")
-    a("--backend", default="hf", choices=["hf", "openai", "vllm"])
+    a("--backend", default="hf", choices=backend_names())
     a("--base-url", help="openai backend: the server's URL")
     a("--device", default="auto")
-    a("--mode", default="auto", choices=["auto", "deep", "shallow"],
+    a("--mode", default="auto", choices=[m for m, spec in MODES.items() if not spec.one_pass],
           help="Ego-ADR route: auto = the text-only probe decides (Section 5.1)")
     a("--window", type=seconds, default=8.0, help="seconds of video per observation (default 8s)")
     a("--stride", type=seconds, default=4.0, help="seconds between observations (default 4s)")
     a("--frames", type=int, default=8, help="frames per window (default 8)")
     a("--threshold", type=float, default=0.5, help="alert when P(error) reaches this (default 0.5)")
-    a("--narration-source", default="model", choices=["model", "reference"],
+    a("--narration-source", default="model", choices=list(NARRATION_SOURCES),
       help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
     a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the tiny models (random weights)")
     a("--out", help="output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
@@ -164,7 +167,7 @@ def run_one(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from ego_adr.run.config import ConfigError
+    from ego_adr.errors import UserError as ConfigError  # the base of every one-line user error
 
     try:
         if args.frames < 1:

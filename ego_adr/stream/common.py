@@ -18,9 +18,9 @@ class UserError(_UserErrorBase):
 
 def load_pipeline(args):
     """(pipeline, model behind the stage cache, max new tokens) for the requested model and route."""
+    from ego_adr.models.loading import ModelSettings as RunConfig  # the model-side settings of a run
+    from ego_adr.models.loading import load_vlm
     from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-    from ego_adr.run.config import RunConfig
-    from ego_adr.run.runner import load_vlm
 
     cfg = RunConfig(model=args.model, backend=args.backend, device=args.device, frames=args.frames,
                     cache_dir=args.cache_dir, use_cache=not args.no_cache, base_url=args.base_url,

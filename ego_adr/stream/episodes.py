@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 
+from ego_adr.data.window import window_problem
 from ego_adr.taxonomy import CORRECT
-from ego_adr.video.window import window_problem
 
 
 def episode_key(sample) -> tuple[str, str, str]:

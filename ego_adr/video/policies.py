@@ -3,7 +3,7 @@
 Why named policies: the frame indices change the numbers a model gets, so the rule is part of a run's identity.
 Two exist:
 
-* ``bin-centre`` (default, ours): the window (normalised by :mod:`ego_adr.video.window`) holds the frames whose
+* ``bin-centre`` (default, ours): the window (normalised by :mod:`ego_adr.data.window`) holds the frames whose
   timestamps ``i / fps`` fall inside ``[start, end)``; that run of ``M`` frames is cut into ``N`` equal segments
   and the *centre* frame of each is taken (``first + floor((k + 0.5) * M / N)``). Centres rather than end points
   because the boundary frames of an annotated window often belong to the neighbouring step. Fewer than ``N``
@@ -12,7 +12,7 @@ Two exist:
   its own handling of negative and inverted windows), implemented in :mod:`ego_adr.video.public_policy`.
 
 A policy is a function ``(total_frames, fps, start, end, num_frames) -> Plan``; :func:`register_policy` adds one.
-``total_frames`` is the video's nominal length (see :mod:`ego_adr.video.window`).
+``total_frames`` is the video's nominal length (see :mod:`ego_adr.data.window`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ego_adr.video.window import WindowError, normalise_window
+from ego_adr.data.window import WindowError, normalise_window
 
 DEFAULT_POLICY = "bin-centre"
 

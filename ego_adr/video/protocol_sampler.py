@@ -36,7 +36,7 @@ class ProtocolSampler(FrameSampler):
         if clip_fps != "true":
             float(clip_fps)  # raises on a bad value
         if sampling == PUBLIC_LINSPACE:
-            kw["index_rule"] = public_indices
+            kw["index_rule"], kw["policy"] = public_indices, "public"
             # the white agent reads frame count and rate with decord; other readers may count a frame more or
             # round the rate differently, which moves int(t * fps) by a frame
             kw.setdefault("backend", "decord" if _has_decord() else "auto")

@@ -89,7 +89,7 @@ class _DecordReader(_Reader):
         got: dict[int, Decoded] = {}
         for k in range(0, len(inside), per):
             chunk = list(inside[k : k + per])
-            batch = self._vr.get_batch(chunk).asnumpy()  # frame-exact by index (STACK-NOTES); raises on failure
+            batch = self._vr.get_batch(chunk).asnumpy()  # frame-exact by index (docs/stack-notes.md); raises
             got.update((i, Decoded(i, transform(f))) for i, f in zip(chunk, batch, strict=True))
         return [got.get(i) or Decoded(None, problem=f"frame {i} is not in the file ({self.num_frames} frames)")
                 for i in indices]

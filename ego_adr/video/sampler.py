@@ -1,14 +1,14 @@
 """Uniform frame sampling from (long) videos, with one open reader per video reused across samples.
 
 Why a reader cache: the EgoErrorVQA samples of one source share long recordings (10-30 min, up to ~40 min for
-CaptainCook4D), and opening a file costs 0.05-0.5 s because the reader indexes every packet (STACK-NOTES, video
+CaptainCook4D), and opening a file costs 0.05-0.5 s because the reader indexes every packet (docs/stack-notes.md, video
 decoding; scripts/bench_frames.py). Many samples of one video therefore reuse one reader; a bounded LRU
 (``max_open``) keeps memory and file handles in check; each reader has its own lock, so threads (see
 :mod:`ego_adr.video.prefetch`) can decode different videos at the same time.
 
 Which frames: a named sampling policy (:mod:`ego_adr.video.policies`; ``bin-centre`` by default, ``public`` for
 the public white agent's rule) turns the window into frame indices, after the one window rule of
-:mod:`ego_adr.video.window` (whole video only for "no segment", failures for half, inverted or out-of-video
+:mod:`ego_adr.data.window` (whole video only for "no segment", failures for half, inverted or out-of-video
 windows, a note for every normalisation). The policy's name is recorded in :class:`SampleInfo`.
 
 Honest frames: the sampler checks what the decoder produced against what was asked (each reader reports the index
@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ego_adr.video.frames import Frames
 from ego_adr.video.honest import assemble, find_substitutes, read_plan
 from ego_adr.video.policies import DEFAULT_POLICY, bin_centre, from_rule, get_policy
 from ego_adr.video.readers import _READERS, Decoded, _Reader, available_backends  # noqa: F401 (re-exported)
@@ -103,7 +104,7 @@ def plan_indices(
     total_frames: int, fps: float, start: float | None, end: float | None, num_frames: int
 ) -> tuple[list[int], tuple[float, float], dict]:
     """The ``bin-centre`` plan as ``(indices, window, flags)`` (flags ``whole_video``, ``clamped``,
-    ``duplicated``, ``notes``); raises :class:`~ego_adr.video.window.WindowError` for a refused window."""
+    ``duplicated``, ``notes``); raises :class:`~ego_adr.data.window.WindowError` for a refused window."""
     p = bin_centre(total_frames, fps, start, end, num_frames)
     return p.indices, p.window, {"whole_video": p.whole_video, "clamped": p.clamped, "duplicated": p.duplicated,
                                  "notes": p.notes}
@@ -130,7 +131,8 @@ class FrameSampler:
     ``max_open``: open readers kept (LRU). ``max_side`` / ``max_pixels``: bound each returned frame
     (aspect kept, never upscaled), so that e.g. 4K GoPro footage does not fill memory; ``None`` keeps the size.
     ``policy``: the sampling policy's name (:func:`ego_adr.video.policies.policy_names`).
-    ``index_rule``: instead of a name, a function with :func:`plan_indices`' signature.
+    ``index_rule``: instead of a name, a function with :func:`plan_indices`' signature (recorded under ``policy``
+    when that is given, else under the function's name).
     ``substitute``: ``"none"`` (a frame not decodable where requested fails the sample) or ``"nearest"`` (the
     nearest decodable frame within half a sampling segment is used and recorded).
     """
@@ -153,7 +155,7 @@ class FrameSampler:
             raise ValueError(f"substitute must be one of {SUBSTITUTE}, got {substitute!r}")
         if index_rule is not None:  # a rule with plan_indices' signature, e.g. public_policy.public_indices
             self._plan = from_rule(index_rule)
-            policy = "public" if getattr(index_rule, "__name__", "") == "public_indices" else self._plan.__name__
+            policy = policy if policy != DEFAULT_POLICY else self._plan.__name__
         else:
             self._plan = get_policy(policy)  # raises ValueError for an unknown name
         self.policy = policy
@@ -162,8 +164,6 @@ class FrameSampler:
         self.max_open = max_open
         self.max_side = max_side
         self.max_pixels = max_pixels
-        # which frames a window means: plan_indices, or another rule of the same signature (video/public_policy.py)
-        self.index_rule = index_rule or plan_indices
         self._readers: OrderedDict[str, _Reader] = OrderedDict()
         self._lock = threading.Lock()
         self._broken_backends: dict[str, str] = {}  # backend -> import error
@@ -358,11 +358,9 @@ class FrameSampler:
         return self.sample_with_info(path, start_sec, end_sec, num_frames, **kw)[0]
 
     def sample_clip(self, path, start_sec, end_sec, num_frames, **kw):
-        """A :class:`ego_adr.models.base.Frames` whose ``fps`` is the *sampled* rate (``N / window_seconds``,
+        """A :class:`ego_adr.video.frames.Frames` whose ``fps`` is the *sampled* rate (``N / window_seconds``,
         which Qwen-VL needs for its temporal positions) and whose ``timestamps`` are the frames' times. The
         :class:`SampleInfo` is attached as ``frames.info`` (read it with :func:`clip_info`)."""
-        from ego_adr.models.base import Frames
-
         arr, info = self.sample_with_info(path, start_sec, end_sec, num_frames, **kw)
         seconds = max(info.window_seconds, 1.0 / info.video_fps)
         frames = Frames(arr, fps=len(arr) / seconds, timestamps=tuple(info.timestamps))

@@ -6,7 +6,7 @@ across the top half, thick enough to survive H.264/MPEG-4 compression and resizi
 generated video at the public path of every distinct ``Sample.video_path``, long enough to cover that video's
 annotated windows, so the real annotations run end to end without the source datasets.
 
-PyAV (libx264) writes H.264; OpenCV can only write ``mp4v`` here (STACK-NOTES, video decoding).
+PyAV (libx264) writes H.264; OpenCV can only write ``mp4v`` here (docs/stack-notes.md, video decoding).
 """
 
 from __future__ import annotations

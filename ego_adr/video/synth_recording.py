@@ -1,6 +1,6 @@
 """Synthetic multi-step *recordings* for the streaming monitor: one procedure, every step in sequence, some errors.
 
-Why a second set beside the demo clips (:mod:`ego_adr.data.demo`): a streaming monitor watches a whole recording
+Why a second set beside the demo clips (:mod:`ego_adr.video.demo`): a streaming monitor watches a whole recording
 and is scored on every annotated step of it, so here every performed step of a recording is annotated (the
 EgoErrorVQA files annotate only a subset of each recording's steps) and omitted steps get the public data's
 ``-1``/``-1`` window. The scenes, objects and the renderer are the demo set's (same procedures under
@@ -65,7 +65,7 @@ def _describe(label: str, step_text: str, swaps: dict[str, str]) -> str | None:
 
 
 def _build(dest: Path) -> None:
-    from ego_adr.data.demo import FPS, _render_run, _Run, load_procedures
+    from ego_adr.video.demo import FPS, _render_run, _Run, load_procedures
     from ego_adr.video.synth import write_video
 
     procs = load_procedures()
@@ -91,7 +91,7 @@ def _build(dest: Path) -> None:
 
 
 def _stamp() -> str:
-    from ego_adr.data.demo import _fingerprint, load_procedures
+    from ego_adr.video.demo import _fingerprint, load_procedures
 
     h = hashlib.sha256(f"{VERSION}|{_fingerprint(load_procedures())}|{RECORDINGS!r}".encode())
     return h.hexdigest()[:16]
@@ -99,7 +99,7 @@ def _stamp() -> str:
 
 def ensure_recordings(root: str | os.PathLike | None = None) -> Path:
     """Build the recording set once; return ``<root or cache>/stream-demo-v{VERSION}`` (idempotent, atomic)."""
-    from ego_adr.data.demo import cache_root
+    from ego_adr.video.demo import cache_root
 
     parent = Path(root) if root is not None else cache_root()
     final = parent / f"stream-demo-v{VERSION}"

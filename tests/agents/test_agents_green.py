@@ -56,9 +56,9 @@ def a2a03_dir() -> Path | None:
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory):
     from ego_adr.agents.green import build_green_app
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.agents.white import WhiteAgent, build_white_app, load_agent_model
-    from ego_adr.data.demo import ensure_demo
+    from ego_adr.video.demo import ensure_demo
 
     demo = ensure_demo()
     base = tmp_path_factory.mktemp("green")
@@ -89,11 +89,12 @@ def config(demo: Path, out: Path, **kw) -> dict:
 
 
 def ask_green(green_url: str, white_url: str, cfg: dict):
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     return asyncio.run(send_text(green_url, green_message(white_url, cfg), timeout=600))
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_green_evaluates_white_and_metrics_match_the_scorer(agents):
     from ego_adr.eval.__main__ import main as eval_main
     from ego_adr.eval.mc import compute_mc_metrics, load_predictions
@@ -124,6 +125,7 @@ def test_green_evaluates_white_and_metrics_match_the_scorer(agents):
         ask_green(agents.green, agents.white, config(agents.demo, out, question_wording=other))
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_green_open_ended_with_judges(agents):
     out = agents.base / "open"
     reply = ask_green(agents.green, agents.white, config(agents.demo, out, task_type="open-end", limit=2,
@@ -135,6 +137,7 @@ def test_green_open_ended_with_judges(agents):
     assert len(answers) == 2 and all(a["answer"] or a["failure"] for a in answers)
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 @pytest.mark.parametrize("task", [
     "no tags at all",
     green_message("http://127.0.0.1:1", {"json_root": "/x"}),  # no video_root
@@ -145,16 +148,17 @@ def test_green_open_ended_with_judges(agents):
 def test_malformed_tasks_are_refused(agents, task):
     from a2a.utils.errors import InvalidParamsError
 
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     with pytest.raises(InvalidParamsError):
         asyncio.run(send_text(agents.green, task))
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_missing_public_source_is_one_clear_error(agents, tmp_path, monkeypatch):
     from a2a.utils.errors import InvalidParamsError
 
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     monkeypatch.delenv("EGO_ADR_PUBLIC_EVALUATOR", raising=False)
     cfg = config(agents.demo, tmp_path / "nopublic", public_evaluator_root=str(tmp_path / "nowhere"),
@@ -163,8 +167,9 @@ def test_missing_public_source_is_one_clear_error(agents, tmp_path, monkeypatch)
         asyncio.run(send_text(agents.green, green_message(agents.white, cfg), timeout=60))
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_unreachable_white_agent_is_an_error_not_a_hang(agents):
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -176,6 +181,7 @@ def test_unreachable_white_agent_is_an_error_not_a_hang(agents):
                               timeout=60))
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_green_evaluates_a_03_white_agent(agents, tmp_path):
     lib = a2a03_dir()
     if lib is None:

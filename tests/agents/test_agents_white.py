@@ -88,9 +88,9 @@ def rpc03(url: str, text: str | None = None, body=None, headers=None) -> httpx.R
 
 @pytest.fixture(scope="module")
 def white(tmp_path_factory):
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.agents.white import WhiteAgent, build_white_app, load_agent_model
-    from ego_adr.data.demo import demo_paths
+    from ego_adr.video.demo import demo_paths
 
     _, video_root = demo_paths()
     src = sorted((video_root / "demo").glob("*.mp4"))[0]
@@ -118,6 +118,7 @@ def mc_text(path: str, step: str | None = "Put a tea bag into the cup", start=1.
     return white_message(path, mc_question(PROC, step), start, end)
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_card_serves_both_protocol_generations(white):
     card = httpx.get(white.url + "/.well-known/agent-card.json", timeout=10).json()
     assert card["url"] == white.url and card["protocolVersion"] == "0.3"  # the fields a 0.3 client needs
@@ -126,6 +127,7 @@ def test_card_serves_both_protocol_generations(white):
     assert card["capabilities"].get("streaming") is not True
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_raw_03_request_gets_one_option_message(white):
     r = rpc03(white.url, mc_text(white.clip, step=None, start=-1.0, end=-1.0))
     res = r.json()["result"]
@@ -138,6 +140,7 @@ def test_raw_03_request_gets_one_option_message(white):
         assert res["parts"][0]["text"] in OPTIONS and meta["prediction"] == res["parts"][0]["text"]
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_sdk_03_client_gets_exactly_one_option(white, tmp_path):
     out = run_03_client(white.url, mc_text(white.clip), tmp_path)
     assert out["response"] == "SendMessageSuccessResponse" and out["result"] == "Message"
@@ -147,8 +150,9 @@ def test_sdk_03_client_gets_exactly_one_option(white, tmp_path):
     assert refused["response"] == "JSONRPCErrorResponse" and refused["error"]["code"] == -32602
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_sdk_10_client_on_the_same_port(white):
-    from ego_adr.agents.launch import send_text
+    from ego_adr.agents.client import send_text
 
     reply = asyncio.run(send_text(white.url, mc_text(white.clip)))
     assert reply.kind == "message" and reply.protocol == "1.0"
@@ -158,6 +162,7 @@ def test_sdk_10_client_on_the_same_port(white):
     assert open_reply.text and open_reply.metadata["ego_adr"]["task"] == "open-end"
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 @pytest.mark.parametrize("which", ["dotdot", "absolute", "symlink_out", "missing", "relative_dotdot", "dir"])
 def test_paths_outside_the_roots_are_refused_without_opening(white, which):
     paths = {
@@ -176,6 +181,7 @@ def test_paths_outside_the_roots_are_refused_without_opening(white, which):
     assert white.agent.sampler.stats["opens"] == opens
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_symlink_inside_the_roots_and_relative_paths_are_allowed(white):
     from ego_adr.agents.white import VideoGuard
 
@@ -184,6 +190,7 @@ def test_symlink_inside_the_roots_and_relative_paths_are_allowed(white):
     assert guard.resolve("clip.mp4") == (white.root / "clip.mp4").resolve()
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_malformed_and_oversized_requests_get_errors_and_the_server_keeps_serving(white):
     assert rpc03(white.url, body=b"{not json").json()["error"]["code"] == -32700
     assert rpc03(white.url, "hello, no tags here").json()["error"]["code"] == -32602
@@ -198,6 +205,7 @@ def test_malformed_and_oversized_requests_get_errors_and_the_server_keeps_servin
     assert ok.json()["result"]["parts"][0]["text"] in OPTIONS
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_requests_beyond_the_queue_bound_are_refused_as_busy(white):
     async def burst():
         async with httpx.AsyncClient(timeout=120) as h:
@@ -214,8 +222,9 @@ def test_requests_beyond_the_queue_bound_are_refused_as_busy(white):
     assert all("busy" in r["error"]["message"] for r in busy)
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_bearer_token_guards_rpc_but_not_the_card(white):
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.agents.white import build_white_app
 
     sock = bind_socket("127.0.0.1", 0)
@@ -250,6 +259,7 @@ class GibberishModelDouble:
         return [Generation(text="zzz qqq") for _ in requests]
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_unparseable_verdict_is_never_sent_as_an_option(white, tmp_path):
     """Ego-ADR's classifier found no option in the model's text: the method's answer is that text (its row says
     how it was obtained), which no ground truth credits -- never a made-up option such as ``Others``."""
@@ -269,6 +279,7 @@ def test_unparseable_verdict_is_never_sent_as_an_option(white, tmp_path):
         assert not o["hit"] and o["cell"] == "fp"
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_unreadable_video_is_unanswerable(white, tmp_path):
     """A file that is no video: the reply says why and is no option (the public rule scores it an error claim)."""
     broken = white.root / "broken.mp4"
@@ -279,7 +290,7 @@ def test_unreadable_video_is_unanswerable(white, tmp_path):
 
 
 def test_non_loopback_bind_needs_a_token():
-    from ego_adr.agents.launch import check_bind
+    from ego_adr.agents.serving import check_bind
 
     check_bind("127.0.0.1", None, False)
     check_bind("0.0.0.0", "t", False)
@@ -287,6 +298,7 @@ def test_non_loopback_bind_needs_a_token():
         check_bind("0.0.0.0", None, False)
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_one_pass_baseline_answers_the_raw_reply_like_the_public_white_agent(white, tmp_path):
     """``direct`` is the paper's baseline row: what goes on the wire is the model's reply as it came."""
     from ego_adr.agents.white import WhiteAgent

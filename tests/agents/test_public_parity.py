@@ -160,7 +160,7 @@ def parity(tmp_path_factory):
                     "(pip install --no-deps --target .ci/a2a03 'a2a-sdk==0.3.21' 'httpx-sse>=0.4')")
     from ego_adr.agents.green import EvalConfig, evaluate, load_all_samples
     from ego_adr.agents.green_mc import questions
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
 
     base = tmp_path_factory.mktemp("parity")
     json_root, video_root = base / "json", base / "videos"
@@ -218,7 +218,7 @@ class ScriptedWhiteDouble:
         from a2a.server.tasks import InMemoryTaskStore
         from a2a.utils.errors import InternalError
 
-        from ego_adr.agents.launch import agent_card, build_app
+        from ego_adr.agents.serving import agent_card, build_app
 
         replies, received = self.replies, self.received
 
@@ -239,6 +239,7 @@ class ScriptedWhiteDouble:
         return build_app(card, handler, None, 1024 * 1024)
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_multiple_choice_messages_equal_the_public_green_agents(parity):
     ours = [parity["messages"][s.sample_id][0] for s in parity["samples"]
             if parity["messages"][s.sample_id][1] != parity["missing"]]
@@ -269,6 +270,7 @@ def assert_same_metrics(public_summary: dict, metrics: dict):
     assert metrics["overall"]["n"] == public_summary["total_samples"]
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_green_agent_outcomes_and_metrics_equal_the_public_ones(parity):
     from ego_adr.eval.mc import load_predictions
 
@@ -282,6 +284,7 @@ def test_green_agent_outcomes_and_metrics_equal_the_public_ones(parity):
     assert m["overall"]["n_failed"] == parity["n_failed"] >= 2 and m["lenient"]["n_lenient_only"] > 0
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_eval_score_and_old_files_rescore_to_the_public_numbers(parity, tmp_path):
     from ego_adr.eval.__main__ import main
 
@@ -305,6 +308,7 @@ def test_eval_score_and_old_files_rescore_to_the_public_numbers(parity, tmp_path
     assert_same_metrics(parity["public"]["summary"], json.loads((tmp_path / "o" / "metrics.json").read_text()))
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_open_ended_messages_equal_the_public_green_agents(tmp_path):
     """Open-ended: the public agent draws one QA pair at random; each message it sends is ours for that pair,
     and our green agent sends exactly those messages."""
@@ -313,9 +317,10 @@ def test_open_ended_messages_equal_the_public_green_agents(tmp_path):
         pytest.skip("needs ../shared/public-evaluator, ../shared/egoerrorvqa and a2a-sdk 0.3.21 in .ci/a2a03")
     from tqdm import tqdm
 
+    from ego_adr.agents.client import AgentClient
     from ego_adr.agents.green import EvalConfig, _run_open, limit_samples, load_all_samples
-    from ego_adr.agents.launch import AgentClient, ServerThread, bind_socket, url_of
     from ego_adr.agents.public_mc import public_open_messages
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.store import JsonlStore
 
     json_root, video_root = tmp_path / "json", tmp_path / "videos"

@@ -87,7 +87,7 @@ def test_only_no_segment_windows_mean_whole_video(loaded):
             for rec, s in zip(raw(source, task), of(samples, source), strict=True):
                 if rec["start_time"] < 0 and rec["end_time"] < 0:
                     assert s.start is None and s.end is None, s.sample_id
-                else:  # kept as annotated; the sampler's window rule decides (ego_adr.video.window)
+                else:  # kept as annotated; the sampler's window rule decides (ego_adr.data.window)
                     assert (s.start, s.end) == (rec["start_time"], rec["end_time"])
     omissions = [s for s in of(loaded[MULTIPLE_CHOICE], "captaincook4d") if "Omission" in s.ground_truth]
     assert omissions and all(s.start is None and s.end is None for s in omissions)
@@ -101,7 +101,7 @@ def test_only_no_segment_windows_mean_whole_video(loaded):
 ])
 def test_time_window_keeps_malformed_windows_for_the_rule(start, end, want):
     from ego_adr.data.egoerrorvqa import time_window
-    from ego_adr.video.window import window_problem
+    from ego_adr.data.window import window_problem
 
     assert time_window(start, end) == want
     malformed = want != (None, None) and (None in want or min(want) < 0 or want[1] < want[0])

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from ego_adr.data.demo import VERSION, demo_paths, ensure_demo, load_procedures
 from ego_adr.taxonomy import OPTIONS
+from ego_adr.video.demo import VERSION, demo_paths, ensure_demo, load_procedures
 from ego_adr.video.sampler import FrameSampler
 
 
@@ -96,7 +96,8 @@ def test_default_root_and_paths_from_env(demo, monkeypatch):
 
 
 def test_loader_reads_the_demo(demo):
-    egoerrorvqa = pytest.importorskip("ego_adr.data.egoerrorvqa")
+    from ego_adr.data import egoerrorvqa
+
     samples = egoerrorvqa.load_samples(demo / "annotations", sources=["demo"], video_root=demo / "videos")
     assert len(samples) == len(_load(demo)[1])
     assert all(s.video_path and (s.start is None) == (s.ground_truth == ["Omission"]) for s in samples)

@@ -69,6 +69,7 @@ def toy(tmp_path_factory):
     return base, data, base / "videos", env
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_registered_source_runs_and_scores_from_the_command_line(toy):
     base, data, videos, env = toy
     out = base / "run"
@@ -88,6 +89,7 @@ def test_registered_source_runs_and_scores_from_the_command_line(toy):
     assert metrics["overall"] == json.loads((out / "metrics.json").read_text())["overall"]
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_registered_source_through_the_green_agent(toy):
     base, data, videos, env = toy
     sys.path.insert(0, str(base / "plugin"))
@@ -96,7 +98,7 @@ def test_registered_source_through_the_green_agent(toy):
     finally:
         sys.path.remove(str(base / "plugin"))
     from ego_adr.agents.green import EvalConfig, evaluate
-    from ego_adr.agents.launch import ServerThread, bind_socket, url_of
+    from ego_adr.agents.serving import ServerThread, bind_socket, url_of
     from ego_adr.agents.white import WhiteAgent, build_white_app, load_agent_model
 
     model = load_agent_model("tiny", device="cpu", cache_dir=str(base / "cache"))

@@ -44,6 +44,7 @@ def write_jsonl(path: Path, rows, torn_tail=False):
     return path
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_score_subprocess_writes_all_files(tmp_path):
     pred = write_jsonl(tmp_path / "predictions.jsonl", make_rows(), torn_tail=True)
     out = tmp_path / "out"

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ego_adr.helpmeout.episodes import generate, validate_episode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +28,7 @@ def _generate_in_subprocess(out: Path, hashseed: str, workers: int, seed: int = 
     return _digest(out)
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_same_seed_same_bytes_across_processes_hash_seeds_and_workers(tmp_path):
     # string hashing differs per process unless PYTHONHASHSEED is fixed: set iteration must not leak into files
     a = _generate_in_subprocess(tmp_path / "a", "1", 1)

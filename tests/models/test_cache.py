@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ego_adr.models.base import Capabilities, Frames, GenerationConfig, Message, Request
 from ego_adr.models.cache import CachedModel, StageCache, frames_digest, request_key
@@ -175,6 +176,7 @@ def test_four_threads_share_one_cache_consistently(tmp_path):
     assert len(cm.cache) == 10
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_two_processes_share_the_cache_file(tmp_path):
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from ego_adr.models.cache import StageCache\n"

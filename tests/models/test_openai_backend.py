@@ -190,6 +190,7 @@ def _text_request(text="hi"):
     return Request([Message.user(text)], GenerationConfig(max_new_tokens=5))
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_retries_429_then_succeeds(scripted):
     srv = scripted(lambda i, body: (429, {"error": {"message": "slow down"}}) if i < 2 else _ok("fine"))
     m = OpenAIChatModel("m", base_url=srv.base_url, retry_base_seconds=0.01)
@@ -198,6 +199,7 @@ def test_retries_429_then_succeeds(scripted):
     assert srv.count == 3
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_400_is_recorded_without_retry_and_isolated(scripted):
     def script(i, body):
         text = body["messages"][0]["content"]
@@ -211,6 +213,7 @@ def test_400_is_recorded_without_retry_and_isolated(scripted):
     assert srv.count == 3  # one call each: the 400 was not retried
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_5xx_gives_up_after_max_retries(scripted):
     srv = scripted(lambda i, body: (503, {"error": {"message": "overloaded"}}))
     m = OpenAIChatModel("m", base_url=srv.base_url, max_retries=2, retry_base_seconds=0.01)
@@ -230,6 +233,7 @@ def test_connection_error_is_recorded():
     assert not g.ok and "Connect" in g.error
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_concurrency_limit_is_respected(scripted):
     srv = scripted(lambda i, body: _ok(str(i)), delay=0.05)
     m = OpenAIChatModel("m", base_url=srv.base_url, concurrency=3)
@@ -239,6 +243,7 @@ def test_concurrency_limit_is_respected(scripted):
     assert 2 <= srv.max_active <= 3
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_api_key_only_from_environment(scripted, monkeypatch):
     monkeypatch.delenv("EGO_ADR_TEST_KEY", raising=False)
     with pytest.raises(RuntimeError, match="EGO_ADR_TEST_KEY"):
@@ -250,6 +255,7 @@ def test_api_key_only_from_environment(scripted, monkeypatch):
     assert srv.auth == [None, "Bearer sk-test-123"]
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_payload_is_greedy_with_max_tokens(scripted):
     seen = []
     srv = scripted(lambda i, body: (seen.append(body), _ok("x"))[1])

@@ -90,6 +90,7 @@ def test_a_live_run_locks_its_folder(tmp_path, demo_root):
     assert len(_rows(out)) == 2  # the lock is gone with its holder
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_lock_held_by_another_process_stops_the_cli(tmp_path, demo_root):
     import subprocess
     import sys
@@ -135,3 +136,19 @@ def test_edited_annotations_are_another_identity(tmp_path, shared_data):
     (data / "egooops_answer.json").write_text(json.dumps(recs))
     with pytest.raises(IdentityMismatch, match="annotations"):
         execute(RunConfig(**cfg), progress=False, model=ScriptedModelDouble())
+
+
+def test_every_run_setting_is_in_the_identity_or_named_as_not():
+    # derived from RunConfig: a new setting joins the identity unless NOT_IDENTITY says why it must not
+    from dataclasses import fields
+
+    from ego_adr.run.identity import NOT_IDENTITY, OPEN_END_ONLY, run_identity
+
+    names = {f.name for f in fields(RunConfig)}
+    assert set(NOT_IDENTITY) <= names and set(OPEN_END_ONLY) <= names
+    for task in ("multiple-choice", "open-end"):
+        ident = run_identity(RunConfig(task=task), [], {"sources": ["demo"]})
+        wanted = names - set(NOT_IDENTITY) - (set() if task == "open-end" else set(OPEN_END_ONLY))
+        derived = {"base_url", "sources"}  # recorded in their own form (the served URL, the resolved sources)
+        assert wanted <= set(ident) and not (set(NOT_IDENTITY) - derived) & set(ident)
+    assert run_identity(RunConfig(seed=1), [], {}) != run_identity(RunConfig(seed=2), [], {})

@@ -80,6 +80,7 @@ def test_split_run_args_takes_output_dir_and_refuses_shard_flags(tmp_path):
     assert cmd[cmd.index("--num-shards") + 1] == "3" and cmd[cmd.index("--shard-index") + 1] == "2"
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_bad_run_arguments_stop_before_any_chunk_with_one_line(tmp_path):
     out = tmp_path / "bad"
     r = _launch(["--local", "--num-chunks", "2", "--", "--frames", "not-a-number", "--output-dir", str(out)])
@@ -146,6 +147,7 @@ def test_a_rerun_must_cut_the_run_the_same_way(tmp_path):
         _check_plan(tmp_path, {"num_chunks": 3, "n_samples": 3, "run_args": ["--frames", "4"]})
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_ray_mode_without_ray_says_how_to_install(tmp_path):
     if importlib.util.find_spec("ray") is not None:
         pytest.skip("ray is installed here")

@@ -52,6 +52,7 @@ def test_named_judges_missing_offline_is_one_line(monkeypatch, tmp_path):
     assert [s.name for s in specs] == ["a", "b"]  # local folders need no hub
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_cli_refuses_before_answering(tmp_path, tiny_model_dir, demo_root):
     out = tmp_path / "o"
     r = subprocess.run([sys.executable, "-m", "ego_adr.run", "--task", "open-end", "--model", str(tiny_model_dir),

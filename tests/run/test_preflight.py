@@ -23,6 +23,7 @@ def _env() -> dict:
     return env
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_dry_run_prints_the_preflight_and_imports_no_model_library(demo_root, tiny_model_dir):
     code = ("import sys; from ego_adr.run.cli import main; rc = main(['--dry-run', '--frames', '32']); "
             "print('LOADED', [m for m in ('torch', 'transformers') if m in sys.modules]); sys.exit(rc)")

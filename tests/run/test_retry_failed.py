@@ -56,6 +56,7 @@ def _wait_for(port: int, proc, timeout: float = 120) -> None:
     pytest.fail("server did not come up")
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_outage_then_live_server_retry_failed_equals_uninterrupted_run(tmp_path, tiny_model_dir, demo_root, cli):
     port = _free_port()
     cfg = tmp_path / "no_retries.yaml"

@@ -126,6 +126,7 @@ def _cli(*args, **kw):
                           timeout=120, **kw)
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_bad_flags_stop_at_once_with_a_message(tmp_path):
     r = _cli("--data-root", str(tmp_path / "nope"), "--output-dir", str(tmp_path / "o"))
     assert r.returncode == 2 and "download_annotations" in r.stderr

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 
 def _ids(path):
     ids = []
@@ -18,6 +20,7 @@ def _ids(path):
     return ids
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_sigkill_half_way_then_resume_gives_every_sample_exactly_once(tmp_path, tiny_model_dir, demo_root):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "ego_adr.run", "--output-dir", str(out), "--mode", "shallow", "--batch-size", "1",

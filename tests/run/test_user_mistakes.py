@@ -92,6 +92,7 @@ def test_memory_plan_refusal_is_one_line(tmp_path, run_cli, tiny_model_dir, demo
     assert err.splitlines()[-1].startswith("error: could not load model") and "will not fit" in err
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_help_shows_true_defaults_and_scripts_their_own_usage():
     from ego_adr.run.cli import build_parser
 
@@ -104,6 +105,7 @@ def test_help_shows_true_defaults_and_scripts_their_own_usage():
         assert "experiment" not in r.stdout.split("options:")[0]  # its YAML is fixed: no positional argument
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_ctrl_c_stops_with_one_line_and_the_rerun_resumes(tmp_path, tiny_model_dir, demo_root):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "ego_adr.run", "--mode", "shallow", "--limit", "4", "--batch-size", "1",

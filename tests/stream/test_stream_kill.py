@@ -7,9 +7,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from ego_adr.stream.runner import read_log, tick_times
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_sigkill_then_rerun_resumes(tmp_path, tiny_model_dir):
     out = tmp_path / "stream"
     cmd = [sys.executable, "-m", "ego_adr.stream", "--out", str(out), "--mode", "shallow", "--frames", "4",

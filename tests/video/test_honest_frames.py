@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ego_adr.data.window import END_TOLERANCE_S, WindowError, normalise_window
 from ego_adr.video.policies import Plan, policy_names, register_policy
 from ego_adr.video.sampler import AUTO_ORDER, FrameSampler, VideoError, available_backends
 from ego_adr.video.synth import make_test_video, make_truncated_video, read_frame_index
-from ego_adr.video.window import END_TOLERANCE_S, WindowError, normalise_window
 
 FPS = 10
 pytest.importorskip("av")
@@ -142,7 +142,7 @@ def test_decoder_switch_is_recorded_on_every_later_sample(tmp_path, monkeypatch)
 def test_a_run_records_the_cut_as_the_samples_failure(cut):
     """Through the runner's decode step: the sample carries the reason, and no frames reach a model."""
     from ego_adr.data.sample import MULTIPLE_CHOICE, Sample
-    from ego_adr.run.runner import decode_item
+    from ego_adr.reasoning.clips import decode_item
 
     path, _ = cut
     with FrameSampler() as fs:

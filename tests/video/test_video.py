@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+from ego_adr.data.window import WindowError
 from ego_adr.video.sampler import (
     FrameSampler,
     VideoError,
@@ -22,7 +23,6 @@ from ego_adr.video.synth import (
     read_frame_index,
     write_video,
 )
-from ego_adr.video.window import WindowError
 
 BACKENDS = available_backends()
 FPS = 8
@@ -224,7 +224,8 @@ def test_public_layout_videos_for_real_annotations(tmp_path):
     shared = Path(__file__).resolve().parents[2].parent / "shared" / "egoerrorvqa"
     if not shared.is_dir():
         pytest.skip(f"EgoErrorVQA annotations not found at {shared}")
-    egoerrorvqa = pytest.importorskip("ego_adr.data.egoerrorvqa")
+    from ego_adr.data import egoerrorvqa
+
     samples = egoerrorvqa.load_samples(shared, sources=["epic_tent"], video_root=tmp_path)
     made = make_public_layout_videos(samples, tmp_path, fps=1)
     assert len(made) == len({s.video_path for s in samples}) and all(Path(p).is_file() for p in made)
@@ -234,6 +235,7 @@ def test_public_layout_videos_for_real_annotations(tmp_path):
             assert not info.clamped and decoded_indices(arr) == info.indices
 
 
+@pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_loading_decord_does_not_break_opencv_png(tmp_path):
     """decord's bundled zlib must not capture OpenCV's PNG codec (seen as 'bad parameters to zlib')."""
     import subprocess

@@ -1,4 +1,4 @@
-"""The embedded demo set (built by :mod:`ego_adr.data.demo`): the ``demo`` source, not part of the benchmark.
+"""The embedded demo set (built by :mod:`ego_adr.video.demo`): the ``demo`` source, not part of the benchmark.
 
 Several demo samples share one video and omissions share the "whole" window: the step text tells them apart.
 Videos: ``{video_root}/demo/{video_id}.mp4``.

@@ -20,7 +20,7 @@ def pixel_kwargs(video_processor, max_pixels_per_frame: int | None, cap: int | N
 
 
 def text_config(tokenizer, **extra) -> dict:
-    """The tiny language model of a Qwen-VL family (STACK-NOTES: hidden 64, 2 layers, 4 heads, 2 KV heads);
+    """The tiny language model of a Qwen-VL family (docs/stack-notes.md: hidden 64, 2 layers, 4 heads, 2 KV heads);
     mrope_section must sum to head_dim / 2 = 8."""
     from ego_adr.models.families.tokenizer import SPECIAL_TOKENS, TINY_TEXT_DIMS, tiny_vocab_size
 

@@ -5,25 +5,14 @@ timestamp ``<t seconds>`` before every temporal patch, computed from the video m
 from __future__ import annotations
 
 from ego_adr.models.families.spec import Arch, Family, HubModel, qwen_vl_arch
+from ego_adr.models.families.tokenizer import chat_template
 from ego_adr.models.hf_inputs import REFERENCE_MAX_CELLS
 
 _8B = dict(hidden=4096, layers=36, kv_heads=8, head_dim=128, intermediate=12288)
 _32B = dict(hidden=5120, layers=64, kv_heads=8, head_dim=128, intermediate=25600)
 
 # Qwen3-VL's own template: no default system turn (unlike Qwen2/2.5-VL).
-CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
-    "{%- if message['content'] is string -%}{{- message['content'] -}}"
-    "{%- else -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'text' -%}{{- part['text'] -}}"
-    "{%- elif part['type'] == 'image' -%}{{- '<|vision_start|><|image_pad|><|vision_end|>' -}}"
-    "{%- elif part['type'] == 'video' -%}{{- '<|vision_start|><|video_pad|><|vision_end|>' -}}"
-    "{%- endif -%}{%- endfor -%}{%- endif -%}"
-    "{{- '<|im_end|>\\n' -}}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
-)
+CHAT_TEMPLATE = chat_template(None)
 
 TINY_MAX_PIXELS = 128 * 128  # per frame: 4x4 cells of 32x32 px
 TINY_MIN_PIXELS = 64 * 64

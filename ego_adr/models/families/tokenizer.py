@@ -1,6 +1,6 @@
 """The tokenizer and the language-model size shared by every tiny model: a byte-level BPE trained locally on a small
 procedural corpus with the special tokens the families' processors need, a ChatML-style chat template, and the
-tiny text dimensions (STACK-NOTES: hidden 64, 2 layers, 4 heads, 2 KV heads). A leaf of ``models/families`` so
+tiny text dimensions (docs/stack-notes.md: hidden 64, 2 layers, 4 heads, 2 KV heads). A leaf of ``models/families`` so
 the families' tiny recipes and :mod:`ego_adr.models.tiny` both use it without importing each other."""
 
 from __future__ import annotations
@@ -15,13 +15,8 @@ SPECIAL_TOKENS = (
     "<|video_pad|>",
 )
 
-# Our own template (Qwen-style turns). Text, image and video parts, plain-string content and system messages.
-# A default system turn is added when none is given, as the Qwen-VL templates do.
-CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "{%- if loop.first and message['role'] != 'system' -%}"
-    "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' -}}"
-    "{%- endif -%}"
+# Our own template (Qwen-style ChatML turns). Text, image and video parts, plain-string content and system messages.
+_TURNS = (
     "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
     "{%- if message['content'] is string -%}{{- message['content'] -}}"
     "{%- else -%}{%- for part in message['content'] -%}"
@@ -30,9 +25,21 @@ CHAT_TEMPLATE = (
     "{%- elif part['type'] == 'video' -%}{{- '<|vision_start|><|video_pad|><|vision_end|>' -}}"
     "{%- endif -%}{%- endfor -%}{%- endif -%}"
     "{{- '<|im_end|>\\n' -}}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
 )
+
+
+def chat_template(default_system: str | None) -> str:
+    """The ChatML template of the tiny Qwen-style models; ``default_system`` is the system turn added when a
+    conversation has none (the Qwen2/2.5-VL templates add one, Qwen3-VL's does not: ``None``)."""
+    first = ("{%- if loop.first and message['role'] != 'system' -%}"
+             f"{{{{- '<|im_start|>system\\n{default_system}<|im_end|>\\n' -}}}}"
+             "{%- endif -%}") if default_system else ""
+    return ("{%- for message in messages -%}" + first + _TURNS + "{%- endfor -%}"
+            "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}")
+
+
+# A default system turn is added when none is given, as the Qwen-VL templates do.
+CHAT_TEMPLATE = chat_template("You are a helpful assistant.")
 
 
 _PROCEDURE_SENTENCES = """
@@ -110,7 +117,7 @@ def build_tokenizer(vocab_size: int = 1500, *, special_tokens=SPECIAL_TOKENS, eo
     return fast
 
 
-# The tiny language model's shape (STACK-NOTES: hidden 64, 2 layers, 4 heads, 2 KV heads); also the tiny judges'.
+# The tiny language model's shape (docs/stack-notes.md: hidden 64, 2 layers, 4 heads, 2 KV heads); also the tiny judges'.
 TINY_TEXT_DIMS = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                       num_key_value_heads=2)
 

@@ -1,0 +1,130 @@
+"""Getting the model an entry point asks for, behind the stage cache, and the checks of its name and device.
+
+Why here and not in ``run/``: the run CLI, ``check``, ``stream`` and the white agent all load a model the same
+way; keeping that in ``run/`` made each of them import the layer above it. Everything here is about models only
+(no run settings, no data): callers pass plain values and get a :class:`~ego_adr.errors.UserError` for a
+mistake the user can fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ego_adr.errors import UserError
+from ego_adr.models.backends import BACKENDS
+from ego_adr.models.registry import hub_offline, in_hub_cache
+from ego_adr.store import cache_root
+
+#: The memory budget the planner sizes a local model for when none is given: Section 6.1's 24 GB GPU.
+DEFAULT_GPU_MEMORY = "24GB"
+#: Settings every backend's loader takes; a backend's spec names the rest (``settings``, ``extra_settings``).
+COMMON_SETTINGS = ("device", "dtype", "batch_size", "max_pixels_per_frame", "gpu_memory")
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+def check_device(device: str, backend: str) -> None:
+    """``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``; a CUDA device must exist when the backend runs here."""
+    if not _DEVICE_RE.match(device or ""):
+        raise UserError(f"--device {device!r} is not a device; use auto, cpu, cuda or cuda:N (e.g. cuda:0)")
+    if device.startswith("cuda") and BACKENDS[backend].local_device:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UserError(f"--device {device} asked for, but this machine has no usable CUDA GPU; use --device "
+                            "cpu (or auto)")
+        if ":" in device and int(device.split(":")[1]) >= torch.cuda.device_count():
+            raise UserError(f"--device {device}: this machine has {torch.cuda.device_count()} GPU(s) "
+                            f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+
+
+def check_model_name(name: str | None, backend: str) -> None:
+    """An alias, an existing folder, or a hub id (offline: one present in the local hub cache). A backend whose
+    spec says ``any_model_name`` (a server decides what it serves) takes any name."""
+    if name is None or BACKENDS[backend].any_model_name:
+        return
+    from ego_adr.models.registry import ALIASES
+
+    key = name.strip()
+    if key.lower() in ALIASES:
+        spec = ALIASES[key.lower()]
+        if not spec.tiny and hub_offline() and not in_hub_cache(spec.hub_id):  # tiny: built offline
+            raise UserError(f"--model {name} ({spec.hub_id}) is not in the local Hugging Face cache and the hub is "
+                            "offline (HF_HUB_OFFLINE); download it with network access or use --model tiny")
+        return
+    p = Path(os.path.expanduser(key))
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise UserError(f"--model {name} is a folder without config.json: not a Hugging Face model folder")
+        return
+    looks_like_path = key.startswith((".", "/", "~")) or key.count("/") > 1  # a hub id is org/name
+    if looks_like_path or p.exists():
+        raise UserError(f"--model {name}: no such model folder")
+    if "/" not in key:
+        known = ", ".join(sorted(ALIASES))
+        raise UserError(f"--model {name!r} is not a known alias ({known}), a model folder or a hub id (org/name)")
+    if hub_offline() and not in_hub_cache(key):
+        raise UserError(f"--model {name} is not in the local Hugging Face cache and the hub is offline "
+                        "(HF_HUB_OFFLINE); download it with network access or pass a local folder")
+
+
+@dataclass
+class ModelSettings:
+    """What loading a model takes: the model-side settings of a run (the same names and defaults as
+    :class:`~ego_adr.run.config.RunConfig`, which fills one from its own fields), usable by any entry point."""
+
+    model: str | None = None  # alias, hub id or folder; None = the embedded tiny demo model
+    backend: str = "hf"
+    device: str = "auto"
+    dtype: str | None = None
+    batch_size: int | None = None
+    max_pixels_per_frame: int | None = None
+    gpu_memory: str | None = None
+    frames: int = 8
+    base_url: str | None = None
+    tensor_parallel_size: int = 1
+    cache_dir: str | None = None
+    use_cache: bool = True
+    extra: dict = field(default_factory=dict)
+
+    def resolved_cache_dir(self) -> Path:
+        return Path(self.cache_dir).expanduser() if self.cache_dir else cache_root()
+
+
+def load_vlm(settings: ModelSettings, model=None):
+    """The model ``settings`` name (the embedded tiny model when none is named) behind the stage cache of its
+    cache folder (no cache unless ``use_cache``).
+
+    ``model``: an already constructed VLM to use instead (library use, benchmarks, tests with a model double).
+    The backend's loader gets the :data:`COMMON_SETTINGS` and those its spec names (``None`` left out). A model
+    that cannot be loaded is a :class:`UserError` naming it.
+    """
+    from ego_adr.models.cache import CachedModel, StageCache
+
+    backend = settings.backend
+    cache = StageCache(settings.resolved_cache_dir() / "stage_cache.sqlite") if settings.use_cache else None
+    if model is not None:
+        return CachedModel(model, cache, backend)
+    from ego_adr.models import load_model
+
+    name = settings.model
+    if name is None:
+        from ego_adr.models.tiny import ensure_tiny
+
+        name = str(ensure_tiny("qwen2.5-vl"))
+    try:
+        model = load_model(name, backend=backend, **backend_settings(settings))
+    except (ValueError, OSError, RuntimeError, ImportError) as e:  # a memory-plan refusal is a ValueError
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise UserError(f"could not load model {settings.model or name}: {first}") from None
+    return CachedModel(model, cache, backend)
+
+
+def backend_settings(settings: ModelSettings) -> dict:
+    """What the backend's loader takes from ``settings`` (``None`` values dropped)."""
+    spec = BACKENDS[settings.backend]
+    out = {k: getattr(settings, k) for k in (*COMMON_SETTINGS, *spec.settings)}
+    out.update({k: settings.extra.get(k) for k in spec.extra_settings})
+    return {k: v for k, v in out.items() if v is not None}
