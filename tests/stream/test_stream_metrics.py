@@ -148,3 +148,23 @@ def test_failed_episodes_are_counted_not_scored(synth):
     m = compute_stream_metrics(eps, outs)
     assert m["episodes"] == 1 and m["failed_episodes"] == 1
     assert math.isnan(m["M1"])  # only errorful recordings left: AUROC undefined
+
+
+def test_end_alarms_on_stand_in_recordings_earn_nothing(shared_data):
+    """The stand-in videos end 2 s after a recording's last annotated segment (make_test_videos' margin): an
+    alarm there, at the end check, is never on target or late for a segment error and is a false alarm on every
+    correct recording; only recordings with an omission count it (Table 15's omission columns)."""
+    from ego_adr.data.egoerrorvqa import load_samples
+    from ego_adr.stream.episodes import build_episodes
+
+    eps = build_episodes(load_samples(shared_data, sources=["captaincook4d", "epic_tent"]))
+    outs = []
+    for e in eps:
+        d = e["last_annotated_end"] + 2.0
+        outs.append({"id": e["id"], "duration": d, "processing_s": 0.0, "end": {"prob": 0.9},
+                     "ticks": [_tick(d, 0.1, window=8.0)],
+                     "alerts": [{"t": d, "kind": "end", "error_type": "Omission", "prob": 0.9, "step_index": None}]})
+    m3 = compute_stream_metrics(eps, outs, tolerance=8.0)["M3"]
+    assert m3["n_first_error_before_end"] > 0 and m3["missed"] == 1.0 and m3["on_target"] == m3["late"] == 0.0
+    assert m3["false_alarm"] == 1.0 and math.isnan(m3["delay_median_s"])
+    assert m3["n_omission_episodes"] == 0 or m3["omission_end"] == 1.0
