@@ -15,6 +15,8 @@ EgoErrorVQA options, not HelpMeOut's nine categories.
   *steps* (per-step normalisation, HelpMeOut's definition: an episode's score is its highest step probability).
   A maximum over *ticks* grows with the recording's length (more draws), so a longer recording looked more
   errorful to any monitor with noise; ticks in unannotated time do not count either (nobody labelled them).
+  What remains: a longer *segment* still overlaps more ticks than a short one, and a recording with more steps
+  has more items, as a longer HelpMeOut episode has.
   ``M1_max_tick`` keeps the old maximum over every tick and the end check, for comparison.
 - **M2**: step-level AUPRC over those items. ``segments`` pools the annotated segments, ``end`` the task-end
   items, ``all`` both. A constant or random monitor scores about the positive rate, which is reported beside it.
@@ -36,6 +38,11 @@ from ego_adr.helpmeout.metrics import auroc, average_precision
 from ego_adr.taxonomy import CORRECT, OPTIONS
 
 ERROR_TYPES = tuple(o for o in OPTIONS if o != CORRECT)
+# Our choices where the papers give video no rule, written into every metrics.json beside the numbers.
+SCORING = {"version": "2", "M1": "per-step (max over annotated segments and the task-end step)",
+           "end_alarms": "count only for omissions; on a correct recording a false alarm",
+           "delay": "from the error's onset", "point_of_error": "PREGO-style precision/recall/F1 of mistake steps, "
+           "window alarms by time (erroneous unit first), end alarms one per omitted step"}
 
 
 def segment_scores(episode: dict, output: dict) -> list[tuple[float, str | None]]:
@@ -115,7 +122,8 @@ def compute_stream_metrics(episodes: list[dict], outputs: list[dict], tolerance:
     duration = sum(o["duration"] for _, o in pairs)
     processing = sum(o["processing_s"] for _, o in pairs)
     return {
-        "episodes": len(pairs), "failed_episodes": failed, "errorful_episodes": int(errorful.sum()),
+        "scoring": SCORING, "episodes": len(pairs), "failed_episodes": failed,
+        "errorful_episodes": int(errorful.sum()),
         "fully_annotated_episodes": sum(e.get("annotation") == "full" for e, _ in pairs),
         "M1": auroc(errorful, step_score), "M1_normalisation": "per-step", "M1_max_tick": auroc(errorful, tick_score),
         "M2": _m2(*step_items(pairs)), "M3": m3_summary(outcomes, tolerance), "M4": _m4(pairs),
