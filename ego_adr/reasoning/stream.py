@@ -71,6 +71,11 @@ class Tick:
     evidence: dict = field(default_factory=dict)
     failure: str | None = None
     final: bool = False
+    # What the step tracking made of the window (the timeline draws it): the matcher's method ("tfidf", "model",
+    # "difflib", ...) and whether the matched step counts as reached (a confident match, CONFIDENT_METHODS);
+    # None for monitors that track no steps.
+    match_method: str | None = None
+    reached: bool | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -183,7 +188,8 @@ class StreamMonitor:
             etype, step_index = type_prog, blame
         else:
             etype, step_index = type_cls, j
-        tick = Tick(t, window, round(prob, 6), etype, step_index, self._text(step_index), evidence=evidence)
+        tick = Tick(t, window, round(prob, 6), etype, step_index, self._text(step_index), evidence=evidence,
+                    match_method=m.get("method"), reached=j is not None and m.get("method") in CONFIDENT_METHODS)
         if why:
             tick.evidence = {**evidence, "progress": why}
         self._raise(tick, kind="window")
@@ -214,6 +220,8 @@ class StreamMonitor:
         tick = Tick(t_end, (t_end, t_end), 0.0, None, final=True)
         if self.bank is None:
             return tick
+        tick.evidence = {"reached_steps": sorted(self.seen), "reached_at": {str(i): t for i, t in self.seen.items()},
+                         "unseen_steps": [i for i in range(len(self.bank.steps)) if i not in self.seen]}
         best = None
         for i in range(len(self.bank.steps)):
             if i in self.seen:

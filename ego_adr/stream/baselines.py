@@ -4,7 +4,11 @@
   type; the draw is a function of (seed, episode, time) only, so a resumed run draws the same numbers. Its M1
   AUROC is 0.5 in expectation and its M2 AUPRC the share of erroneous segments (HelpMeOut, Table 2's Random row).
 - ``direct``: the one-pass ``direct`` prompt (frames + procedure + the error types, step "None" since no step is
-  given online) applied to every window independently; no step tracking, no end-of-recording check.
+  given online) applied to every window independently. It gets the same end-of-recording check as Ego-ADR
+  online (:meth:`~ego_adr.reasoning.stream.StreamMonitor.finish`: a step never reached is an omission), so that
+  it can catch an omission at all: its reply is matched to the procedure's steps with the same key-step
+  matcher, and a confident match marks the step reached. The matches feed only that check; the window's
+  probability is the one-pass answer's alone (no progress evidence), so the row still measures the prompt.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from ego_adr.reasoning.stream import StreamMonitor, Tick, belief_from_classification
+from ego_adr.reasoning.stream import CONFIDENT_METHODS, StreamMonitor, Tick, belief_from_classification
 from ego_adr.taxonomy import CORRECT, OPTIONS
 
 ERROR_TYPES = tuple(o for o in OPTIONS if o != CORRECT)
@@ -52,7 +56,6 @@ class RandomStreamMonitor(StreamMonitor):
 
 class DirectStreamMonitor(StreamMonitor):
     name = "direct"
-    tracks_steps = False
 
     def observe(self, frames) -> dict:
         import time
@@ -65,15 +68,19 @@ class DirectStreamMonitor(StreamMonitor):
         ev: dict = {"model_s": round(time.perf_counter() - t0, 4)}
         if item.result is None:
             return {**ev, "failure": item.failure or "no answer"}
-        return {**ev, "classification": item.result.to_dict()}
+        ev["classification"] = item.result.to_dict()
+        if (item.result.raw or "").strip():  # what the reply is about, for the end check's step tracking
+            ev["match"] = self.pipe._match([item], [item.result.raw])[0].to_dict()
+        return ev
 
     def update(self, t: float, window: tuple[float, float], evidence: dict) -> Tick:
         if evidence.get("failure"):
             return Tick(t, window, 0.0, None, evidence=evidence, failure=str(evidence["failure"]))
         p, etype = belief_from_classification(evidence.get("classification"))
-        tick = Tick(t, window, round(p, 6), etype, evidence=evidence)
+        m = evidence.get("match") or {}
+        self._progress(t, m.get("index"), m.get("method"))  # state for the end check only; p is the answer's
+        reached = m.get("index") is not None and m.get("method") in CONFIDENT_METHODS
+        tick = Tick(t, window, round(p, 6), etype, evidence=evidence, match_method=m.get("method"),
+                    reached=reached if m else None)
         self._raise(tick, kind="window")
         return tick
-
-    def finish(self, t_end: float) -> Tick:
-        return Tick(t_end, (t_end, t_end), 0.0, None, final=True)

@@ -73,8 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--sources", help="comma-separated (default: captaincook4d,epic_tent,assembly101,egooops)")
     e.add_argument("--limit", type=int, help="first N recordings per source (a quick look; not every recording)")
     e.add_argument("--baselines", default="random,direct", help="comma-separated: random, direct, or none")
-    e.add_argument("--tolerance", type=seconds, help="M3: an alarm up to this long after the first erroneous "
-                                                     "segment ends is on target (default: the window)")
+    e.add_argument("--tolerance", type=seconds, help="M3 and point of error: an alarm up to this long after "
+                                                     "an error is due is on target (default: the window)")
     e.add_argument("--seed", type=int, default=0, help="random baseline")
     return p
 

@@ -1,9 +1,10 @@
 """Feed a recording to a streaming monitor in time order, one window per stride, never looking ahead.
 
-Ticks are at ``t = stride, 2*stride, ...`` up to the recording's duration; tick ``t`` sees the frames of
-``[max(0, t - window), t)`` only (the sampler's window rule), so the first ``k`` ticks of a recording cut after
-``k * stride`` seconds are exactly the first ``k`` ticks of the whole one. After the last tick the monitor's
-end-of-recording check runs (omissions).
+Ticks are at ``t = stride, 2*stride, ...`` up to the recording's duration, plus one at the duration itself when
+the recording does not end on that grid (otherwise its last ``duration mod stride`` seconds would never be
+watched); tick ``t`` sees the frames of ``[max(0, t - window), t)`` only (the sampler's window rule), so the
+first ``k`` ticks of a recording cut after ``k * stride`` seconds are exactly the first ``k`` ticks of the whole
+one. After the last tick the monitor's end-of-recording check runs (omissions).
 
 Every tick is appended to a JSONL log (flushed; fsynced at the end of the recording) with the evidence the monitor observed; a rerun
 with the same log replays those ticks through the monitor's pure update and continues where the first run
@@ -25,6 +26,7 @@ class StreamSettings:
     window: float = 8.0  # seconds of video per observation
     stride: float = 4.0  # seconds between observations
     frames: int = 8  # frames per window (Section 6.1's smallest setting, the Ego-ADR default)
+    tail: bool = True  # a last tick at the recording's end when it is not on the stride grid (see tick_times)
 
     def tag(self) -> str:
         return f"w{_num(self.window)}s-s{_num(self.stride)}s-{self.frames}f"
@@ -38,9 +40,14 @@ class ResumeMismatch(RuntimeError):
     """A log holds ticks that do not belong to this recording and these settings."""
 
 
-def tick_times(duration: float, stride: float) -> list[float]:
+def tick_times(duration: float, stride: float, tail: bool = True) -> list[float]:
+    """``stride, 2*stride, ...`` up to ``duration``; with ``tail`` one more tick at ``duration`` itself when the
+    recording does not end on the grid, so its last ``duration mod stride`` seconds are watched too."""
     n = int(math.floor(duration / stride + 1e-9))
-    return [round(k * stride, 6) for k in range(1, n + 1)]
+    times = [round(k * stride, 6) for k in range(1, n + 1)]
+    if tail and duration - (times[-1] if times else 0.0) > 1e-6:
+        times.append(round(duration, 6))
+    return times
 
 
 def read_log(path: Path | None) -> list[dict]:
@@ -94,51 +101,22 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
     duration = video_duration(sampler, video_path)
     monitor.reset(task_id, procedure, episode_id or Path(video_path).stem)
     seen_until = duration if until is None else max(0.0, min(duration, float(until)))
-    times = tick_times(seen_until, settings.stride)
-    logged = repair_log(log_path)
-    ticks: list[dict] = []
-    end_rec = None
-    for k, rec in enumerate(logged):
-        if rec.get("final") or rec["t"] > seen_until + 1e-9:  # a log that goes further than asked: stop there
-            end_rec = rec if rec.get("final") and seen_until >= duration else None
-            break
-        if k >= len(times) or abs(rec["t"] - times[k]) > 1e-6:
-            raise ResumeMismatch(f"{log_path}: tick {k} at {rec.get('t')} s does not match this recording "
-                                 f"and stride; delete the folder or choose another --out")
-        tick = monitor.update(rec["t"], tuple(rec["window"]), rec["observed"])
-        ticks.append({**tick.to_dict(), "seconds": rec.get("seconds", 0.0), "decode_s": rec.get("decode_s", 0.0),
-                      "replayed": True})
+    times = tick_times(seen_until, settings.stride, settings.tail)
+    ticks, end_rec = _replay(monitor, repair_log(log_path), times, seen_until, duration, log_path)
     if alerts_path is not None:  # rewritten from the replay, then appended as alerts happen
-        alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
+        _rewrite_alerts(alerts_path, monitor)
     from ego_adr.stream.frames import WindowReader
-    from ego_adr.video.sampler import VideoError
 
     windows = WindowReader(sampler, video_path)
     log = log_path.open("a") if log_path is not None else None
     alog = alerts_path.open("a") if alerts_path is not None else None
+    emit = _emitter(alog, on_alert)
     try:
         for t in times[len(ticks):] if end_rec is None else []:
             t0 = time.perf_counter()
             start = max(0.0, t - settings.window)
-            observed: dict
-            decode_s = 0.0
-            if narrate_from is not None:
-                text = narrate_from(start, t)
-                observed = monitor.observe_text(text) if text else {"failure": "no annotated segment in this window"}
-            elif getattr(monitor, "needs_frames", True):
-                try:
-                    try:
-                        frames = windows.clip(start, t, settings.frames)
-                    except VideoError:  # already the sampler's own verdict (it was the fallback): do not redo
-                        raise
-                    except Exception:  # noqa: BLE001 -- the sampler's own path, with its backend fallback
-                        frames = sampler.sample_clip(video_path, start, t, settings.frames)
-                    decode_s = time.perf_counter() - t0
-                    observed = monitor.observe(frames)
-                except Exception as e:  # noqa: BLE001 -- a window that cannot be decoded fails alone
-                    observed = {"failure": f"video: {type(e).__name__}: {e}"}
-            else:
-                observed = monitor.observe(None)
+            observed, decode_s = _observe(monitor, windows, sampler, video_path, start, t, settings.frames,
+                                          narrate_from)
             tick = monitor.update(t, (start, t), observed)
             seconds = round(time.perf_counter() - t0, 4)
             rec = {"t": t, "window": [start, t], "observed": observed, "seconds": seconds,
@@ -146,29 +124,11 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
             if log is not None:
                 _append(log, rec)
             for a in tick.alerts:
-                if alog is not None:
-                    _append(alog, a.to_dict())
-                if on_alert is not None:
-                    on_alert(a)
+                emit(a)
             ticks.append({**tick.to_dict(), "seconds": seconds, "decode_s": rec["decode_s"]})
             if on_tick is not None:
                 on_tick(tick)
-        if seen_until < duration:
-            from ego_adr.reasoning.stream import Tick
-
-            end = Tick(seen_until, (seen_until, seen_until), 0.0, None)  # not the end yet: no end check
-            end_rec = end_rec or {"partial": True}
-        else:
-            end = monitor.finish(duration)
-        if end_rec is None and log is not None:
-            _append(log, {"final": True, "t": duration})
-        for a in end.alerts:
-            if alog is not None and end_rec is None:
-                _append(alog, a.to_dict())
-            if on_alert is not None and end_rec is None:
-                on_alert(a)
-        if end_rec is not None and alerts_path is not None:
-            alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
+        end = _end_check(monitor, seen_until, duration, end_rec, log, emit, alerts_path)
     finally:
         if log is not None:
             os.fsync(log.fileno())
@@ -181,6 +141,79 @@ def stream_recording(monitor, video_path: str, task_id: str, procedure: str, set
             "ticks": ticks, "end": end.to_dict(), "alerts": [a.to_dict() for a in monitor.alerts],
             "processing_s": round(processing, 4), "rtf": round(processing / duration, 6) if duration else None,
             "monitor": monitor.describe(), "settings": settings.__dict__}
+
+
+def _replay(monitor, logged: list[dict], times: list[float], seen_until: float, duration: float,
+            log_path: Path | None) -> tuple[list[dict], dict | None]:
+    """Feed the logged ticks back through the monitor's pure update; returns the ticks and the logged end
+    record (``None`` when the recording was not finished)."""
+    ticks: list[dict] = []
+    for k, rec in enumerate(logged):
+        if rec.get("final") or rec["t"] > seen_until + 1e-9:  # a log that goes further than asked: stop there
+            return ticks, (rec if rec.get("final") and seen_until >= duration else None)
+        if k >= len(times) or abs(rec["t"] - times[k]) > 1e-6:
+            raise ResumeMismatch(f"{log_path}: tick {k} at {rec.get('t')} s does not match this recording "
+                                 f"and stride; delete the folder or choose another --out")
+        tick = monitor.update(rec["t"], tuple(rec["window"]), rec["observed"])
+        ticks.append({**tick.to_dict(), "seconds": rec.get("seconds", 0.0), "decode_s": rec.get("decode_s", 0.0),
+                      "replayed": True})
+    return ticks, None
+
+
+def _observe(monitor, windows, sampler, video_path: str, start: float, t: float, frames: int,
+             narrate_from) -> tuple[dict, float]:
+    """The monitor's evidence for the window ``[start, t)`` and the seconds spent decoding it."""
+    from ego_adr.video.sampler import VideoError
+
+    if narrate_from is not None:
+        text = narrate_from(start, t)
+        return (monitor.observe_text(text) if text else {"failure": "no annotated segment in this window"}), 0.0
+    if not getattr(monitor, "needs_frames", True):
+        return monitor.observe(None), 0.0
+    t0 = time.perf_counter()
+    try:
+        try:
+            clip = windows.clip(start, t, frames)
+        except VideoError:  # already the sampler's own verdict (it was the fallback): do not redo
+            raise
+        except Exception:  # noqa: BLE001 -- the sampler's own path, with its backend fallback
+            clip = sampler.sample_clip(video_path, start, t, frames)
+        decode_s = time.perf_counter() - t0
+        return monitor.observe(clip), decode_s
+    except Exception as e:  # noqa: BLE001 -- a window that cannot be decoded fails alone
+        return {"failure": f"video: {type(e).__name__}: {e}"}, 0.0
+
+
+def _emitter(alog, on_alert):
+    def emit(a) -> None:
+        if alog is not None:
+            _append(alog, a.to_dict())
+        if on_alert is not None:
+            on_alert(a)
+
+    return emit
+
+
+def _rewrite_alerts(alerts_path: Path, monitor) -> None:
+    alerts_path.write_text("".join(json.dumps(a.to_dict(), default=str) + "\n" for a in monitor.alerts))
+
+
+def _end_check(monitor, seen_until: float, duration: float, end_rec: dict | None, log, emit, alerts_path):
+    """The end-of-recording check (omissions), only when the watch reached the recording's end; a replayed
+    end is recomputed from the state (pure) and its alerts are not announced again."""
+    if seen_until < duration:
+        from ego_adr.reasoning.stream import Tick
+
+        return Tick(seen_until, (seen_until, seen_until), 0.0, None)  # not the end yet: no end check
+    end = monitor.finish(duration)
+    if end_rec is None:
+        if log is not None:
+            _append(log, {"final": True, "t": duration})
+        for a in end.alerts:
+            emit(a)
+    elif alerts_path is not None:
+        _rewrite_alerts(alerts_path, monitor)
+    return end
 
 
 def reference_narrator(segments: list[dict]):

@@ -73,9 +73,13 @@ def test_failed_window_is_a_tick_without_evidence(monitor):
 
 
 def test_recording_labels_follow_from_how_it_was_made():
-    assert labels_for((1, 3, 2, 4), {}, 4) == {1: "correct", 3: "Wrong order", 2: "correct", 4: "correct"}
-    got = labels_for((1, 2, 3, 4, 5), {5: {"sugar": "salt"}}, 6)
-    assert got[5] == "Wrong object" and got[6] == "Omission" and got[1] == "correct"
+    plain = ((1, {}), (3, {}), (2, {}), (4, {}))
+    assert labels_for(plain, 4) == (["correct", "Wrong order", "correct", "correct"], {})
+    got, omitted = labels_for(tuple((i, {}) for i in range(1, 5)) + ((5, {"swap": {"sugar": "salt"}}),), 6)
+    assert got[4] == "Wrong object" and omitted == {6: "Omission"} and got[0] == "correct"
+    twice = ((1, {}), (2, {}), (2, {}), (3, {"kind": "move"}), (4, {"no_effect": True}), (5, {"redo": {"a": "b"}}))
+    assert labels_for(twice, 6)[0] == ["correct", "correct", "Unintended and unnecessary action", "Wrong action",
+                                       "Equipment failure", "Correct wrong action"]
 
 
 @pytest.fixture(scope="module")
@@ -84,12 +88,30 @@ def demo_eps():
 
 
 def test_demo_episodes_in_the_public_schema(demo_eps):
-    assert set(demo_eps) == {"stream_tea_errors", "stream_tea_correct", "stream_cereal_order"}
+    from ego_adr.video.synth_recording import RECORDINGS
+
+    assert set(demo_eps) == {r[0] for r in RECORDINGS}
     ep = demo_eps["stream_tea_errors"]
     assert [s["labels"] for s in ep["segments"]] == [["correct"]] * 4 + [["Wrong object"]]
     assert ep["end_labels"] == ["Omission"] and ep["categories"] == ["Omission", "Wrong object"]
     assert ep["first_error_start"] == ep["segments"][4]["start"]
     assert demo_eps["stream_tea_correct"]["correct"]
+
+
+def test_synthetic_recordings_cover_every_drawable_error_fully_annotated(demo_eps):
+    from ego_adr.taxonomy import ERROR_OPTIONS
+
+    eps = list(demo_eps.values())
+    assert all(e["annotation"] == "full" for e in eps)
+    assert {c for e in eps for c in e["categories"]} == set(ERROR_OPTIONS) - {"Others"}
+    assert sum(e["correct"] for e in eps) >= 2
+    # an omission at the end (due when the recording ends) and one in the middle (due when the next step starts)
+    tail = demo_eps["stream_tea_errors"]["omissions"][0]
+    assert tail["expected_start"] == demo_eps["stream_tea_errors"]["segments"][-1]["end"]
+    assert tail["due"] == pytest.approx(30.25)  # 28.5 s end of step 5 + 0.75 s pause + 1 s back to rest
+    mid = demo_eps["stream_tea_skip"]
+    assert mid["omissions"] == [{"action": "Put a tea bag into the cup", "labels": ["Omission"],
+                                 "expected_start": mid["segments"][1]["end"], "due": mid["segments"][2]["start"]}]
 
 
 @pytest.mark.parametrize("video_id,expected", [
@@ -121,9 +143,13 @@ def test_no_look_ahead_with_alerts(demo_eps, tmp_path):
             runs.append(stream_recording(mon, path, ep["task_id"], ep["procedure"], StreamSettings(), sampler,
                                          ep["id"], narrate_from=reference_narrator(ep["segments"])))
     full, part = runs
-    k = len(part["ticks"])
-    assert k == 5 and [t["prob"] for t in part["ticks"]] == [t["prob"] for t in full["ticks"][:k]]
-    assert [a for a in part["alerts"] if a["kind"] == "window"] == [a for a in full["alerts"] if a["t"] <= 22.0]
+    # the cut ends off the 4-s grid: 5 grid ticks, then a last one at 22 s watches the tail [14, 22)
+    assert [t["t"] for t in part["ticks"]] == [4.0, 8.0, 12.0, 16.0, 20.0, 22.0]
+    k = 5
+    assert [t["prob"] for t in part["ticks"][:k]] == [t["prob"] for t in full["ticks"][:k]]
+    assert [a for a in part["alerts"] if a["kind"] == "window" and a["t"] <= 20.0] == [
+        a for a in full["alerts"] if a["t"] <= 20.0]
+    assert full["ticks"][-1]["t"] == pytest.approx(full["duration"])  # the full recording's tail is watched too
     assert part["alerts"][0]["error_type"] == "Wrong object"
 
 
@@ -164,3 +190,25 @@ def test_deep_route_asks_the_model_to_match_and_classify():
     # step 2 first, step 1 unseen: the classifier's belief and the jump combine by noisy-or
     assert t.prob == pytest.approx(1 - (1 - S.LLM_ERROR_P) * (1 - S.JUMP_P))
     assert [(a.step_index, a.error_type) for a in t.alerts] == [(1, "Wrong order")]
+
+
+def test_direct_baseline_has_the_same_end_check():
+    """The one-pass baseline (a scripted model double: the test is about the monitor around the model) tracks the
+    steps its replies name, so the shared end check can catch an omission; its window probability stays the
+    answer's alone."""
+    import numpy as np
+
+    from ego_adr.models.base import Frames
+    from ego_adr.models.doubles import ScriptedModelDouble
+    from ego_adr.stream.baselines import DirectStreamMonitor
+
+    double = ScriptedModelDouble(answer="The person fills the kettle with water at the tap.\nAnswer: correct")
+    mon = DirectStreamMonitor(EgoADR(double, PipelineConfig(mode="shallow")))
+    mon.reset("demo_make_tea", TEA, "direct")
+    t = mon.step(4.0, (0.0, 4.0), Frames(np.zeros((4, 32, 32, 3), np.uint8), fps=1.0))
+    assert t.prob == belief_from_classification(t.evidence["classification"])[0]  # the answer's alone
+    assert t.reached and t.match_method == "tfidf" and t.evidence["match"]["index"] == 0 and not t.alerts
+    end = mon.finish(8.0)
+    assert end.evidence["reached_steps"] == [t.evidence["match"]["index"]] and end.evidence["unseen_steps"] == list(range(1, len(mon.bank.steps)))
+    assert end.alerts and {a.error_type for a in end.alerts} == {"Omission"}
+    assert all(a.kind == "end" for a in end.alerts)
