@@ -83,7 +83,7 @@ class EvalConfig:
         task = d.get("task_type", "open-end")  # the public evaluator's default
         if task not in (MULTIPLE_CHOICE, OPEN_END):
             raise ProtocolError(f"task_type must be 'multiple-choice' or 'open-end', got {task!r}")
-        raw = d.get("datasets") or list(PUBLIC_DATASETS)
+        raw = d.get("datasets") or list(source_registry.default_sources(d["json_root"]))  # a built root's own
         if isinstance(raw, str):
             raw = [s for s in raw.split(",") if s.strip()]
         datasets = []

@@ -22,8 +22,10 @@ def _share(counts: dict) -> str:
     total = counts.get("final", 0)
     if not total:
         return "no pairs in the final set"
-    return (f"{llm} LLM-generated ({100 * llm / total:.1f} %) and {counts.get('added', 0)} human-added "
-            f"({100 * counts.get('added', 0) / total:.1f} %) of {total} final pairs")
+    return (
+        f"{llm} LLM-generated ({100 * llm / total:.1f} %) and {counts.get('added', 0)} human-added "
+        f"({100 * counts.get('added', 0) / total:.1f} %) of {total} final pairs"
+    )
 
 
 def write_card(out: Path, info: dict, summary: dict, generated: list[dict]) -> Path:
@@ -32,14 +34,19 @@ def write_card(out: Path, info: dict, summary: dict, generated: list[dict]) -> P
     methods = {m: sum(p["method"] == m for p in procs.values()) for m in ("given", "llm", "rule")}
     failed = sum(1 for g in generated if g["failure"])
     outages = sum(1 for g in generated if g["failure_kind"] == "infrastructure")
-    status = "reviewed" if summary["imports"] else "not reviewed yet: the open-ended pairs are the LLM's drafts"
+    status = (
+        "reviewed" if summary["imports"] else "not reviewed yet: the open-ended pairs are the LLM's drafts"
+    )
     agree = summary.get("agreement") or {}
     kappa = agree.get("fleiss_kappa")
     lines = [
-        f"# {out.name}", "",
+        f"# {out.name}",
+        "",
         "An EgoErrorVQA-style benchmark built with `python -m ego_adr.data build` (paper Section 3.3, Appendix A).",
-        f"Status: **{status}**.", "",
-        "## How it was built", "",
+        f"Status: **{status}**.",
+        "",
+        "## How it was built",
+        "",
         f"- annotations: {summary['segments']} step segments (annotation file sha256 {ident['annotations']}; "
         f"bad rows are listed in `build/issues.txt`)",
         f"- model: `{info.get('model_id')}` (fingerprint `{info.get('model_fingerprint')}`), text only, "
@@ -47,19 +54,31 @@ def write_card(out: Path, info: dict, summary: dict, generated: list[dict]) -> P
         f"- prompts: {', '.join(f'{k} v{v}' for k, v in ident['prompts'].items())} (`ego_adr/reasoning/prompts.py`)",
         f"- procedures: {methods['llm']} condensed by the model, {methods['rule']} by the rule fallback, "
         f"{methods['given']} given (`build/procedures.json` says which and why)",
-        f"- segments without generated pairs: {failed} ({outages} for an outage: rerun the build)", "",
-        "## QA pairs (Figure 2e)", "",
-        "| LLM-made | kept | revised | removed | unreviewed | human-added | final |", "|---:|---:|---:|---:|---:|---:|---:|",
+        f"- segments without generated pairs: {failed} ({outages} for an outage: rerun the build)",
+        "",
+        "## QA pairs (Figure 2e)",
+        "",
+        "| LLM-made | kept | revised | removed | unreviewed | human-added | final |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
         f"| {c.get('llm_made', 0)} | {c.get('kept', 0)} | {c.get('revised', 0)} | {c.get('removed', 0)} | "
-        f"{c.get('unreviewed', 0)} | {c.get('added', 0)} | {c.get('final', 0)} |", "",
+        f"{c.get('unreviewed', 0)} | {c.get('added', 0)} | {c.get('final', 0)} |",
+        "",
         f"Final set: {_share(c)}.",
         f"Reviewers: {', '.join(summary['reviewers'])}; imports: {summary['imports']}; agreement on keep / revise / "
         f"remove: Fleiss' kappa {'-' if kappa is None else f'{kappa:.3f}'} over {agree.get('n_items', 0)} pairs "
-        "(`review/agreement.json`).", "",
-        "## Table 2", "", _table2(out), "",
-        "## Use", "",
-        "```bash", f"python -m ego_adr.run --data-root {out} --video-root VIDEOS",
-        f"python -m ego_adr.data stats --data-root {out}", "```", "",
+        "(`review/agreement.json`).",
+        "",
+        "## Table 2",
+        "",
+        _table2(out),
+        "",
+        "## Use",
+        "",
+        "```bash",
+        f"python -m ego_adr.run --data-root {out} --video-root VIDEOS",
+        f"python -m ego_adr.data stats --data-root {out}",
+        "```",
+        "",
     ]
     path = out / "README.md"
     path.write_text("\n".join(lines), encoding="utf-8")

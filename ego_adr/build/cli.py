@@ -12,9 +12,11 @@ PROG = "python -m ego_adr.data build"
 
 def _print_summary(s: dict) -> None:
     c = s["counts"]
-    print(f"{s['out']}: {s['segments']} segments, {s['pairs_final']} open-ended pairs in the final set "
-          f"(LLM-made {c.get('llm_made', 0)}, kept {c.get('kept', 0)}, revised {c.get('revised', 0)}, removed "
-          f"{c.get('removed', 0)}, unreviewed {c.get('unreviewed', 0)}, added {c.get('added', 0)})")
+    print(
+        f"{s['out']}: {s['segments']} segments, {s['pairs_final']} open-ended pairs in the final set "
+        f"(LLM-made {c.get('llm_made', 0)}, kept {c.get('kept', 0)}, revised {c.get('revised', 0)}, removed "
+        f"{c.get('removed', 0)}, unreviewed {c.get('unreviewed', 0)}, added {c.get('added', 0)})"
+    )
     for p in s.get("issues", [])[:20] + s.get("problems", [])[:20]:
         print(f"  {p}")
 
@@ -24,25 +26,42 @@ def _build(argv: list[str]) -> int:
     from ego_adr.build.llm import DEFAULT_MODEL
     from ego_adr.data.build_input import InputError
 
-    p = OneLineParser(prog=PROG, description="Build a benchmark data root from an annotation file (CSV/JSONL).")
+    p = OneLineParser(
+        prog=PROG, description="Build a benchmark data root from an annotation file (CSV/JSONL)."
+    )
     p.add_argument("--annotations", required=True, help="the annotation rows (docs/build.md: the schema)")
     p.add_argument("--out", required=True, help="the data root to write")
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"the LLM (alias, hub id or folder; default {DEFAULT_MODEL}, the paper's; tiny: offline)")
+    p.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"the LLM (alias, hub id or folder; default {DEFAULT_MODEL}, the paper's; tiny: offline)",
+    )
     p.add_argument("--labels", help="mapping of the dataset's own error labels to our options (JSON or CSV)")
     p.add_argument("--procedures", help="given procedure texts (procedure.json format), kept as they are")
     p.add_argument("--cache-dir", help="stage cache folder (default: the cache root)")
     p.add_argument("--device", help="cpu, cuda, ... (default: the model's)")
-    p.add_argument("--fresh", action="store_true", help="start the folder over (its review decisions are lost)")
+    p.add_argument(
+        "--fresh", action="store_true", help="start the folder over (its review decisions are lost)"
+    )
     a = p.parse_args(argv)
     try:
-        s = build(a.annotations, a.out, a.model, labels=a.labels, given_procedures=a.procedures,
-                  cache_dir=a.cache_dir, device=a.device, fresh=a.fresh)
+        s = build(
+            a.annotations,
+            a.out,
+            a.model,
+            labels=a.labels,
+            given_procedures=a.procedures,
+            cache_dir=a.cache_dir,
+            device=a.device,
+            fresh=a.fresh,
+        )
     except InputError as e:
         raise UserError(str(e)) from None
     _print_summary(s)
-    print(f"  procedures: {json.dumps(s['procedures'])}; bad rows {s['bad_rows']}; unparseable replies "
-          f"{s['unparseable']}; outages {s['outages']}")
+    print(
+        f"  procedures: {json.dumps(s['procedures'])}; bad rows {s['bad_rows']}; unparseable replies "
+        f"{s['unparseable']}; outages {s['outages']}"
+    )
     if s["outages"]:
         print(f"  {s['outages']} segments got no pair because the model failed; rerun the same command")
         return EXIT_INFRASTRUCTURE
@@ -67,9 +86,13 @@ def _review(argv: list[str]) -> int:
         raise UserError("--reviewers: give comma-separated names without ':'")
     (out / "review").mkdir(parents=True, exist_ok=True)
     (out / "review" / "reviewers.json").write_text(json.dumps(reviewers), encoding="utf-8")
-    res = write_review(out, segments, {g["sample_id"]: g for g in generated}, reviewers, a.video_root, a.frames)
-    print(f"wrote {res['sheet']} ({res['lines']} lines) and {res['page']} ({res['segments_with_frames']} of "
-          f"{res['segments']} segments with frames)")
+    res = write_review(
+        out, segments, {g["sample_id"]: g for g in generated}, reviewers, a.video_root, a.frames
+    )
+    print(
+        f"wrote {res['sheet']} ({res['lines']} lines) and {res['page']} ({res['segments_with_frames']} of "
+        f"{res['segments']} segments with frames)"
+    )
     print(f"  next: each reviewer fills their columns, then {PROG} merge {a.dir} SHEET.csv [SHEET.csv ...]")
     return 0
 
@@ -85,8 +108,10 @@ def _merge(argv: list[str]) -> int:
     _print_summary(s)
     ag = s["agreement"]
     if ag.get("fleiss_kappa") is not None:
-        print(f"  agreement: Fleiss' kappa {ag['fleiss_kappa']:.3f}, mean Cohen's kappa "
-              f"{ag['mean_cohen_kappa']:.3f} over {ag['n_items']} pairs")
+        print(
+            f"  agreement: Fleiss' kappa {ag['fleiss_kappa']:.3f}, mean Cohen's kappa "
+            f"{ag['mean_cohen_kappa']:.3f} over {ag['n_items']} pairs"
+        )
     elif ag.get("note"):
         print(f"  agreement: {ag['note']}")
     return 0

@@ -24,8 +24,9 @@ def load_state(out: Path) -> tuple[list[dict], list[dict], dict]:
     """(segments, generated, build info) of a build folder; a one-line error when it is not one."""
     bdir = Path(out) / "build"
     if not (bdir / "build.json").is_file():
-        raise UserError(f"{out} is not a build folder (no build/build.json); run `python -m ego_adr.data build` "
-                        "first")
+        raise UserError(
+            f"{out} is not a build folder (no build/build.json); run `python -m ego_adr.data build` first"
+        )
     info = json.loads((bdir / "build.json").read_text(encoding="utf-8"))
     return _jsonl(bdir / "segments.jsonl"), _jsonl(bdir / "generated.jsonl"), info
 
@@ -54,7 +55,15 @@ def finalise(out: Path, sheets: list[Path] | None = None) -> dict:
     agree = reviewer_agreement(out, store, reviewers) if store["decisions"] else {"note": "not reviewed yet"}
     if store["decisions"]:
         output.write_json(out / "review" / "agreement.json", agree)
-    summary = {"out": str(out), "segments": len(segments), "pairs_final": n_pairs, "counts": counts,
-               "reviewers": reviewers, "imports": len(store["imports"]), "problems": problems, "agreement": agree}
+    summary = {
+        "out": str(out),
+        "segments": len(segments),
+        "pairs_final": n_pairs,
+        "counts": counts,
+        "reviewers": reviewers,
+        "imports": len(store["imports"]),
+        "problems": problems,
+        "agreement": agree,
+    }
     write_card(out, info, summary, generated)
     return summary

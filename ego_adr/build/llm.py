@@ -21,14 +21,17 @@ def model_name(name: str | None) -> str:
     return "tiny-qwen2" if name == TINY else name
 
 
-def load_generator(name: str | None, device: str | None = None, cache_dir: str | Path | None = None,
-                   model=None) -> CachedModel:
+def load_generator(
+    name: str | None, device: str | None = None, cache_dir: str | Path | None = None, model=None
+) -> CachedModel:
     """The generator behind the stage cache. ``model``: an already built model (library use, test doubles)."""
     if model is None:
         from ego_adr.eval.judges import JudgeSpec
         from ego_adr.run.judging import load_judge
 
         resolved = model_name(name)
-        model = load_judge(JudgeSpec("generator", resolved), device=device or ("cpu" if "tiny" in resolved else None))
+        model = load_judge(
+            JudgeSpec("generator", resolved), device=device or ("cpu" if "tiny" in resolved else None)
+        )
     cache = StageCache(Path(cache_dir) if cache_dir else cache_root())
     return CachedModel(model, cache)

@@ -59,8 +59,10 @@ def _read_sheet(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
         raise UserError(f"cannot read review sheet {path} ({e})") from None
     reviewers = _reviewers(fields)
     if not reviewers or "pair_id" not in fields or "sample_id" not in fields:
-        raise UserError(f"{path} is not a review sheet (needs pair_id, sample_id and R:decision columns; "
-                        f"write one with `build review`)")
+        raise UserError(
+            f"{path} is not a review sheet (needs pair_id, sample_id and R:decision columns; "
+            f"write one with `build review`)"
+        )
     return reviewers, rows
 
 
@@ -68,7 +70,9 @@ def _cell(rec: dict, key: str) -> str:
     return (rec.get(key) or "").strip()
 
 
-def parse_decision(rec: dict, reviewer: str, known: dict[str, dict], segments: set[str]) -> tuple[str, dict] | str | None:
+def parse_decision(
+    rec: dict, reviewer: str, known: dict[str, dict], segments: set[str]
+) -> tuple[str, dict] | str | None:
     """(store key, decision) for one reviewer's cells of one sheet line; a problem text; None when undecided."""
     d = _cell(rec, f"{reviewer}:decision").lower()
     if not d:
@@ -77,7 +81,13 @@ def parse_decision(rec: dict, reviewer: str, known: dict[str, dict], segments: s
         return f"{reviewer}:decision {d!r} is not one of {', '.join(DECISIONS)}"
     pid, sid = _cell(rec, "pair_id"), _cell(rec, "sample_id")
     q, a = _cell(rec, f"{reviewer}:question"), _cell(rec, f"{reviewer}:answer")
-    entry = {"reviewer": reviewer, "decision": d, "question": q, "answer": a, "note": _cell(rec, f"{reviewer}:note")}
+    entry = {
+        "reviewer": reviewer,
+        "decision": d,
+        "question": q,
+        "answer": a,
+        "note": _cell(rec, f"{reviewer}:note"),
+    }
     if d == "add":
         if sid not in segments:
             return f"add: sample_id {sid!r} is not a segment of this build"
@@ -113,13 +123,24 @@ def import_sheets(out: Path, sheets: list[Path], generated: list[dict]) -> tuple
                     key, entry = got
                     old = store["decisions"].get(key)
                     if old is not None and old["decision"] == entry["decision"]:
-                        for k in ("question", "answer", "note"):  # an empty cell never erases what was written
+                        for k in (
+                            "question",
+                            "answer",
+                            "note",
+                        ):  # an empty cell never erases what was written
                             entry[k] = entry[k] or old.get(k, "")
                     if old is None or {k: old.get(k) for k in entry} != entry:
                         store["decisions"][key] = {**entry, "sheet": sheet.name, "line": line}
                         changed += 1
-        store["imports"].append({"sheet": str(sheet), "sha256": digest, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                 "reviewers": reviewers, "changed": changed})
+        store["imports"].append(
+            {
+                "sheet": str(sheet),
+                "sha256": digest,
+                "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "reviewers": reviewers,
+                "changed": changed,
+            }
+        )
     store_path(out).parent.mkdir(parents=True, exist_ok=True)
     store_path(out).write_text(json.dumps(store, ensure_ascii=False, indent=1), encoding="utf-8")
     return store, problems
@@ -131,14 +152,24 @@ def _final_one(pair: dict, decided: list[dict]) -> tuple[dict | None, str]:
     votes = Counter(d["decision"] for d in decided)
     if votes["remove"] * 2 > len(decided):
         return None, "removed"
-    revisions = [(d["question"] or pair["question"], d["answer"] or pair["answer"]) for d in decided
-                 if d["decision"] == "revise"]
+    revisions = [
+        (d["question"] or pair["question"], d["answer"] or pair["answer"])
+        for d in decided
+        if d["decision"] == "revise"
+    ]
     if revisions:
         best = Counter(revisions).most_common(1)[0][1]
         q, a = next(r for r in revisions if revisions.count(r) == best)
         if (q, a) != (pair["question"], pair["answer"]):
-            return {**pair, "question": q, "answer": a, "provenance": "human-revised", "llm_question":
-                    pair["question"], "llm_answer": pair["answer"], "review": "revised"}, "revised"
+            return {
+                **pair,
+                "question": q,
+                "answer": a,
+                "provenance": "human-revised",
+                "llm_question": pair["question"],
+                "llm_answer": pair["answer"],
+                "review": "revised",
+            }, "revised"
     return {**pair, "review": "kept"}, "kept"
 
 
@@ -153,8 +184,10 @@ def final_set(generated: list[dict], store: dict, reviewers: list[str]) -> tuple
     for g in generated:
         for p in g["pairs"]:
             counts["llm_made"] += 1
-            decided = sorted((d for d in by_pair.get(p["id"], []) if d["decision"] in CODES),
-                             key=lambda d: order.get(d["reviewer"], len(order)))
+            decided = sorted(
+                (d for d in by_pair.get(p["id"], []) if d["decision"] in CODES),
+                key=lambda d: order.get(d["reviewer"], len(order)),
+            )
             kept, status = _final_one(p, decided)
             counts[status] += 1
             if kept is not None:
@@ -162,8 +195,15 @@ def final_set(generated: list[dict], store: dict, reviewers: list[str]) -> tuple
     for d in sorted(store["decisions"].values(), key=lambda d: d["pair_id"]):
         if d["decision"] == "add":
             final.setdefault(d["sample_id"], []).append(
-                {"id": d["pair_id"], "question": d["question"], "answer": d["answer"], "provenance": "human-added",
-                 "added_by": d["reviewer"], "review": "added"})
+                {
+                    "id": d["pair_id"],
+                    "question": d["question"],
+                    "answer": d["answer"],
+                    "provenance": "human-added",
+                    "added_by": d["reviewer"],
+                    "review": "added",
+                }
+            )
             counts["added"] += 1
     counts["final"] = sum(len(v) for v in final.values())
     return final, dict(counts)
@@ -197,9 +237,15 @@ def reviewer_agreement(out: Path, store: dict, reviewers: list[str]) -> dict:
         for pid, c in sorted(full.items()):
             w.writerow([pid, *[c[r] for r in reviewers]])
     try:
-        res = agreement(path, humans=reviewers)
+        res = agreement(path, humans=reviewers, id_column="pair_id")
     except ValueError as e:
         return {"n_items": len(full), "note": str(e)}
-    return _clean({"n_items": res["n_items"], "pairwise_cohen_kappa": {k: v["cohen_kappa"] for k, v in
-                   res["pairwise"].items()}, "mean_cohen_kappa": res["mean_cohen_kappa"],
-                   "fleiss_kappa": res.get("fleiss_kappa"), "codes": CODES})
+    return _clean(
+        {
+            "n_items": res["n_items"],
+            "pairwise_cohen_kappa": {k: v["cohen_kappa"] for k, v in res["pairwise"].items()},
+            "mean_cohen_kappa": res["mean_cohen_kappa"],
+            "fleiss_kappa": res.get("fleiss_kappa"),
+            "codes": CODES,
+        }
+    )

@@ -40,14 +40,23 @@ def _window(t: float | None) -> float:
 
 def record(row: Row) -> dict:
     """The multiple-choice record of a row (``close_end_answer`` included)."""
-    unified = {"video_id": row.recording, "task_id": row.task, "start_time": _window(row.start),
-               "end_time": _window(row.end), "close_end_answer": list(row.labels)}
+    unified = {
+        "video_id": row.recording,
+        "task_id": row.task,
+        "start_time": _window(row.start),
+        "end_time": _window(row.end),
+        "close_end_answer": list(row.labels),
+    }
     if is_registered(row.source):
         if row.start is None and row.native.get("start_time") is not None:
             unified["start_time"], unified["end_time"] = row.native["start_time"], row.native.get("end_time")
         return {**row.native, **unified}
-    rec = {**unified, "action_annotation": row.step, "is_error": not row.correct,
-           "error_description": row.description}
+    rec = {
+        **unified,
+        "action_annotation": row.step,
+        "is_error": not row.correct,
+        "error_description": row.description,
+    }
     if row.step_id is not None:
         rec["step_id"] = row.step_id
     if row.video:
@@ -65,8 +74,15 @@ def manifest(sources: list[str], labels: dict[str, str] | None = None) -> dict:
         if is_registered(s):
             entries.append({"name": s, "reader": "registered"})
         else:
-            entries.append({"name": s, "reader": "built", "label": (labels or {}).get(s, s), "files": files_of(s),
-                            "video_layout": built.DEFAULT_LAYOUT})
+            entries.append(
+                {
+                    "name": s,
+                    "reader": "built",
+                    "label": (labels or {}).get(s, s),
+                    "files": files_of(s),
+                    "video_layout": built.DEFAULT_LAYOUT,
+                }
+            )
     return {"format": built.FORMAT, "sources": entries}
 
 

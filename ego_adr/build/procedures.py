@@ -70,6 +70,7 @@ def ordered_steps(rows: list[Row]) -> dict[str, list[str]]:
 
 def rule_text(steps: list[str]) -> str:
     """``First, a. Then, b. Finally, c.``: the steps as sentences, in order."""
+
     def clause(s: str) -> str:
         s = s.strip().rstrip(".;,")
         return s[:1].lower() + s[1:] if s[:2] != s[:2].upper() else s
@@ -108,12 +109,17 @@ def condense(rows: list[Row], model, config, given: dict[str, str] | None = None
     made up for them: the build stops and a rerun asks again)."""
     given = given or {}
     steps = ordered_steps(rows)
-    out: dict[str, Procedure] = {t: Procedure(t, given[t], "given", s) for t, s in steps.items() if t in given}
+    out: dict[str, Procedure] = {
+        t: Procedure(t, given[t], "given", s) for t, s in steps.items() if t in given
+    }
     todo = [t for t in steps if t not in out]
     if not todo:
         return out, []
     if model is None:
-        return {**out, **{t: Procedure(t, rule_text(steps[t]), "rule", steps[t], "no model") for t in todo}}, []
+        return {
+            **out,
+            **{t: Procedure(t, rule_text(steps[t]), "rule", steps[t], "no model") for t in todo},
+        }, []
     gens = model.generate([request(t, steps[t], config) for t in todo])
     outage = []
     for t, g in zip(todo, gens, strict=True):
@@ -122,6 +128,9 @@ def condense(rows: list[Row], model, config, given: dict[str, str] | None = None
             continue
         why = g.error or usable(g.text, steps[t])
         text = (g.text or "").strip()
-        out[t] = Procedure(t, text, "llm", steps[t]) if why is None else \
-            Procedure(t, rule_text(steps[t]), "rule", steps[t], why)
+        out[t] = (
+            Procedure(t, text, "llm", steps[t])
+            if why is None
+            else Procedure(t, rule_text(steps[t]), "rule", steps[t], why)
+        )
     return out, outage

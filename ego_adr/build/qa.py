@@ -22,8 +22,10 @@ from ego_adr.models.base import Message, Request
 from ego_adr.reasoning.prompts import BUILD_QA_CORRECT, BUILD_QA_ERROR
 
 MIN_PAIRS, MAX_PAIRS = 2, 3  # Appendix A: "two or three QA-pairs for the same step segment"
-_QA_LINES = re.compile(r"^\s*(?:\d+[.)]\s*)?Q(?:uestion)?\s*\d*\s*[:.]\s*(.+?)\s*\n\s*A(?:nswer)?\s*\d*\s*[:.]\s*(.+?)\s*$",
-                       re.IGNORECASE | re.MULTILINE)
+_QA_LINES = re.compile(
+    r"^\s*(?:\d+[.)]\s*)?Q(?:uestion)?\s*\d*\s*[:.]\s*(.+?)\s*\n\s*A(?:nswer)?\s*\d*\s*[:.]\s*(.+?)\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def pair_id(sample_id: str, question: str, answer: str, prefix: str = "g") -> str:
@@ -37,8 +39,13 @@ def prompt_for(row: Row):
 
 def request(row: Row, procedure: str, config) -> Request:
     prompt = prompt_for(row)
-    text = prompt.render(task=row.task, procedure=procedure or "(none)", step=row.step,
-                         labels=", ".join(row.labels), description=row.description or "(none given)")
+    text = prompt.render(
+        task=row.task,
+        procedure=procedure or "(none)",
+        step=row.step,
+        labels=", ".join(row.labels),
+        description=row.description or "(none given)",
+    )
     return Request([Message.user(text)], config=config, meta=prompt.meta("build_qa"))
 
 
@@ -53,8 +60,11 @@ def _from_json(text: str) -> list[tuple[str, str]]:
         except json.JSONDecodeError:
             continue
         items = obj if isinstance(obj, list) else [obj]
-        good = [(str(o.get("question", "")).strip(), str(o.get("answer", "")).strip())
-                for o in items if isinstance(o, dict)]
+        good = [
+            (str(o.get("question", "")).strip(), str(o.get("answer", "")).strip())
+            for o in items
+            if isinstance(o, dict)
+        ]
         good = [g for g in good if g[0] and g[1]]
         if good:
             found = good
@@ -77,9 +87,18 @@ def parse_pairs(text: str | None) -> list[tuple[str, str]]:
 def outcome(sample_id: str, row: Row, gen, model_fingerprint: str) -> dict:
     """One segment's generation record: its pairs, or why it has none (``failure`` + ``failure_kind``)."""
     prompt = prompt_for(row)
-    rec = {"sample_id": sample_id, "source": row.source, "line": row.line, "prompt": prompt.name,
-           "prompt_version": prompt.version, "model": model_fingerprint, "raw": gen.text, "pairs": [],
-           "failure": None, "failure_kind": None}
+    rec = {
+        "sample_id": sample_id,
+        "source": row.source,
+        "line": row.line,
+        "prompt": prompt.name,
+        "prompt_version": prompt.version,
+        "model": model_fingerprint,
+        "raw": gen.text,
+        "pairs": [],
+        "failure": None,
+        "failure_kind": None,
+    }
     if not gen.ok:
         rec.update(failure=gen.error, failure_kind=gen.kind)
         return rec
@@ -89,7 +108,16 @@ def outcome(sample_id: str, row: Row, gen, model_fingerprint: str) -> dict:
         return rec
     if len(pairs) < MIN_PAIRS:
         rec["note"] = f"{len(pairs)} pair (the prompt asks for {MIN_PAIRS}-{MAX_PAIRS})"
-    rec["pairs"] = [{"id": pair_id(sample_id, q, a), "question": q, "answer": a, "provenance": "llm",
-                     "prompt": prompt.name, "prompt_version": prompt.version, "model": model_fingerprint}
-                    for q, a in pairs]
+    rec["pairs"] = [
+        {
+            "id": pair_id(sample_id, q, a),
+            "question": q,
+            "answer": a,
+            "provenance": "llm",
+            "prompt": prompt.name,
+            "prompt_version": prompt.version,
+            "model": model_fingerprint,
+        }
+        for q, a in pairs
+    ]
     return rec

@@ -17,30 +17,57 @@ from pathlib import Path
 
 from ego_adr.build.merge import load_store
 
-BASE = ["pair_id", "sample_id", "source", "task", "step", "start", "end", "labels", "error_description",
-        "provenance", "question", "answer"]
+BASE = [
+    "pair_id",
+    "sample_id",
+    "source",
+    "task",
+    "step",
+    "start",
+    "end",
+    "labels",
+    "error_description",
+    "provenance",
+    "question",
+    "answer",
+]
 FIELDS = ("decision", "question", "answer", "note")
 
 
 def _segment_cells(seg: dict) -> dict:
     r = seg["row"]
-    return {"sample_id": seg["sample_id"], "source": r["source"], "task": r["task"], "step": r["step"],
-            "start": "" if r["start"] is None else r["start"], "end": "" if r["end"] is None else r["end"],
-            "labels": "|".join(r["labels"]), "error_description": r.get("description") or ""}
+    return {
+        "sample_id": seg["sample_id"],
+        "source": r["source"],
+        "task": r["task"],
+        "step": r["step"],
+        "start": "" if r["start"] is None else r["start"],
+        "end": "" if r["end"] is None else r["end"],
+        "labels": "|".join(r["labels"]),
+        "error_description": r.get("description") or "",
+    }
 
 
-def sheet_rows(segments: list[dict], generated: dict[str, dict], store: dict, reviewers: list[str]) -> list[dict]:
+def sheet_rows(
+    segments: list[dict], generated: dict[str, dict], store: dict, reviewers: list[str]
+) -> list[dict]:
     """The sheet's lines: every generated and every added pair with the reviewers' stored decisions."""
-    mine: dict[tuple[str, str], dict] = {(d["reviewer"], d["pair_id"]): d for d in store["decisions"].values()}
+    mine: dict[tuple[str, str], dict] = {
+        (d["reviewer"], d["pair_id"]): d for d in store["decisions"].values()
+    }
     added: dict[str, list[dict]] = {}
     for d in store["decisions"].values():
         if d["decision"] == "add":
             added.setdefault(d["sample_id"], []).append(d)
     lines = []
     for seg in segments:
-        pairs = [(p["id"], p["question"], p["answer"], "llm") for p in generated.get(seg["sample_id"], {}).get(
-            "pairs", [])]
-        pairs += [(d["pair_id"], d["question"], d["answer"], "human-added") for d in added.get(seg["sample_id"], [])]
+        pairs = [
+            (p["id"], p["question"], p["answer"], "llm")
+            for p in generated.get(seg["sample_id"], {}).get("pairs", [])
+        ]
+        pairs += [
+            (d["pair_id"], d["question"], d["answer"], "human-added") for d in added.get(seg["sample_id"], [])
+        ]
         for pid, q, a, prov in pairs or [("", "", "", "")]:
             line = {**_segment_cells(seg), "pair_id": pid, "provenance": prov, "question": q, "answer": a}
             for r in reviewers:
@@ -73,18 +100,33 @@ def _frames(sample, out: Path, n: int, sampler) -> list[str]:
 def _section(seg: dict, lines: list[dict], frames: list[str]) -> str:
     r, e = seg["row"], html.escape
     window = "whole recording" if r["start"] is None else f"{r['start']:.2f}-{r['end']:.2f} s"
-    imgs = "".join(f'<img src="{e(f)}" width="200">' for f in frames) or "<p><i>no frames (video not found)</i></p>"
-    rows = "".join(f"<tr><td><code>{e(x['pair_id'])}</code></td><td>{e(x['provenance'])}</td>"
-                   f"<td>{e(x['question'])}</td><td>{e(x['answer'])}</td></tr>" for x in lines if x["pair_id"])
-    return (f'<section><h2>{e(r["task"])} &middot; {e(r["recording"])} &middot; {window}</h2>'
-            f"<p><b>Step:</b> {e(r['step'])}<br><b>Labels:</b> {e(', '.join(r['labels']))}<br>"
-            f"<b>Error description:</b> {e(r.get('description') or '-')}<br><code>{e(seg['sample_id'])}</code></p>"
-            f"<div>{imgs}</div><table><tr><th>pair_id</th><th>provenance</th><th>question</th><th>answer</th></tr>"
-            f"{rows or '<tr><td colspan=4><i>no generated pair: add some</i></td></tr>'}</table></section>")
+    imgs = (
+        "".join(f'<img src="{e(f)}" width="200">' for f in frames)
+        or "<p><i>no frames (video not found)</i></p>"
+    )
+    rows = "".join(
+        f"<tr><td><code>{e(x['pair_id'])}</code></td><td>{e(x['provenance'])}</td>"
+        f"<td>{e(x['question'])}</td><td>{e(x['answer'])}</td></tr>"
+        for x in lines
+        if x["pair_id"]
+    )
+    return (
+        f"<section><h2>{e(r['task'])} &middot; {e(r['recording'])} &middot; {window}</h2>"
+        f"<p><b>Step:</b> {e(r['step'])}<br><b>Labels:</b> {e(', '.join(r['labels']))}<br>"
+        f"<b>Error description:</b> {e(r.get('description') or '-')}<br><code>{e(seg['sample_id'])}</code></p>"
+        f"<div>{imgs}</div><table><tr><th>pair_id</th><th>provenance</th><th>question</th><th>answer</th></tr>"
+        f"{rows or '<tr><td colspan=4><i>no generated pair: add some</i></td></tr>'}</table></section>"
+    )
 
 
-def write_review(out: Path, segments: list[dict], generated: dict[str, dict], reviewers: list[str],
-                 video_root: str | Path | None = None, n_frames: int = 4) -> dict:
+def write_review(
+    out: Path,
+    segments: list[dict],
+    generated: dict[str, dict],
+    reviewers: list[str],
+    video_root: str | Path | None = None,
+    n_frames: int = 4,
+) -> dict:
     """Write ``review/sheet.csv`` and ``review/index.html`` (+ frames); returns their paths and counts."""
     from ego_adr.data.egoerrorvqa import load_samples
     from ego_adr.video.sampler import FrameSampler
@@ -98,8 +140,11 @@ def write_review(out: Path, segments: list[dict], generated: dict[str, dict], re
         w = csv.DictWriter(f, fieldnames=BASE + [f"{r}:{x}" for r in reviewers for x in FIELDS])
         w.writeheader()
         w.writerows(lines)
-    samples = {s.sample_id: s for s in load_samples(out, task="multiple-choice", video_root=video_root)} \
-        if video_root else {}
+    samples = (
+        {s.sample_id: s for s in load_samples(out, task="multiple-choice", video_root=video_root)}
+        if video_root
+        else {}
+    )
     sections, with_frames = [], 0
     with FrameSampler(max_side=320) as sampler:
         for seg in segments:
@@ -107,12 +152,20 @@ def write_review(out: Path, segments: list[dict], generated: dict[str, dict], re
             with_frames += bool(frames)
             sections.append(_section(seg, [x for x in lines if x["sample_id"] == seg["sample_id"]], frames))
     page = rdir / "index.html"
-    page.write_text("<!doctype html><meta charset=utf-8><title>Review of the generated QA pairs</title>"
-                    "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}section{border-top:1px solid "
-                    "#999;padding:8px}td,th{border:1px solid #ccc;padding:4px;vertical-align:top}</style>"
-                    f"<h1>Review: {html.escape(out.name)}</h1><p>Decide in <code>sheet.csv</code>, columns "
-                    f"{html.escape(', '.join(f'{r}:decision' for r in reviewers))} (keep / revise / remove; a new "
-                    "line with <code>add</code> adds a pair). Then <code>python -m ego_adr.data build merge DIR "
-                    "SHEET.csv</code>.</p>" + "".join(sections), encoding="utf-8")
-    return {"sheet": str(sheet), "page": str(page), "lines": len(lines), "segments": len(segments),
-            "segments_with_frames": with_frames}
+    page.write_text(
+        "<!doctype html><meta charset=utf-8><title>Review of the generated QA pairs</title>"
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}section{border-top:1px solid "
+        "#999;padding:8px}td,th{border:1px solid #ccc;padding:4px;vertical-align:top}</style>"
+        f"<h1>Review: {html.escape(out.name)}</h1><p>Decide in <code>sheet.csv</code>, columns "
+        f"{html.escape(', '.join(f'{r}:decision' for r in reviewers))} (keep / revise / remove; a new "
+        "line with <code>add</code> adds a pair). Then <code>python -m ego_adr.data build merge DIR "
+        "SHEET.csv</code>.</p>" + "".join(sections),
+        encoding="utf-8",
+    )
+    return {
+        "sheet": str(sheet),
+        "page": str(page),
+        "lines": len(lines),
+        "segments": len(segments),
+        "segments_with_frames": with_frames,
+    }

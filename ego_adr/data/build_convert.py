@@ -41,7 +41,9 @@ def _row(source: str, record: dict, sample) -> dict:
     if description is None and not sample.correct:
         description = next((str(record[k]) for k in _REMARKS if record.get(k)), None)
     step = sample.action or str(record.get("action_annotation") or "") or "unknown step"
-    step_id = next((record[k] for k in ("step_id", "instruction", "action_label") if record.get(k) is not None), None)
+    step_id = next(
+        (record[k] for k in ("step_id", "instruction", "action_label") if record.get(k) is not None), None
+    )
     return {
         "source": source,
         "recording": sample.video_id,

@@ -135,7 +135,9 @@ def _records(path: Path) -> list[tuple[int, dict | str]]:
     header = [h.strip() for h in reader.fieldnames or []]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise InputError(f"annotation file {path}: header lacks column(s) {', '.join(missing)} (has {header})")
+        raise InputError(
+            f"annotation file {path}: header lacks column(s) {', '.join(missing)} (has {header})"
+        )
     return [(reader.line_num, {k.strip(): v for k, v in rec.items() if k}) for rec in reader]
 
 
@@ -199,19 +201,37 @@ def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
     if (start is None) != (end is None):
         return BadRow(n, "give both start and end, or neither (the whole recording)")
     # kept, as the loader keeps it: the window rule (ego_adr.video.window) fails the sample with its reason
-    warning = f"end {end} is not after start {start}" if start is not None and end is not None and end <= start else None
+    warning = (
+        f"end {end} is not after start {start}"
+        if start is not None and end is not None and end <= start
+        else None
+    )
     labels, problem = _labels(rec.get("labels"), mapping)
     if problem:
         return BadRow(n, problem)
     native = rec.get("native") or {}
     if not isinstance(native, dict):
         return BadRow(n, "native must be a JSON object")
-    return Row(line=n, source=source, recording=_text(rec, "recording") or "", task=_text(rec, "task") or "",
-               step=_text(rec, "step") or "", labels=labels, start=start, end=end, step_id=_text(rec, "step_id"),
-               description=_text(rec, "description"), video=_text(rec, "video"), native=native, warning=warning)
+    return Row(
+        line=n,
+        source=source,
+        recording=_text(rec, "recording") or "",
+        task=_text(rec, "task") or "",
+        step=_text(rec, "step") or "",
+        labels=labels,
+        start=start,
+        end=end,
+        step_id=_text(rec, "step_id"),
+        description=_text(rec, "description"),
+        video=_text(rec, "video"),
+        native=native,
+        warning=warning,
+    )
 
 
-def read_rows(path: str | Path, mapping: dict[str, list[str]] | None = None) -> tuple[list[Row], list[BadRow]]:
+def read_rows(
+    path: str | Path, mapping: dict[str, list[str]] | None = None
+) -> tuple[list[Row], list[BadRow]]:
     """The good rows of an annotation file, in file order, and every bad one with its line number."""
     good: list[Row] = []
     bad: list[BadRow] = []

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ego_adr import __version__
+from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import Sample
 from ego_adr.models.backends import BACKENDS
-from ego_adr.run.config import ALL_SOURCES, ConfigError, RunConfig
+from ego_adr.run.config import ConfigError, RunConfig
 
 
 def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
@@ -33,7 +34,7 @@ def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
     else:
         data_root = Path(cfg.data_root)
         video_root = Path(cfg.video_root) if cfg.video_root else None
-        sources = cfg.sources or list(ALL_SOURCES)
+        sources = cfg.sources or list(source_registry.default_sources(data_root))  # a built root's own sources
         origin = "EgoErrorVQA annotations"
     if cfg.video_root and cfg.data_root is None:
         video_root = Path(cfg.video_root)
