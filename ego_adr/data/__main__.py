@@ -57,9 +57,9 @@ def _stats(argv: list[str]) -> int:
 
 
 def _convert(argv: list[str]) -> int:
-    from ego_adr.data.build_input import convert_cli
+    from ego_adr.data.build_convert import main as convert_main
 
-    return convert_cli(argv)
+    return convert_main(argv)
 
 
 def _build(argv: list[str]) -> int:

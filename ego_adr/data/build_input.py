@@ -247,9 +247,3 @@ def write_jsonl(rows: list[dict], path: str | Path) -> Path:
     p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return p
 
-
-def convert_cli(argv: list[str]) -> int:
-    """``python -m ego_adr.data convert --data-root DIR --out FILE.jsonl``: see :mod:`ego_adr.data.build_convert`."""
-    from ego_adr.data.build_convert import main
-
-    return main(argv)
