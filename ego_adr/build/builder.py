@@ -136,6 +136,12 @@ def build(
     )
     if not rows:
         raise UserError(f"{annotations}: no usable row ({len(issues)} bad: {'; '.join(issues[:3])})")
+    if (
+        out.exists()
+        and not (out / "build" / "build.json").is_file()
+        and (out.is_file() or any(out.iterdir()))
+    ):
+        raise UserError(f"--out {out} exists and is not a build folder; name a new or empty folder")
     gen_model = llm.load_generator(model_name, device=device, cache_dir=cache_dir, model=model)
     ident = identity(annotations, labels, given_procedures, gen_model.fingerprint, llm.GENERATION)
     _check_folder(out, ident, fresh)

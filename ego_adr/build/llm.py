@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ego_adr.errors import UserError
 from ego_adr.models.base import GenerationConfig
 from ego_adr.models.cache import CachedModel, StageCache
 from ego_adr.store import cache_root
@@ -30,8 +31,11 @@ def load_generator(
         from ego_adr.run.judging import load_judge
 
         resolved = model_name(name)
-        model = load_judge(
-            JudgeSpec("generator", resolved), device=device or ("cpu" if "tiny" in resolved else None)
-        )
+        try:
+            model = load_judge(
+                JudgeSpec("generator", resolved), device=device or ("cpu" if "tiny" in resolved else None)
+            )
+        except (OSError, ValueError) as e:  # an unknown model, or weights not in the cache while offline
+            raise UserError(f"cannot load the generator --model {name!r}: {str(e).splitlines()[0]}") from None
     cache = StageCache(Path(cache_dir) if cache_dir else cache_root())
     return CachedModel(model, cache)

@@ -246,4 +246,3 @@ def write_jsonl(rows: list[dict], path: str | Path) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return p
-

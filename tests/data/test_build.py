@@ -132,6 +132,16 @@ def test_the_built_root_loads_through_the_registry(built, demo_root):
     }  # "ok" is no procedure: the rule wrote them
 
 
+def test_the_green_agent_takes_the_built_root_without_naming_its_sources(built, demo_root):
+    from ego_adr.agents.green import EvalConfig, load_all_samples
+
+    base, ann, out, _ = built
+    cfg = EvalConfig.from_dict(
+        {"video_root": str(demo_root / "videos"), "json_root": str(out), "task_type": "multiple-choice"}
+    )
+    assert cfg.datasets == ["mykitchen"] and len(load_all_samples(cfg)) == 16
+
+
 def _edit(sheet: Path, dest: Path, edits: dict[int, dict], add: dict | None = None) -> Path:
     with sheet.open(newline="") as f:
         reader = csv.DictReader(f)
