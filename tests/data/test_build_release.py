@@ -16,8 +16,20 @@ from ego_adr.data.egoerrorvqa import load_samples
 
 from .test_build import QAWriterDouble
 
-FIELDS = ("source", "sample_id", "video_id", "start", "end", "ground_truth", "task_id", "action", "action_field",
-          "step_index", "correct", "procedure")
+FIELDS = (
+    "source",
+    "sample_id",
+    "video_id",
+    "start",
+    "end",
+    "ground_truth",
+    "task_id",
+    "action",
+    "action_field",
+    "step_index",
+    "correct",
+    "procedure",
+)
 
 
 def _key(s):
@@ -36,9 +48,16 @@ def test_the_release_rebuilt_gives_back_its_multiple_choice_samples(shared_data,
     for i, root in enumerate(_roots(shared_data)):
         ann = write_jsonl(convert_release(root), tmp_path / f"release{i}.jsonl")
         out = tmp_path / f"rebuilt{i}"
-        s = build(ann, out, model=QAWriterDouble(), given_procedures=root / "procedure.json",
-                  cache_dir=tmp_path / "cache")
-        assert s["bad_rows"] == 0 and s["procedures"]["rule"] == s["procedures"]["llm"] == 0  # the release's texts
+        s = build(
+            ann,
+            out,
+            model=QAWriterDouble(),
+            given_procedures=root / "procedure.json",
+            cache_dir=tmp_path / "cache",
+        )
+        assert (
+            s["bad_rows"] == 0 and s["procedures"]["rule"] == s["procedures"]["llm"] == 0
+        )  # the release's texts
         original = load_samples(root, task="multiple-choice")
         rebuilt = load_samples(out, task="multiple-choice")
         assert [_key(x) for x in rebuilt] == [_key(x) for x in original]

@@ -19,9 +19,24 @@ def test_tiny_build_review_merge_offline(demo_root, tmp_path):
     ann = write_annotations(demo_root, tmp_path / "ann.csv", limit=3)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ego_adr.data", "build"]
-    res = subprocess.run(cmd + ["--annotations", str(ann), "--out", str(out), "--model", "tiny", "--labels",
-                                str(tmp_path / "labels.json"), "--cache-dir", str(tmp_path / "cache")],
-                         capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        cmd
+        + [
+            "--annotations",
+            str(ann),
+            "--out",
+            str(out),
+            "--model",
+            "tiny",
+            "--labels",
+            str(tmp_path / "labels.json"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert "line 5: missing step" in res.stdout
     info = json.loads((out / "build" / "build.json").read_text())
@@ -31,15 +46,26 @@ def test_tiny_build_review_merge_offline(demo_root, tmp_path):
     assert {p["method"] for p in procs.values()} <= {"llm", "rule"}
     gen = [json.loads(x) for x in (out / "build" / "generated.jsonl").read_text().splitlines()]
     assert len(gen) == 3 and all(g["pairs"] or g["failure_kind"] == "sample" for g in gen)
-    res = subprocess.run(cmd + ["review", str(out), "--video-root", str(demo_root / "videos")],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        cmd + ["review", str(out), "--video-root", str(demo_root / "videos")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     sheet = out / "review" / "sheet.csv"
     with sheet.open(newline="") as f:
         reader = csv.DictReader(f)
         fields, rows = reader.fieldnames, list(reader)
-    rows.append({**{k: "" for k in fields}, "sample_id": rows[0]["sample_id"], "A:decision": "add",
-                 "A:question": "Did I fill the kettle?", "A:answer": "Yes, at the tap."})
+    rows.append(
+        {
+            **{k: "" for k in fields},
+            "sample_id": rows[0]["sample_id"],
+            "A:decision": "add",
+            "A:question": "Did I fill the kettle?",
+            "A:answer": "Yes, at the tap.",
+        }
+    )
     with sheet.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
