@@ -27,13 +27,14 @@ def load_generator(
 ) -> CachedModel:
     """The generator behind the stage cache. ``model``: an already built model (library use, test doubles)."""
     if model is None:
-        from ego_adr.eval.judges import JudgeSpec
-        from ego_adr.run.judging import load_judge
+        from ego_adr.models.hf import HFVideoLM  # text requests take its causal-LM path (no frames are sent)
+        from ego_adr.models.registry import resolve
 
         resolved = model_name(name)
         try:
-            model = load_judge(
-                JudgeSpec("generator", resolved), device=device or ("cpu" if "tiny" in resolved else None)
+            path, spec = resolve(resolved)
+            model = HFVideoLM(
+                path, spec=spec, device=device or ("cpu" if "tiny" in resolved else "auto"), batch_size=8
             )
         except (OSError, ValueError) as e:  # an unknown model, or weights not in the cache while offline
             raise UserError(f"cannot load the generator --model {name!r}: {str(e).splitlines()[0]}") from None

@@ -7,8 +7,9 @@ Subcommands
   build review DIR / build merge DIR SHEET.csv ...             the people-in-the-loop steps (docs/build.md)
 
 This module is an entry point, like ``python -m ego_adr.run``: the ``build`` subcommands call an LLM, so they live
-in :mod:`ego_adr.build` (above ``models/``) and are imported from here only when asked for; nothing in ``data/``
-imports this module.
+in :mod:`ego_adr.build` (above ``models/``) and are imported from here only when asked for -- the one upward
+import of ``data/``, kept for the command name users are given; nothing in ``data/`` imports this module, and
+``python -m ego_adr.build`` runs the same commands from their own layer.
 
 Exit status 2 for a wrong flag or unusable input (one line), 3 when a model or the machine failed.
 """
