@@ -36,12 +36,14 @@ class QAWriterDouble:
     def __init__(self, outage=()):
         self.outage = set(outage)
         self.asked = 0
+        self.messages: list[tuple[str, str]] = []  # (prompt name, text) of every request
 
     def generate(self, requests):
         out = []
         for r in requests:
             self.asked += 1
             text = r.messages[0].content[0]
+            self.messages.append((r.meta["prompt"], text))
             if r.meta["stage"] == "build_procedure":
                 out.append(Generation("ok"))
                 continue
@@ -140,6 +142,34 @@ def test_the_green_agent_takes_the_built_root_without_naming_its_sources(built, 
         {"video_root": str(demo_root / "videos"), "json_root": str(out), "task_type": "multiple-choice"}
     )
     assert cfg.datasets == ["mykitchen"] and len(load_all_samples(cfg)) == 16
+
+
+def test_what_the_llm_is_asked(demo_root, tmp_path):
+    ann = write_annotations(demo_root, tmp_path / "ann.csv")
+    writer = QAWriterDouble()
+    build(ann, tmp_path / "out", labels=tmp_path / "labels.json", model=writer, cache_dir=tmp_path / "c")
+    assert sorted(n for n, _ in writer.messages).count("build_procedure") == 3
+    qa = [(n, t) for n, t in writer.messages if n.startswith("build_qa")]
+    assert [n for n, _ in qa].count("build_qa_correct") == 10 and len(qa) == 16  # every correct step
+    assert all("deliberately misleading" in t for n, t in qa if n == "build_qa_correct")
+    salt = next(t for n, t in qa if "Salt was spooned into the cup instead of sugar." in t)
+    assert (
+        "error type): Wrong object" in salt and "Procedure: First, " in salt
+    )  # own label mapped; rule procedure
+    tea = next(t for n, t in writer.messages if n == "build_procedure" and '"demo_make_tea"' in t)
+    assert "1. Fill the kettle with water at the tap\n" in tea  # the task's steps, numbered in order
+
+
+def test_label_mappings_from_json_and_csv(tmp_path):
+    from ego_adr.data.build_input import InputError, read_label_map
+
+    (tmp_path / "m.json").write_text(json.dumps({"Both": ["wrong order", "Wrong object"], "X": "omission"}))
+    assert read_label_map(tmp_path / "m.json") == {"both": ["Wrong order", "Wrong object"], "x": ["Omission"]}
+    (tmp_path / "m.csv").write_text("label,option\nslip,Wrong action\nslip,Others\n")
+    assert read_label_map(tmp_path / "m.csv") == {"slip": ["Wrong action", "Others"]}
+    (tmp_path / "bad.json").write_text(json.dumps({"a": "not an option"}))
+    with pytest.raises(InputError, match="not our options"):
+        read_label_map(tmp_path / "bad.json")
 
 
 def _edit(sheet: Path, dest: Path, edits: dict[int, dict], add: dict | None = None) -> Path:
