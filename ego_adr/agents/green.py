@@ -83,7 +83,10 @@ class EvalConfig:
         task = d.get("task_type", "open-end")  # the public evaluator's default
         if task not in (MULTIPLE_CHOICE, OPEN_END):
             raise ProtocolError(f"task_type must be 'multiple-choice' or 'open-end', got {task!r}")
-        raw = d.get("datasets") or list(PUBLIC_DATASETS)
+        try:  # without datasets: the sources a built root declares (sources.json), else the public four
+            raw = d.get("datasets") or list(source_registry.default_sources(d["json_root"]))
+        except ValueError as e:
+            raise ProtocolError(str(e)) from None
         if isinstance(raw, str):
             raw = [s for s in raw.split(",") if s.strip()]
         datasets = []

@@ -163,9 +163,13 @@ def _file(source: str, task: str) -> str:
     return registry.get(source).files[task]
 
 
-def _requested(sources: Iterable[str] | str | None) -> list[str]:
+def _requested(sources: Iterable[str] | str | None, root: Path | None = None) -> list[str]:
+    try:
+        declared = registry.discover(root)  # a built data root declares (and registers) its own sources
+    except ValueError as e:
+        raise DataError(str(e)) from None
     if sources is None:
-        return list(registry.names(public_only=True))
+        return list(declared or registry.names(public_only=True))
     if isinstance(sources, str):
         sources = [s for s in sources.split(",") if s.strip()]
     out: list[str] = []
@@ -274,14 +278,15 @@ def load_samples(
     video_root: str | os.PathLike | None = None,
     issues: list[LoadIssue] | None = None,
 ) -> list[Sample]:
-    """All samples of ``task`` from the requested ``sources`` (default: the four public ones), in file order.
+    """All samples of ``task`` from the requested ``sources`` (default: the sources a built root declares in its
+    ``sources.json``, else the four public ones), in file order.
 
     ``issues``, when given, receives one :class:`LoadIssue` per problem found in a record.
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
-    wanted = _requested(sources)
     root = _root(data_root)
+    wanted = _requested(sources, root)
     procedures = load_procedures(root)
     missing = [_file(s, task) for s in wanted if not (root / _file(s, task)).is_file()]
     if missing:
@@ -356,6 +361,7 @@ def _load_file(
             qa_pairs=qa,
             reference=ex.action if correct else ex.reference,
             step_index=ex.step_index,
+            correct=correct,
             wire={k: r.get(k, "") for k in ("action_annotation", "start_time", "end_time")},
         )
         built.append((sample, problems))

@@ -42,6 +42,7 @@ class Sample:
     qa_pairs: list[QAPair] = field(default_factory=list)
     reference: str | None = None
     step_index: int | None = None  # index into the procedure's steps when the source gives one (EgoOops)
+    correct: bool | None = None  # the record's own correctness flag (else: ground truth is ``correct``); Table 2
     # the record's action_annotation / start_time / end_time as stored, for the public protocol (protocol.py)
     wire: dict = field(default_factory=dict)
 

@@ -236,3 +236,50 @@ HELPMEOUT_MONITOR_PROMPT = Prompt(
 )
 ALL = ALL + (HELPMEOUT_MONITOR_PROMPT,)
 VERSIONS = {p.name: p.version for p in ALL}
+
+# --- building a benchmark (python -m ego_adr.data build; paper Section 3.3, Appendix A) -----------------------------
+# The paper's generation prompts did not survive text extraction; Appendix A says what the message holds (the step
+# description, the erroneous action and an explanation of the error and its cause), that two or three diverse
+# pairs are asked for per step segment, and Section 3.3 that questions about correct steps may be deliberately
+# misleading. Generation is text only, greedy, 300 new tokens (Appendix A). Our own wording.
+BUILD_PROCEDURE = Prompt(
+    name="build_procedure",
+    version="1",
+    template=(
+        "These are the annotated steps of the task \"{task}\", in the order people carry them out:\n{steps}\n\n"
+        "Condense them into a concise procedure: one paragraph of plain sentences that a person could follow to "
+        "complete the task, keeping every step and its order and the objects and tools each step uses. Write only "
+        "the paragraph."
+    ),
+)
+_QA_HEAD = (
+    "You write questions for a benchmark that tests whether an assistant understands procedural errors in "
+    "egocentric videos. The questions are asked in the first person, by the person in the video.\n\n"
+    "Task: {task}\nProcedure: {procedure}\nStep of this video segment: {step}\n"
+)
+_QA_TAIL = (
+    "Each question targets this specific step (the tools used, the amounts, the order, how it was done). Each "
+    "answer is one or two sentences, in the first person, and true to the annotation. Reply with JSON only: "
+    '[{{"question": "...", "answer": "..."}}, ...]'
+)
+BUILD_QA_ERROR = Prompt(
+    name="build_qa_error",
+    version="1",
+    template=(
+        _QA_HEAD + "What went wrong (error type): {labels}\nError description: {description}\n\n"
+        "Write two or three different question-answer pairs about this step and its error: what was done wrong, "
+        "why it is wrong, and what should have been done. " + _QA_TAIL
+    ),
+)
+BUILD_QA_CORRECT = Prompt(
+    name="build_qa_correct",
+    version="1",
+    template=(
+        _QA_HEAD + "The step was carried out correctly.\n\n"
+        "Write two or three different question-answer pairs about this step. At least one question must be "
+        "deliberately misleading: it suggests an error that did not happen (for example \"Did I use the wrong "
+        "tool when I ...?\"), and its answer says that the step was done correctly. " + _QA_TAIL
+    ),
+)
+ALL = ALL + (BUILD_PROCEDURE, BUILD_QA_ERROR, BUILD_QA_CORRECT)
+VERSIONS = {p.name: p.version for p in ALL}

@@ -36,7 +36,7 @@ def load_dataset(cfg: RunConfig) -> tuple[list[Sample], dict]:
     else:
         data_root = Path(cfg.data_root)
         video_root = Path(cfg.video_root) if cfg.video_root else None
-        sources = cfg.sources or list(source_registry.names(public_only=True))
+        sources = cfg.sources or list(source_registry.default_sources(data_root))  # a built root's own sources
         origin = "EgoErrorVQA annotations"
     if cfg.video_root and cfg.data_root is None:
         video_root = Path(cfg.video_root)

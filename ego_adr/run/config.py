@@ -95,6 +95,10 @@ class RunConfig:
         if self.qa_selection not in QA_SELECTIONS:
             raise ConfigError("--qa-selection must be 'all' or 'one'")
         if self.sources is not None:
+            try:  # a built data root declares its own sources (sources.json)
+                source_registry.discover(self.data_root if self.data_root and Path(self.data_root).is_dir() else None)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
             known = source_registry.names()
             bad = [s for s in self.sources if s not in known]
             if bad:

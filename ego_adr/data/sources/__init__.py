@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from ego_adr.data.sources import assembly101, captaincook4d, demo, egooops, epic_tent
+from ego_adr.data.sources import assembly101, built, captaincook4d, demo, egooops, epic_tent
 from ego_adr.data.sources.assembly101 import assembly101_action
 from ego_adr.data.sources.captaincook4d import clean_cc4d_description
 from ego_adr.data.sources.egooops import egooops_step_table
@@ -80,6 +80,19 @@ def names(public_only: bool = False) -> tuple[str, ...]:
     return tuple(n for n, s in SOURCES.items() if s.public or not public_only)
 
 
+def discover(data_root) -> tuple[str, ...] | None:
+    """Register the sources a built data root declares in its ``sources.json`` (:mod:`.built`); their names,
+    or None when the root declares none."""
+    load_plugins()
+    return built.discover(data_root)
+
+
+def default_sources(data_root=None) -> tuple[str, ...]:
+    """The sources a data root holds when none are named: those it declares (a built benchmark), else the
+    released benchmark's (the public ones)."""
+    return discover(data_root) or names(public_only=True)
+
+
 def order_key(source: str) -> tuple[int, str]:
     """Sort key putting registered sources in registry order and anything else after them, alphabetically."""
     order = names()
@@ -88,6 +101,6 @@ def order_key(source: str) -> tuple[int, str]:
 
 __all__ = [
     "SOURCES", "UNINFORMATIVE_ACTIONS", "Extracted", "SourceSpec", "as_int", "assembly101_action",
-    "clean_cc4d_description", "egooops_step_table", "get", "load_plugins", "names", "normalise", "order_key",
+    "clean_cc4d_description", "default_sources", "discover", "egooops_step_table", "get", "load_plugins", "names", "normalise", "order_key",
     "register", "task_id_of", "text", "video_id_of",
 ]

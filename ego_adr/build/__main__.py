@@ -1,0 +1,10 @@
+"""``python -m ego_adr.build [review|merge] ...``: the same commands as ``python -m ego_adr.data build ...``, entered
+from this layer (docs/build.md)."""
+
+import sys
+
+from ego_adr.build.cli import main
+from ego_adr.errors import run_cli
+
+if __name__ == "__main__":
+    sys.exit(run_cli(lambda: main(sys.argv[1:])))

@@ -1,0 +1,125 @@
+"""``python -m ego_adr.data build ...``: the build, review and merge commands (docs/build.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ego_adr.errors import EXIT_INFRASTRUCTURE, OneLineParser, UserError
+
+PROG = "python -m ego_adr.data build"
+
+
+def _print_summary(s: dict) -> None:
+    c = s["counts"]
+    print(
+        f"{s['out']}: {s['segments']} segments, {s['pairs_final']} open-ended pairs in the final set "
+        f"(LLM-made {c.get('llm_made', 0)}, kept {c.get('kept', 0)}, revised {c.get('revised', 0)}, removed "
+        f"{c.get('removed', 0)}, unreviewed {c.get('unreviewed', 0)}, added {c.get('added', 0)})"
+    )
+    for p in s.get("issues", [])[:20] + s.get("problems", [])[:20]:
+        print(f"  {p}")
+
+
+def _build(argv: list[str]) -> int:
+    from ego_adr.build.builder import build
+    from ego_adr.build.llm import DEFAULT_MODEL
+    from ego_adr.data.build_input import InputError
+
+    p = OneLineParser(
+        prog=PROG, description="Build a benchmark data root from an annotation file (CSV/JSONL)."
+    )
+    p.add_argument("--annotations", required=True, help="the annotation rows (docs/build.md: the schema)")
+    p.add_argument("--out", required=True, help="the data root to write")
+    p.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"the LLM (alias, hub id or folder; default {DEFAULT_MODEL}, the paper's; tiny: offline)",
+    )
+    p.add_argument("--labels", help="mapping of the dataset's own error labels to our options (JSON or CSV)")
+    p.add_argument("--procedures", help="given procedure texts (procedure.json format), kept as they are")
+    p.add_argument("--cache-dir", help="stage cache folder (default: the cache root)")
+    p.add_argument("--device", help="cpu, cuda, ... (default: the model's)")
+    p.add_argument(
+        "--fresh", action="store_true", help="start the folder over (its review decisions are lost)"
+    )
+    a = p.parse_args(argv)
+    try:
+        s = build(
+            a.annotations,
+            a.out,
+            a.model,
+            labels=a.labels,
+            given_procedures=a.procedures,
+            cache_dir=a.cache_dir,
+            device=a.device,
+            fresh=a.fresh,
+        )
+    except InputError as e:
+        raise UserError(str(e)) from None
+    _print_summary(s)
+    print(
+        f"  procedures: {json.dumps(s['procedures'])}; bad rows {s['bad_rows']}; unparseable replies "
+        f"{s['unparseable']}; outages {s['outages']}"
+    )
+    if s["outages"]:
+        print(f"  {s['outages']} segments got no pair because the model failed; rerun the same command")
+        return EXIT_INFRASTRUCTURE
+    print(f"  next: {PROG} review {a.out} --video-root VIDEOS")
+    return 0
+
+
+def _review(argv: list[str]) -> int:
+    from ego_adr.build.final import DEFAULT_REVIEWERS, load_state
+    from ego_adr.build.review import write_review
+
+    p = OneLineParser(prog=f"{PROG} review", description="Write the review sheet (CSV) and page (HTML).")
+    p.add_argument("dir", help="a build folder")
+    p.add_argument("--video-root", help="where the videos are (for the frames on the page)")
+    p.add_argument("--reviewers", default=",".join(DEFAULT_REVIEWERS), help="comma-separated (default A,B,C)")
+    p.add_argument("--frames", type=int, default=4, help="frames per segment on the page (default 4)")
+    a = p.parse_args(argv)
+    out = Path(a.dir)
+    segments, generated, _ = load_state(out)
+    reviewers = [r.strip() for r in a.reviewers.split(",") if r.strip()]
+    if not reviewers or any(":" in r for r in reviewers):
+        raise UserError("--reviewers: give comma-separated names without ':'")
+    (out / "review").mkdir(parents=True, exist_ok=True)
+    (out / "review" / "reviewers.json").write_text(json.dumps(reviewers), encoding="utf-8")
+    res = write_review(
+        out, segments, {g["sample_id"]: g for g in generated}, reviewers, a.video_root, a.frames
+    )
+    print(
+        f"wrote {res['sheet']} ({res['lines']} lines) and {res['page']} ({res['segments_with_frames']} of "
+        f"{res['segments']} segments with frames)"
+    )
+    print(f"  next: each reviewer fills their columns, then {PROG} merge {a.dir} SHEET.csv [SHEET.csv ...]")
+    return 0
+
+
+def _merge(argv: list[str]) -> int:
+    from ego_adr.build.final import finalise
+
+    p = OneLineParser(prog=f"{PROG} merge", description="Import reviewers' sheets and write the final set.")
+    p.add_argument("dir", help="a build folder")
+    p.add_argument("sheets", nargs="+", help="filled review sheets (CSV)")
+    a = p.parse_args(argv)
+    s = finalise(Path(a.dir), [Path(x) for x in a.sheets])
+    _print_summary(s)
+    ag = s["agreement"]
+    if ag.get("fleiss_kappa") is not None:
+        print(
+            f"  agreement: Fleiss' kappa {ag['fleiss_kappa']:.3f}, mean Cohen's kappa "
+            f"{ag['mean_cohen_kappa']:.3f} over {ag['n_items']} pairs"
+        )
+    elif ag.get("note"):
+        print(f"  agreement: {ag['note']}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "review":
+        return _review(argv[1:])
+    if argv and argv[0] == "merge":
+        return _merge(argv[1:])
+    return _build(argv)

@@ -1,0 +1,87 @@
+"""``python -m ego_adr.data``: what is in a data root, and building one.
+
+Subcommands
+  stats --data-root DIR [--json] [--sources S,..] [--paper]   Table 2 of the paper for any data root
+  convert --data-root DIR --out FILE.jsonl                    the public release's files -> the build input schema
+  build --annotations FILE --out DIR [--model qwen2.5-7b|tiny] a benchmark from error-annotated recordings
+  build review DIR / build merge DIR SHEET.csv ...             the people-in-the-loop steps (docs/build.md)
+
+This module is an entry point, like ``python -m ego_adr.run``: the ``build`` subcommands call an LLM, so they live
+in :mod:`ego_adr.build` (above ``models/``) and are imported from here only when asked for -- the one upward
+import of ``data/``, kept for the command name users are given; nothing in ``data/`` imports this module, and
+``python -m ego_adr.build`` runs the same commands from their own layer.
+
+Exit status 2 for a wrong flag or unusable input (one line), 3 when a model or the machine failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ego_adr.errors import OneLineParser, UserError, run_cli
+
+
+def _stats(argv: list[str]) -> int:
+    from ego_adr.data.egoerrorvqa import DataError
+    from ego_adr.data.stats import compare_with_paper, format_table2, table2
+
+    p = OneLineParser(
+        prog="python -m ego_adr.data stats",
+        description="Table 2 (clips, correct / error samples, QA pairs, question and answer lengths "
+        "in words) per source and task, for any data root.",
+    )
+    p.add_argument("--data-root", required=True, help="a folder with procedure.json and the sources' files")
+    p.add_argument(
+        "--sources", help="comma-separated (default: the root's declared sources, else the public four)"
+    )
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.add_argument(
+        "--paper", action="store_true", help="also list every cell that differs from the paper's Table 2"
+    )
+    a = p.parse_args(argv)
+    sources = [s for s in (a.sources or "").split(",") if s.strip()] or None
+    try:
+        res = table2(a.data_root, sources)
+    except (DataError, KeyError, ValueError) as e:
+        raise UserError(str(e.args[0]) if isinstance(e, KeyError) else str(e)) from None
+    if a.paper:
+        res["differs_from_paper"] = compare_with_paper(res)
+    if a.json:
+        print(json.dumps(res, indent=1))
+        return 0
+    print(format_table2(res))
+    if a.paper:
+        diffs = res["differs_from_paper"]
+        print("\nagainst the paper's Table 2: " + ("every number equal" if not diffs else "; ".join(diffs)))
+    return 0
+
+
+def _convert(argv: list[str]) -> int:
+    from ego_adr.data.build_convert import main as convert_main
+
+    return convert_main(argv)
+
+
+def _build(argv: list[str]) -> int:
+    from ego_adr.build.cli import main as build_main  # above models/: imported only for this subcommand
+
+    return build_main(argv)
+
+
+COMMANDS = {"stats": _stats, "convert": _convert, "build": _build}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    cmd = COMMANDS.get(argv[0])
+    if cmd is None:
+        raise UserError(f"unknown subcommand {argv[0]!r}; expected one of {', '.join(COMMANDS)}")
+    return cmd(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))

@@ -1,0 +1,248 @@
+"""The input of ``python -m ego_adr.data build``: one row per annotated step segment of a recording (CSV or JSONL).
+
+Why one flat schema: the paper (Appendix A) first "unified the JSON formats" of its four source datasets and gave
+each task a ``task_id``; a lab with its own error-annotated recordings does the same by writing this table. The
+columns (docs/build.md has the full description):
+
+==============  ========  ====================================================================================
+column          required  meaning
+==============  ========  ====================================================================================
+source          yes       the dataset's name in the built benchmark (``[a-z0-9_]+``, e.g. ``mykitchen``)
+recording       yes       the recording (video) id
+task            yes       the task (recipe, assembly, ...): one ``task_id``, one procedure text
+step            yes       the step the person was supposed to do, as text
+step_id         no        the step's number within the task (orders the procedure; part of the sample id)
+start, end      no        the segment in seconds; both empty or both ``-1``: the whole recording (an omission)
+labels          no        error type(s): our option strings, or the dataset's own labels with ``--labels``;
+                          ``|``-separated in CSV, a list in JSONL; empty or ``correct``: the step was correct
+description     no        what went wrong and why, in words (the LLM writes its QA pairs from it)
+video           no        the video's path under the video root (default ``{source}/{recording}.mp4``)
+native          no        JSONL only: the source dataset's own fields, kept verbatim in the output record
+==============  ========  ====================================================================================
+
+A bad row (a missing column, a time that is not a number, an unknown label, one end of a window only) is reported
+with its line number and left out; it never stops the build (:func:`read_rows`). An inverted window is reported
+too but kept, as the loader keeps one: the window rule fails that sample with its reason when it is run.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ego_adr.taxonomy import CORRECT, canonical
+
+REQUIRED = ("source", "recording", "task", "step")
+OPTIONAL = ("step_id", "start", "end", "labels", "description", "video", "native")
+COLUMNS = REQUIRED + OPTIONAL
+_NAME = re.compile(r"^[a-z0-9_]+$")
+
+
+class InputError(ValueError):
+    """The annotation file as a whole cannot be read (missing, wrong format, no header); one line."""
+
+
+@dataclass
+class Row:
+    """One good row. ``labels`` are canonical option strings (``["correct"]`` for a correct step)."""
+
+    line: int
+    source: str
+    recording: str
+    task: str
+    step: str
+    labels: list[str]
+    start: float | None = None
+    end: float | None = None
+    step_id: str | None = None
+    description: str | None = None
+    video: str | None = None
+    native: dict = field(default_factory=dict)
+    warning: str | None = None  # kept but worth a look (an inverted window)
+
+    @property
+    def correct(self) -> bool:
+        return self.labels == [CORRECT]
+
+
+@dataclass
+class BadRow:
+    line: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.problem}"
+
+
+def read_label_map(path: str | Path | None) -> dict[str, list[str]]:
+    """A dataset's own labels -> our option strings, from JSON (``{"label": "Option" | ["Option", ...]}``) or a
+    two-column CSV (``label,option``; repeat a label for several options). Keys compare case-insensitively."""
+    if path is None:
+        return {}
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"label mapping {p} not found")
+    raw: dict[str, list[str]] = {}
+    try:
+        if p.suffix.lower() == ".csv":
+            with p.open(newline="", encoding="utf-8") as f:
+                for rec in csv.reader(f):
+                    if len(rec) >= 2 and rec[0].strip() and rec[0].strip().lower() != "label":
+                        raw.setdefault(rec[0].strip(), []).append(rec[1].strip())
+        else:
+            data = json.loads(p.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise InputError(f"label mapping {p} must be a JSON object label -> option(s)")
+            raw = {str(k): v if isinstance(v, list) else [v] for k, v in data.items()}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, csv.Error) as e:
+        raise InputError(f"cannot read label mapping {p} ({e})") from None
+    out: dict[str, list[str]] = {}
+    for k, opts in raw.items():
+        try:
+            out[k.strip().lower()] = [canonical(str(o)) for o in opts]
+        except ValueError as e:
+            raise InputError(f"label mapping {p}: {k!r} maps to {opts!r}, not our options ({e})") from None
+    return out
+
+
+def _records(path: Path) -> list[tuple[int, dict | str]]:
+    """(line number, record) pairs; a JSONL line that is not an object comes back as its problem text."""
+    if not path.is_file():
+        raise InputError(f"annotation file {path} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read annotation file {path} ({e})") from None
+    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        out: list[tuple[int, dict | str]] = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                out.append((n, f"not JSON ({e.msg})"))
+                continue
+            out.append((n, rec if isinstance(rec, dict) else f"not a JSON object: {line[:60]!r}"))
+        return out
+    if path.suffix.lower() != ".csv":
+        raise InputError(f"annotation file {path}: expected .csv or .jsonl")
+    reader = csv.DictReader(text.splitlines())
+    header = [h.strip() for h in reader.fieldnames or []]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise InputError(
+            f"annotation file {path}: header lacks column(s) {', '.join(missing)} (has {header})"
+        )
+    return [(reader.line_num, {k.strip(): v for k, v in rec.items() if k}) for rec in reader]
+
+
+def _seconds(value, name: str) -> tuple[float | None, str | None]:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None, f"{name} {value!r} is not a number of seconds"
+    if not math.isfinite(v):
+        return None, f"{name} {value!r} is not a number of seconds"
+    return (None if v < 0 else v), None
+
+
+def _labels(value, mapping: dict[str, list[str]]) -> tuple[list[str], str | None]:
+    if value is None:
+        items: list = []
+    elif isinstance(value, list):
+        items = value
+    else:
+        items = str(value).split("|")
+    out: list[str] = []
+    for item in (str(i).strip() for i in items):
+        if not item:
+            continue
+        mapped = mapping.get(item.lower())
+        if mapped is None:
+            try:
+                mapped = [canonical(item)]
+            except ValueError:
+                return [], f"label {item!r} is neither one of our options nor in the label mapping"
+        out += [m for m in mapped if m not in out]
+    if not out:
+        out = [CORRECT]
+    if CORRECT in out and len(out) > 1:
+        return [], f"labels {out} mix 'correct' with error types"
+    return out, None
+
+
+def _text(rec: dict, key: str) -> str | None:
+    v = rec.get(key)
+    if v is None:
+        return None
+    s = str(v).strip()
+    return s or None
+
+
+def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
+    """One record as a :class:`Row`, or the :class:`BadRow` saying what is wrong with it."""
+    missing = [c for c in REQUIRED if not _text(rec, c)]
+    if missing:
+        return BadRow(n, f"missing {', '.join(missing)}")
+    source = _text(rec, "source") or ""
+    if not _NAME.match(source):
+        return BadRow(n, f"source {source!r} must be lower-case letters, digits and _")
+    start, p1 = _seconds(rec.get("start"), "start")
+    end, p2 = _seconds(rec.get("end"), "end")
+    if p1 or p2:
+        return BadRow(n, p1 or p2 or "")
+    if (start is None) != (end is None):
+        return BadRow(n, "give both start and end, or neither (the whole recording)")
+    # kept, as the loader keeps it: the window rule (ego_adr.video.window) fails the sample with its reason
+    warning = (
+        f"end {end} is not after start {start}"
+        if start is not None and end is not None and end <= start
+        else None
+    )
+    labels, problem = _labels(rec.get("labels"), mapping)
+    if problem:
+        return BadRow(n, problem)
+    native = rec.get("native") or {}
+    if not isinstance(native, dict):
+        return BadRow(n, "native must be a JSON object")
+    return Row(
+        line=n,
+        source=source,
+        recording=_text(rec, "recording") or "",
+        task=_text(rec, "task") or "",
+        step=_text(rec, "step") or "",
+        labels=labels,
+        start=start,
+        end=end,
+        step_id=_text(rec, "step_id"),
+        description=_text(rec, "description"),
+        video=_text(rec, "video"),
+        native=native,
+        warning=warning,
+    )
+
+
+def read_rows(
+    path: str | Path, mapping: dict[str, list[str]] | None = None
+) -> tuple[list[Row], list[BadRow]]:
+    """The good rows of an annotation file, in file order, and every bad one with its line number."""
+    good: list[Row] = []
+    bad: list[BadRow] = []
+    for n, rec in _records(Path(path)):
+        parsed = BadRow(n, rec) if isinstance(rec, str) else parse_row(n, rec, mapping or {})
+        (bad if isinstance(parsed, BadRow) else good).append(parsed)
+    return good, bad
+
+
+def write_jsonl(rows: list[dict], path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return p
