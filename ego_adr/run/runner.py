@@ -128,6 +128,9 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     })
     runinfo.close_invocation(run_info, prev, this)
     write_json(out / "run.json", run_info)
+    from ego_adr.eval.browser import write_run_report_html
+
+    write_run_report_html(out)  # report.html: the evidence browser (issue 21)
     return metrics
 
 
