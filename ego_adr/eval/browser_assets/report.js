@@ -213,6 +213,7 @@ function init() {
     const body = el("div");
     body.innerHTML = r.report || "<p class='muted'>no report.md</p>";  // rendered + escaped by ego_adr
     d.append(body);
+    d.open = R.length === 1;
     $("#report-list").append(d);
   }
   if (R.length === 1) $("#reports").open = true;
