@@ -53,10 +53,10 @@ def inline(text: str, base: Path | None = None) -> str:
 
 
 def _inline_text(text: str) -> str:
-    s = html.escape(text, quote=False)
+    s = html.escape(text, quote=False).replace("\\*", "\x00")  # an escaped star is a literal star
     for pat, rep in _INLINE:
         s = pat.sub(rep, s)
-    return s
+    return s.replace("\x00", "*")
 
 
 def _cells(line: str) -> list[str]:

@@ -125,7 +125,7 @@ function runColumn(s, k) {
     ["answer", v.answer === undefined || v.answer === null ? null
       : (v.answer === v.raw ? "the raw reply, as sent" : el("code", {text: JSON.stringify(v.answer)}))],
     ["extraction", [v.extraction, v.answer_from].filter(Boolean).join("; ")],
-    ["read as", v.cleaned !== undefined ? (v.pred || `not an option (${JSON.stringify(v.cleaned)})`) : null],
+    ["read as", v.cleaned !== undefined ? (v.pred || `not an option (${JSON.stringify(String(v.cleaned).slice(0, 60))}${String(v.cleaned).length > 60 ? "..." : ""})`) : null],
     ["judge score", v.score !== undefined && v.score !== null ? fmt(v.score) : null], ["judges", pre(judges)],
     ["evidence", v.evidence && v.evidence.length ? JSON.stringify(v.evidence) : null],
     ["route", [v.route, v.mode && v.mode !== v.route ? `mode ${v.mode}` : ""].filter(Boolean).join(", ")],
