@@ -16,6 +16,7 @@ The page is one file: no server, no network, no external script (``browser_asset
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -148,15 +149,18 @@ def _key(row: dict) -> str:
 def describe_run(run_dir: Path, letter: str) -> dict:
     """Label and settings line of a run folder, from its run.json (identity) -- nothing recomputed."""
     info = _json(run_dir / "run.json")
-    ident = info.get("identity") or {}
+    ident = info.get("identity") or _json(run_dir / "identity.json")
     model = (info.get("model") or {}).get("id") or ident.get("model") or "?"
     bits = [
+        str(ident.get("task") or "?"),
         f"model {Path(str(model)).name}",
         f"mode {ident.get('mode', '?')}",
         f"route {ident.get('route', '-')}",
         f"{ident.get('frames', '?')} frames",
         f"protocol {ident.get('protocol', '?')}",
     ]
+    if isinstance(info.get("judges"), str):  # open-ended runs: which judges scored the answers
+        bits.append(f"judges: {info['judges']}")
     return {"letter": letter, "name": run_dir.name, "dir": str(run_dir), "settings": ", ".join(bits)}
 
 
@@ -227,7 +231,25 @@ def collect(run_dirs: list[Path], thumb_width: int = DEFAULT_WIDTH) -> dict:
     }
 
 
-def render(data: dict, title: str | None = None) -> str:
+def inputs_digest(run_dirs: list[Path], thumb_width: int, title: str | None = None) -> str:
+    """What a page is made of: the folders' rows, report.md and identity, the settings and the page's own code.
+    Equal digests mean an equal page, so a resumed run need not rebuild it (the videos are not hashed: a
+    video replaced under the same path needs ``python -m ego_adr.eval view``, which always rebuilds)."""
+    h = hashlib.sha256(f"{thumb_width}|{title}".encode())
+    for name in ("report_body.html", "report.js", "page.css"):
+        h.update(asset(name).encode())
+    for d in run_dirs:
+        h.update(str(d.resolve()).encode())
+        for name in ("predictions.jsonl", "judgements.jsonl", "report.md", "identity.json"):
+            p = d / name
+            if p.is_file():
+                with p.open("rb") as f:
+                    for chunk in iter(lambda f=f: f.read(1 << 20), b""):
+                        h.update(chunk)
+    return h.hexdigest()[:20]
+
+
+def render(data: dict, title: str | None = None, inputs: str = "") -> str:
     """The self-contained page for :func:`collect`'s data."""
     runs = data["runs"]
     if title is None:
@@ -237,9 +259,8 @@ def render(data: dict, title: str | None = None) -> str:
             else "ego_adr comparison: " + " vs ".join(f"{r['letter']} {r['name']}" for r in runs)
         )
     body = asset("report_body.html")
-    return page(
-        title, body, script=asset("report.js"), data_json=json.dumps(data, default=str, separators=(",", ":"))
-    )
+    data_json = json.dumps(data, default=str, separators=(",", ":"))
+    return page(title, body, script=asset("report.js"), data_json=data_json, inputs=inputs)
 
 
 def write_report_html(
@@ -248,7 +269,7 @@ def write_report_html(
     """Build the page for ``run_dirs`` and write it to ``out`` (folders created). Raises FileNotFoundError for
     a folder without predictions.jsonl."""
     dirs = [Path(d) for d in run_dirs]
-    html_text = render(collect(dirs, thumb_width), title)
+    html_text = render(collect(dirs, thumb_width), title, inputs_digest(dirs, thumb_width, title))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -259,9 +280,16 @@ def write_report_html(
 
 def write_run_report_html(run_dir: Path) -> Path | None:
     """What a run calls at its end: ``RUN_DIR/report.html``. A failure here is logged, never fatal -- the
-    results are already on disk and ``python -m ego_adr.eval view`` can build the page again."""
+    results are already on disk and ``python -m ego_adr.eval view`` can build the page again. A page made
+    from the same inputs (a resumed run with nothing new) is kept as it is."""
+    out = Path(run_dir) / "report.html"
     try:
-        return write_report_html([run_dir], Path(run_dir) / "report.html")
+        if out.is_file():
+            with out.open(encoding="utf-8", errors="replace") as f:
+                head = f.read(4096)
+            if f'name="ego-adr-inputs" content="{inputs_digest([Path(run_dir)], DEFAULT_WIDTH)}"' in head:
+                return out
+        return write_report_html([run_dir], out)
     except Exception as e:  # noqa: BLE001 - the page is a convenience; the run's results stand without it
         log.warning(
             "could not write %s/report.html (%s: %s); rerun `python -m ego_adr.eval view %s`",

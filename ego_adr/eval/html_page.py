@@ -119,8 +119,9 @@ def markdown_to_html(md: str, base: Path | None = None) -> str:
     return "\n".join(out)
 
 
-def page(title: str, body: str, script: str = "", data_json: str | None = None) -> str:
-    """A whole self-contained page: the shared stylesheet, ``body``, optional JSON data and script."""
+def page(title: str, body: str, script: str = "", data_json: str | None = None, inputs: str = "") -> str:
+    """A whole self-contained page: the shared stylesheet, ``body``, optional JSON data and script.
+    ``inputs``: a digest of what the page was made from, kept in a ``<meta>`` so a writer can skip a rebuild."""
     data = ""
     if data_json is not None:  # '</' would end the script element early
         safe = data_json.replace("</", "<" + "\\/")
@@ -128,6 +129,7 @@ def page(title: str, body: str, script: str = "", data_json: str | None = None) 
     js = f"<script>{script}</script>" if script else ""
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<meta name="ego-adr-inputs" content="{html.escape(inputs)}">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
         f"<style>{asset('page.css')}</style></head><body><h1>{html.escape(title)}</h1>"
         f"{body}{data}{js}</body></html>"

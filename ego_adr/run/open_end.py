@@ -310,7 +310,4 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
                              "finished": run_info["finished"], "processed": sum(len(v) for v in todo.values())})
     write_json(out / "run.json", run_info)
     answers.close()
-    from ego_adr.eval.browser import write_run_report_html
-
-    write_run_report_html(out)  # report.html: the evidence browser (issue 21)
     return metrics

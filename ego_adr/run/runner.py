@@ -128,9 +128,6 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     })
     runinfo.close_invocation(run_info, prev, this)
     write_json(out / "run.json", run_info)
-    from ego_adr.eval.browser import write_run_report_html
-
-    write_run_report_html(out)  # report.html: the evidence browser (issue 21)
     return metrics
 
 
@@ -214,5 +211,10 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
             if cfg.task == "open-end":
                 from ego_adr.run.open_end import run_open_end
 
-                return out, run_open_end(cfg, out, samples, info, progress=progress, model=model)
-            return out, run_multiple_choice(cfg, out, samples, info, progress=progress, model=model)
+                metrics = run_open_end(cfg, out, samples, info, progress=progress, model=model)
+            else:
+                metrics = run_multiple_choice(cfg, out, samples, info, progress=progress, model=model)
+            from ego_adr.eval.browser import write_run_report_html
+
+            write_run_report_html(out)  # report.html, the evidence browser of the folder (issue 21)
+            return out, metrics
