@@ -47,9 +47,12 @@ def shared_data() -> Path:
     return SHARED
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     """Debian's chromium driven by Playwright's Python package (the pages' browser tests, issue 21).
+
+    Module scope, not session: Playwright's sync API keeps an event loop running in this thread while it is
+    open, and a later test's ``asyncio.run`` would fail on it.
 
     Skips only outside CI: with ``CI=true`` a missing chromium or playwright is a failure, so the browser tests
     can never silently stop running there (``.ci/run`` installs both)."""

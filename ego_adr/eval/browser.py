@@ -119,7 +119,7 @@ def _view(row: dict, task: str) -> dict:
     v = _mc_view(row) if task == "mc" else _open_view(row)
     fi = row.get("frames_info") if isinstance(row.get("frames_info"), dict) else {}
     v.update(
-        route=row.get("route") or row.get("method"),
+        route=row.get("route") or row.get("mode"),
         mode=row.get("mode"),
         failure=row.get("failure"),
         failure_kind=row.get("failure_kind") or ("sample" if row.get("failure") else None),
