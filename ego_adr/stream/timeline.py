@@ -47,10 +47,10 @@ def _segments(ax, segments, spans, end_labels) -> set[str]:
             edgecolor=colour(lab),
         )
         ax.text(
-            seg["start"] + w / 2,
-            seg["step_index"],
+            seg["start"] + w * 0.03,
+            seg["step_index"] - 0.12,
             abbrev(lab),
-            ha="center",
+            ha="left",
             va="center",
             fontsize=7,
             clip_on=True,

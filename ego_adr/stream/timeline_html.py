@@ -48,7 +48,7 @@ def _rows(out, steps, x, y, spans, segments, end_labels):
             f'<g class="segment"><rect x="{x0:.1f}" y="{y(seg["step_index"]) - 9:.1f}" '
             f'width="{max(1, x1 - x0):.1f}" height="18" fill="{colour(lab)}" opacity="0.55"><title>annotated: '
             f"{_esc(', '.join(seg.get('labels') or [lab]))} {seg['start']:.1f}-{seg['end']:.1f} s</title></rect>"
-            f'<text x="{(x0 + x1) / 2:.1f}" y="{y(seg["step_index"]) + 4:.1f}" text-anchor="middle" '
+            f'<text x="{x0 + 3:.1f}" y="{y(seg["step_index"]) + 4:.1f}" text-anchor="start" '
             f'font-size="10">{_esc(abbrev(lab))}</text></g>'
         )
     word = "omitted?" if "not annotated" in omitted_label(end_labels) else "omitted"
