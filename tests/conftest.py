@@ -45,3 +45,28 @@ def shared_data() -> Path:
     if not (SHARED / "procedure.json").exists():
         pytest.skip(f"real annotations not found at {SHARED}; they are read from ../shared/egoerrorvqa")
     return SHARED
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium driven by Playwright's Python package (the pages' browser tests, issue 21).
+
+    Module scope, not session: Playwright's sync API keeps an event loop running in this thread while it is
+    open, and a later test's ``asyncio.run`` would fail on it.
+
+    Skips only outside CI: with ``CI=true`` a missing chromium or playwright is a failure, so the browser tests
+    can never silently stop running there (``.ci/run`` installs both)."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if exe is None or sync_playwright is None:
+        what = "chromium (apt-get install chromium)" if exe is None else "playwright (pip install playwright)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"CI=true but {what} is missing: the browser tests must run in CI")
+        pytest.skip(f"{what} is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()

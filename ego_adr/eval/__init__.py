@@ -3,7 +3,9 @@
 Multiple-choice samples are scored by one rule, the public evaluator's (:mod:`ego_adr.eval.scoring`), in every
 caller; :func:`score_row` is that rule for one predictions row.
 
-Everything here is a pure function of predictions files; nothing touches a model. Submodules are imported on
+Everything here is a pure function of predictions files; nothing touches a model. The evidence browser
+(:mod:`ego_adr.eval.browser`, ``report.html``) also re-reads the recorded frames from the videos, through
+``ego_adr.video`` (a lower layer), for its thumbnails. Submodules are imported on
 use so that ``import ego_adr.eval`` stays cheap (numpy/scipy/matplotlib load only when scoring).
 """
 

@@ -6,6 +6,7 @@ Subcommands
   compare A.jsonl B.jsonl              paired comparison (B - A) with bootstrap CIs and McNemar's test
   agreement ratings.csv [--humans ..]  Cohen/Fleiss kappa, Pearson/Spearman (paper Table 8 layout)
   merge OUT.jsonl IN.jsonl ...         merge shard outputs (dedup by sample_id, see ego_adr.eval.merge)
+  view RUN_DIR [RUN_DIR ...] --out F   the evidence browser (report.html) of one run or several side by side
 
 Exit status 2 for wrong arguments, missing files or unusable input, with a message saying what to do.
 """
@@ -166,6 +167,17 @@ def cmd_merge(args) -> int:
     return 0
 
 
+def cmd_view(args) -> int:
+    from ego_adr.eval.browser import write_report_html
+
+    for d in args.run_dirs:
+        if not (Path(d) / "predictions.jsonl").is_file():
+            raise UsageError(f"{d} is not a run folder (no predictions.jsonl in it)")
+    out = write_report_html(args.run_dirs, args.out, thumb_width=args.thumb_width, title=args.title)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; open it in a browser, no server needed)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m ego_adr.eval", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -204,6 +216,13 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("inputs_pos", nargs="*", metavar="IN.jsonl")
     m.add_argument("--inputs", nargs="+", help="input files or quoted glob patterns")
     m.set_defaults(func=cmd_merge)
+
+    v = sub.add_parser("view", help="the evidence browser: report.html of one run folder, or several side by side")
+    v.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    v.add_argument("--out", required=True, help="the HTML file to write")
+    v.add_argument("--thumb-width", type=int, default=96, help="thumbnail width in pixels (0: no thumbnails)")
+    v.add_argument("--title")
+    v.set_defaults(func=cmd_view)
     return p
 
 

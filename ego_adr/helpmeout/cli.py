@@ -146,7 +146,10 @@ def _summarize(a: argparse.Namespace) -> int:
         results.append(m)
     out = Path(a.out) if a.out else Path(a.dirs[0]).resolve().parent / "summary"
     print(summarize(results, out))
-    print(f"\n-> {out}/summary.md, figure3.png")
+    from ego_adr.helpmeout.summary_html import write_summary_html
+
+    write_summary_html(out)  # the same tables and plot as one page (issue 21)
+    print(f"\n-> {out}/summary.md, summary.html, figure3.png")
     return 0
 
 

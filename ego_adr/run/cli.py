@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         from ego_adr.eval.open_end import render_open_end_report
 
         print(render_open_end_report(metrics))
-    print(f"\nresults in {out}/ (predictions.jsonl, metrics.json, report.md, run.json)")
+    print(f"\nresults in {out}/ (predictions.jsonl, metrics.json, report.md, report.html, run.json)")
     return _infrastructure_exit(out)
 
 

@@ -245,6 +245,10 @@ def launch(argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     rc = merge_and_score(out, k, score=not args.no_score)
+    if rc == 0 and not args.no_score:
+        from ego_adr.eval.browser import write_run_report_html
+
+        write_run_report_html(out)  # the merged run's evidence browser (issue 21)
     if rc == 0:
         print(f"all {k} chunks done in {time.perf_counter() - t0:.1f}s; merged results in {out}/")
     return rc

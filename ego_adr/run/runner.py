@@ -220,5 +220,10 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
             if cfg.task == "open-end":
                 from ego_adr.run.open_end import run_open_end
 
-                return out, run_open_end(cfg, out, samples, info, progress=progress, model=model)
-            return out, run_multiple_choice(cfg, out, samples, info, progress=progress, model=model)
+                metrics = run_open_end(cfg, out, samples, info, progress=progress, model=model)
+            else:
+                metrics = run_multiple_choice(cfg, out, samples, info, progress=progress, model=model)
+            from ego_adr.eval.browser import write_run_report_html
+
+            write_run_report_html(out)  # report.html, the evidence browser of the folder (issue 21)
+            return out, metrics
