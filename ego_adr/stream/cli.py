@@ -101,13 +101,13 @@ def run_one(args) -> int:
     from ego_adr.stream.timeline import write_html, write_png
     from ego_adr.video.sampler import FrameSampler, VideoError
 
-    segments = None
+    segments, end_labels = None, None
     if args.video is None:
         from ego_adr.stream.episodes import demo_episode
 
         ep = demo_episode(args.cache_dir)
         video, task_id, procedure = ep["video_path"], ep["task_id"], ep["procedure"]
-        segments = ep["segments"]
+        segments, end_labels = ep["segments"], ep.get("end_labels")
     else:
         if not Path(args.video).is_file():
             raise UserError(f"--video {args.video}: no such file")
@@ -141,8 +141,9 @@ def run_one(args) -> int:
             raise UserError(f"cannot read {video}: {e.reason}") from None
     steps = monitor.bank.texts
     note = ", reference narration (diagnostic)" if reference else ""
-    write_png(res, steps, out / "timeline.png", segments, args.threshold, note)
-    write_html(res, steps, out / "timeline.html", segments, args.threshold, note)
+    res["model"] = model.model_id  # the timeline's title names it
+    write_png(res, steps, out / "timeline.png", segments, args.threshold, note, end_labels)
+    write_html(res, steps, out / "timeline.html", segments, args.threshold, note, end_labels)
     write_json(out / "run.json", {**identity, "monitor": monitor.describe(), "pipeline": pipe.describe(),
                                    "duration_s": res["duration"], "processing_s": res["processing_s"],
                                    "real_time_factor": res["rtf"], "n_ticks": len(res["ticks"]),

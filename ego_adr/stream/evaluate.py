@@ -54,7 +54,7 @@ def _timeline(monitor, ep: dict, res: dict, path: Path) -> None:
 
     match = monitor.pipe._matcher(monitor.bank).match
     segs = [{**s, "step_index": match(s["action"] or "").index} for s in ep["segments"]]
-    write_html(res, monitor.bank.texts, path, segs, monitor.threshold, f" -- {ep['id']}")
+    write_html(res, monitor.bank.texts, path, segs, monitor.threshold, f" -- {ep['id']}", ep.get("end_labels"))
 
 
 def build_monitors(names: list[str], pipe, threshold: float, seed: int) -> dict:
