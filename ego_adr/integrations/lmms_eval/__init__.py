@@ -13,3 +13,7 @@ Ego-ADR as one more lmms-eval model, with every number computed by :mod:`ego_adr
 
 Nothing here is imported by the core, and only ``models/`` imports lmms-eval (``pip install -e '.[lmms-eval]'``).
 """
+
+from pathlib import Path
+
+TASKS_DIR = Path(__file__).resolve().parent / "tasks"  # what --include_path names

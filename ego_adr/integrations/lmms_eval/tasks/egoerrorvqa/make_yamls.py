@@ -47,7 +47,6 @@ def _metrics(names, fn: str | None = None, group: bool = False) -> str:
 def files() -> dict[str, str]:
     """{relative path: content} of every generated file."""
     from ego_adr.data.sources import names
-    from ego_adr.integrations.lmms_eval.open_end import OE_METRICS
     from ego_adr.integrations.lmms_eval.results import MC_METRICS
 
     out = {
@@ -84,21 +83,27 @@ def files() -> dict[str, str]:
         + _metrics(MC_METRICS, "utils.pooled", group=True)
         + "metadata:\n  version: 1.0\n"
     )
-    out["egoerrorvqa_oe.yaml"] = (
-        HEAD
-        + "# EgoErrorVQA open-ended VQA over the public sources: one QA pair per sample, judged by ego_adr's "
+    for name, srcs in (("egoerrorvqa_oe", public), ("egoerrorvqa_oe_demo", ["demo"])):
+        out[f"{name}.yaml"] = _oe_task(name)
+        out[f"manifests/{name}.jsonl"] = "".join(
+            json.dumps({"lmms_task": name, "kind": "open-end", "source": s}) + "\n" for s in srcs
+        )
+    return out
+
+
+def _oe_task(name: str) -> str:
+    from ego_adr.integrations.lmms_eval.open_end import OE_METRICS
+
+    return (
+        HEAD + "# EgoErrorVQA open-ended VQA: one QA pair per sample, judged by ego_adr's "
         "judge stage\n# in the aggregation (ego_adr/integrations/lmms_eval/open_end.py).\n"
         + DOC_FNS
         + "process_results: !function utils.process_results_oe\n"
         + GEN.replace("128 new tokens", "128 new tokens (the white agent's)")
         + _metrics(OE_METRICS)
-        + "task: egoerrorvqa_oe\ndataset_kwargs:\n  data_files:\n"
-        "    test: manifests/egoerrorvqa_oe.jsonl\nmetadata:\n  version: 1.0\n"
+        + f"task: {name}\ndataset_kwargs:\n  data_files:\n"
+        f"    test: manifests/{name}.jsonl\nmetadata:\n  version: 1.0\n"
     )
-    out["manifests/egoerrorvqa_oe.jsonl"] = "".join(
-        json.dumps({"lmms_task": "egoerrorvqa_oe", "kind": "open-end", "source": s}) + "\n" for s in public
-    )
-    return out
 
 
 def main(folder: Path = HERE) -> int:
