@@ -65,3 +65,48 @@ def test_pooled_values_are_the_overall_scores_not_a_mean_of_sources():
     assert got["per_type_accuracy_omission"] == omission
     assert math.isnan(got["per_type_accuracy_equipment_failure"])  # no such sample: None there, NaN here
     assert float(got["accuracy"]) == got["accuracy"] and isinstance(got["accuracy"], float)
+
+
+def test_demo_documents_carry_the_public_question_and_clip():
+    import json
+
+    import pytest
+
+    from ego_adr.integrations.lmms_eval import docs as D
+    from ego_adr.reasoning.public_text import PublicSourceMissing, read_public_text
+    from ego_adr.video.public_policy import public_indices, white_agent_window
+
+    try:
+        guidance = read_public_text().guidance
+    except PublicSourceMissing as e:
+        pytest.skip(str(e))
+    mc = D.load_docs("egoerrorvqa_mc_demo", D.MC, "demo")
+    assert len(mc) == 16 and len({d["sample_id"] for d in mc}) == 16
+    doc = mc[0]
+    wire = json.loads(doc["sample"])["wire"]
+    assert doc["question"].startswith(guidance.strip()[:40])
+    assert f'Current Step: "{wire["action_annotation"]}"' in doc["question"]  # the stored step, as the public
+    assert (doc["start"], doc["end"]) == white_agent_window(wire["start_time"], wire["end_time"])
+    item = D.item_of(doc)
+    info = item.frames_info
+    want, _, _ = public_indices(info["video_frames"], info["video_fps"], doc["start"], doc["end"], 8)
+    assert info["indices"] == want and item.frames.fps == 2.0  # the public frame rule and clip rate
+    images = D.clip_images(doc)
+    assert len(images) == 8 and images[0].size == (item.frames.array.shape[2], item.frames.array.shape[1])
+    oe = D.load_docs("egoerrorvqa_oe_demo", D.OE, "demo")
+    assert len(oe) == 16 and all(d["question"].endswith("Question: " + d["qa_question"]) for d in oe)
+
+
+def test_real_tasks_need_the_data_root_in_one_line(monkeypatch):
+    import pytest
+
+    from ego_adr.errors import UserError
+    from ego_adr.integrations.lmms_eval import docs as D
+
+    monkeypatch.delenv(D.ENV_DATA, raising=False)
+    with pytest.raises(UserError, match=D.ENV_DATA) as e:
+        D.load_docs("egoerrorvqa_mc_captaincook4d", D.MC, "captaincook4d")
+    assert "\n" not in str(e.value)
+    monkeypatch.setenv(D.ENV_FRAMES, "eight")
+    with pytest.raises(UserError, match=D.ENV_FRAMES):
+        D.frames()
