@@ -3,8 +3,9 @@
 Why: researchers compare video-language models in lmms-eval; this package lets them run EgoErrorVQA there, and run
 Ego-ADR as one more lmms-eval model, with every number computed by :mod:`ego_adr.eval` (never a second scorer).
 
-* ``tasks/`` -- the task YAMLs (found by ``LMMS_EVAL_PLUGINS=ego_adr.integrations.lmms_eval``, which imports
-  ``<plugin>.tasks``, or by ``--include_path``): ``egoerrorvqa_mc`` (a group, one subtask per public source),
+* ``tasks/`` -- the task YAMLs, found by ``--include_path`` (:data:`TASKS_DIR`, printed by ``python -m
+  ego_adr.integrations.lmms_eval``; ``LMMS_EVAL_PLUGINS`` would add ``<plugin>.tasks`` too, but lmms-eval 0.7.3
+  reads it only after building its task index): ``egoerrorvqa_mc`` (a group, one subtask per public source),
   ``egoerrorvqa_oe`` and ``egoerrorvqa_mc_demo`` (the embedded demo set, offline);
 * :mod:`.docs` -- the documents, from the source registry, and the clip every model sees (the public protocol's);
 * :mod:`.results` -- ``process_results`` and the aggregations, through :mod:`ego_adr.eval`;
