@@ -6,7 +6,7 @@ annotations only), and a registry's ``"module:attr"`` factory strings count as i
 
 - no import circle between modules;
 - layers point down: data < video < models < reasoning < eval < run < the entry points (agents, stream, check,
-  helpmeout, integrations); no layer imports one above it, ``eval/`` never imports ``models/``, and of the entry
+  helpmeout, integrations, build); no layer imports one above it, ``eval/`` never imports ``models/``, and of the entry
   points only ``agents/`` (which launches runs) imports ``run/``;
 - nothing at the top of ``ego_adr/`` but the shared leaves (``errors``, ``store``, ``taxonomy``), which import no
   package of ours;
@@ -24,7 +24,7 @@ PKG = Path(__file__).resolve().parents[1] / "ego_adr"
 
 #: bottom to top; the entry points share the top rank
 LAYERS = {"data": 0, "video": 1, "models": 2, "reasoning": 3, "eval": 4, "run": 5,
-          "agents": 6, "stream": 6, "check": 6, "helpmeout": 6, "integrations": 6}
+          "agents": 6, "stream": 6, "check": 6, "helpmeout": 6, "integrations": 6, "build": 6}
 SHARED_LEAVES = ("errors", "store", "taxonomy")
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80
