@@ -22,8 +22,14 @@ from ego_adr.helpmeout.metrics import average_precision
 from ego_adr.helpmeout.ontology import type_of
 
 # Table 12 (paper): per-class step-level AUPRC of SGT on the 500-episode test set (six classes survived).
-PAPER_TABLE12_SGT = {"omission": 0.730, "sequence": 0.814, "anticipation": 0.359, "perseveration": 0.502,
-                     "object_substitution": 0.038, "tool_substitution": 0.020}
+PAPER_TABLE12_SGT = {
+    "omission": 0.730,
+    "sequence": 0.814,
+    "anticipation": 0.359,
+    "perseveration": 0.502,
+    "object_substitution": 0.038,
+    "tool_substitution": 0.020,
+}
 
 
 def signature(action: str) -> str:
@@ -44,7 +50,7 @@ class NgramProbe:
     def _contexts(self, ep: dict):
         sigs = [signature(a) for a in ep["observed"]]
         for t in range(len(sigs)):
-            yield t, [(ep["task"],) + tuple(sigs[max(0, t - k + 1):t + 1]) for k in range(self.n, 0, -1)]
+            yield t, [(ep["task"],) + tuple(sigs[max(0, t - k + 1) : t + 1]) for k in range(self.n, 0, -1)]
 
     def fit(self, train: list[dict]) -> NgramProbe:
         for ep in train:
@@ -79,8 +85,12 @@ def detectability(train: list[dict], test: list[dict], n: int = 3) -> dict[str, 
         pool = mine + correct
         y = np.concatenate([x[2] for x in pool])
         s = np.concatenate([x[1] for x in pool])
-        out[cat] = {"episodes": len(mine), "error_steps": int(sum(x[2].sum() for x in mine)),
-                    "positive_rate": float(y.mean()), "ngram_AUPRC": average_precision(y, s)}
+        out[cat] = {
+            "episodes": len(mine),
+            "error_steps": int(sum(x[2].sum() for x in mine)),
+            "positive_rate": float(y.mean()),
+            "ngram_AUPRC": average_precision(y, s),
+        }
     return out
 
 
@@ -95,7 +105,10 @@ def detectability_table(rows: dict[str, dict], learned: dict[str, dict] | None =
     for cat, r in rows.items():
         cells = [f"{(learned or {})[m].get(cat, float('nan')):.3f}" for m in names]
         paper = PAPER_TABLE12_SGT.get(cat)
-        lines.append(f"| {cat} | {r['episodes']} / {r['error_steps']} | {r['positive_rate']:.3f} | "
-                     f"{r['ngram_AUPRC']:.3f} |" + "".join(f" {c} |" for c in cells)
-                     + (f" {paper:.3f} |" if paper is not None else " – |"))
+        lines.append(
+            f"| {cat} | {r['episodes']} / {r['error_steps']} | {r['positive_rate']:.3f} | "
+            f"{r['ngram_AUPRC']:.3f} |"
+            + "".join(f" {c} |" for c in cells)
+            + (f" {paper:.3f} |" if paper is not None else " – |")
+        )
     return "\n".join(lines)

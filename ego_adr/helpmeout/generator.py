@@ -68,6 +68,7 @@ from ego_adr.helpmeout.templates import Scene, Template
 class Realised:
     steps: list[Step]
     items_of_step: list[int]  # program item index per step
+    failed: list[int] = field(default_factory=list)  # steps attempted without effect (a precondition failed)
 
 
 def program(template: Template, order: tuple[str, ...]) -> list[Item]:
@@ -89,11 +90,13 @@ def realise(template: Template, state: State, items: list[Item]) -> Realised:
             per_step.extend([i - 1] * (len(p.steps) - len(per_step)))
         cur = it.block.id
         p.block = it.block.id
+        p.attempt = it.attempt
         p.achieve(it.fact, it.block, force=it.force)
+        p.attempt = False
         per_step.extend([i] * (len(p.steps) - len(per_step)))
     p.end_block()
     per_step.extend([len(items) - 1] * (len(p.steps) - len(per_step)))
-    return Realised(p.steps, per_step)
+    return Realised(p.steps, per_step, p.failed)
 
 
 @dataclass
@@ -102,22 +105,47 @@ class Injection:
     errors: list[ErrorRecord] = field(default_factory=list)
 
 
-def candidates(category: str, inj: Injection, template: Template, scene: Scene, order: tuple[str, ...],
-               act: list[float], model: GoalControlModel, rng: random.Random) -> list[tuple[list[Item], ErrorRecord]]:
+def candidates(
+    category: str,
+    inj: Injection,
+    template: Template,
+    scene: Scene,
+    order: tuple[str, ...],
+    act: list[float],
+    model: GoalControlModel,
+    rng: random.Random,
+) -> list[tuple[list[Item], ErrorRecord]]:
     """Table 9's feasibility gates: every edit of ``category`` whose structural condition holds, best first."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown error category {category!r}; expected one of {CATEGORIES}")
-    ctx = Sites(inj.items, template, scene, order, {it.block.id for it in inj.items if it.tag is not None},
-                [i for i, it in enumerate(inj.items) if it.tag is None], len(inj.errors))
+    ctx = Sites(
+        inj.items,
+        template,
+        scene,
+        order,
+        {it.block.id for it in inj.items if it.tag is not None},
+        [i for i, it in enumerate(inj.items) if it.tag is None],
+        len(inj.errors),
+    )
     if category == "omission":
         return ctx.omissions(model.omission_order(act))
     sites = SITES[category](ctx, category)
     return [apply_site(ctx, category, payload) for _k, payload in model.commission_order(sites, act, rng)]
 
 
-def try_inject(category: str, inj: Injection, template: Template, scene: Scene, state: State,
-               order: tuple[str, ...], act: list[float], model: GoalControlModel, rng: random.Random,
-               reference: list[Step], max_sites: int) -> tuple[Injection, Realised] | None:
+def try_inject(
+    category: str,
+    inj: Injection,
+    template: Template,
+    scene: Scene,
+    state: State,
+    order: tuple[str, ...],
+    act: list[float],
+    model: GoalControlModel,
+    rng: random.Random,
+    reference: list[Step],
+    max_sites: int,
+) -> tuple[Injection, Realised] | None:
     """First feasible edit of ``category``: realisable, valid on replay, really different, long enough."""
     ref_actions = [s.action for s in reference]
     for items, rec in candidates(category, inj, template, scene, order, act, model, rng)[:max_sites]:
@@ -128,11 +156,13 @@ def try_inject(category: str, inj: Injection, template: Template, scene: Scene, 
         actions = [s.action for s in real.steps]
         if actions == ref_actions or len(actions) < model.cfg.min_length:
             continue
-        res = replay(state, actions)
-        if not res.ok:
-            continue
         n = len(inj.errors)
         mine = [t for t, idx in enumerate(real.items_of_step) if items[idx].tag == n]
+        if real.failed and (len(real.failed) > 1 or real.failed[-1] != (mine or [-1])[-1]):
+            continue  # only the error's own key step may be a failed attempt (it is then the onset)
+        res = replay(state, actions, may_fail=real.failed)
+        if not res.ok:
+            continue
         if category != "omission" and not mine:
             continue  # the edited subgoal already held: nothing was done differently
         if rec.onset_rule == "first_touch" and not any(rec.touch in real.steps[t].action[1:] for t in mine):

@@ -71,6 +71,7 @@ class Item:
     transient: bool = False
     force: bool = False
     tag: int | None = None
+    attempt: bool = False  # may be attempted although its precondition fails (no effect, see Planner.attempt)
 
 
 @dataclass
@@ -119,7 +120,8 @@ class Sites:
 
 def _sequence(c: Sites, _cat: str) -> list[Site]:
     items, sites = c.items, []
-    # (a) a stir that follows several additions to one container is done before the last addition
+    # (a) a stir that follows several additions to one container is done before one of them (before the first:
+    # the container may still be empty, a failed attempt the precondition check sees)
     for i in c.free:
         it = items[i]
         if it.fact[0] != "stirred":
@@ -132,8 +134,9 @@ def _sequence(c: Sites, _cat: str) -> list[Site]:
             and items[j].fact[0] == "contains"
             and items[j].fact[1] == it.fact[1]
         ]
-        if len(adds) >= 2:
-            sites.append((c.k(i), ("stir", i, adds[-1])))
+        if len(adds) >= 2:  # Table 9: the stir comes before *some* of the additions, not always the last one
+            sites.extend((c.k(i), ("stir", i, j, m, len(adds))) for m, j in enumerate(adds))
+
     # (b) a step-order norm: a block that should follow another by norm is done first
     present = {it.block.id for it in items}  # an earlier omission may have deleted either block
     for k, bid in enumerate(c.order):
@@ -174,12 +177,13 @@ def _anticipation(c: Sites, _cat: str) -> list[Site]:
 
 
 def _perseveration(c: Sites, _cat: str) -> list[Site]:
+    """Table 9: "an addition (or dose) can be repeated after intervening actions" -- after any number of them
+    (any later subgoal, to the end of the task), not only one or two subgoals later."""
     sites = []
     for i in c.free:
         it = c.items[i]
         if it.fact[0] in ADDITIONS and not it.transient:
-            for j in list(range(i + 2, min(len(c.items), i + 5) + 1))[:2]:
-                sites.append((c.k(i), ("repeat", i, j)))
+            sites.extend((c.k(i), ("repeat", i, j)) for j in range(i + 2, len(c.items) + 1))
     return sites
 
 
@@ -283,11 +287,17 @@ def _moved(c: Sites, cat: str, payload: tuple) -> tuple[list[Item], ErrorRecord]
         return rest[:at] + moved + rest[at:], ErrorRecord(
             cat, bid, f"{bid} done before {prior} (order norm)", "key"
         )
+    if kind == "stir":
+        _, i, j, m, n = payload
+        it = c.tag(new.pop(i), attempt=True)
+        new.insert(j, it)
+        return new, ErrorRecord(
+            cat, it.block.id, f"stirred {it.fact[1]} before addition {m + 1} of {n}", "key"
+        )
     _, i, j = payload  # the item at i goes to position j
     it = c.tag(new.pop(i))
     new.insert(j, it)
     detail = {
-        "stir": f"stirred {it.fact[1]} before the last addition",
         "antic": f"({' '.join(it.fact)}) before processing",
         "close_early": f"closed {it.fact[1]} too early",
     }

@@ -64,13 +64,20 @@ class Planner(SubgoalMethods):
         self.opened: set[str] = set()  # locations this planner opened and will close on leaving
         self.deadline = deadline
         self.names = template.objects() | {a for f in template.scene for a in f[1:]}
+        # An errorful person may *attempt* an action whose precondition does not hold (stirring an empty mug): with
+        # ``attempt`` set, such an action is recorded without effect and its step index kept in ``failed``.
+        self.attempt = False
+        self.failed: list[int] = []
 
     # --- primitives ------------------------------------------------------------------------------------
     def do(self, *action: str) -> None:
         why = check_action(self.st, action)
-        if why is not None:
+        if why is not None and not self.attempt:
             raise PlanError(f"{self.t.name}/{self.block}: {format_action(action)} not executable: {why}")
-        apply_action(self.st, action)
+        if why is None:
+            apply_action(self.st, action)
+        else:
+            self.failed.append(len(self.steps))
         self.steps.append(Step(tuple(action), self.block))
         if self.deadline is not None and len(self.steps) % 8 == 0 and time.perf_counter() > self.deadline:
             raise PlanTimeout("planning budget exhausted")
