@@ -103,7 +103,7 @@ def detectability_table(rows: dict[str, dict], learned: dict[str, dict] | None =
     sep += "---:|" * len(names) + "---:|"
     lines = [head, sep]
     for cat, r in rows.items():
-        cells = [f"{(learned or {})[m].get(cat, float('nan')):.3f}" for m in names]
+        cells = [f"{learned[m][cat]:.3f}" if learned and cat in learned[m] else "–" for m in names]
         paper = PAPER_TABLE12_SGT.get(cat)
         lines.append(
             f"| {cat} | {r['episodes']} / {r['error_steps']} | {r['positive_rate']:.3f} | "

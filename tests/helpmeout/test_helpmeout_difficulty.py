@@ -112,3 +112,20 @@ def test_learned_monitor_keeps_the_best_validation_epoch():
     r = mon.recipe
     assert r["selection"] == "lowest validation loss" and 1 <= r["best_epoch"] <= r["epochs_run"] <= 4
     assert r["val_loss"][r["best_epoch"] - 1] == min(r["val_loss"])
+
+
+def test_how_hard_table_puts_each_paper_row_beside_ours(tmp_path):
+    import json
+
+    from ego_adr.helpmeout.paper_results import PAPER, how_hard_table
+
+    m = {"monitor": "sgt", "privileged": False, "M1": 0.7, "M2": {"all": 0.5, "end": 0.8, "mid": 0.3},
+         "M3": {"missed": 0.2, "early": 0.1, "on_target": 0.6, "false_alarm": 0.3}, "M4": {"macro": 0.4},
+         "by_complexity": {"simple": {"M1": 0.9, "M2_mid": 0.5}}}
+    (tmp_path / "sgt").mkdir()
+    (tmp_path / "sgt" / "metrics.json").write_text(json.dumps(m))
+    text = how_hard_table(tmp_path)
+    paper_row = next(line for line in text.splitlines() if line.startswith("| sgt | paper |"))
+    assert f"{PAPER['sgt']['M1']:.3f}" in paper_row and "| – |" in paper_row  # SGT's M4 did not survive
+    assert "|  | ours | 0.700 | 0.500 | 0.800 | 0.300 | 0.200 | 0.100 | 0.600 | 0.300 | 0.400 |" in text
+    assert "| sgt | paper | 0.844 | 0.690 |" in text and "|  | ours | 0.900 | 0.500 | – | – | – | – |" in text
