@@ -52,10 +52,14 @@ def _cell(v: float | None) -> str:
 
 def how_hard_table(evals: str | Path) -> str:
     """Markdown: per monitor, a paper row and an ours row for M1-M4, then Table 14 by complexity."""
-    rows = {}
+    from ego_adr.helpmeout.monitors.registry import MONITORS
+
+    found = {}
     for f in sorted(Path(evals).glob("*/metrics.json")):
         m = json.loads(f.read_text())
-        rows[m["monitor"]] = m
+        found[m["monitor"]] = m
+    order = list(MONITORS)  # the registry's order (Table 2's blocks), unknown names last
+    rows = dict(sorted(found.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
     head = "| Method | | " + " | ".join(c.replace("_", " ") for c in COLUMNS) + " |"
     lines = [head, "|---|---|" + "---:|" * len(COLUMNS)]
     for name, m in rows.items():
