@@ -4,7 +4,10 @@ Errors are edits of the *subgoal program* (the template's blocks in the episode'
 planner that makes the correct reference -- so an errorful trajectory is executable by construction and is
 replay-validated again afterwards (paper Figure 2: sample, edit, validate by symbolic replay, derive onsets).
 Everything the person did not get wrong is planned exactly as in the reference, so the two trajectories of a
-pair differ only where the error (and its natural consequences) are.
+pair differ only where the error (and its natural consequences) are. One exception to "executable": an error's own
+key step may be a *failed attempt* (a stir before any addition, of a still-empty container) -- recorded without
+effect and allowed only at its labelled onset, which is where the paper's precondition check fires (Table 15:
+on target for 5% of errors). The per-category gates and edits are in :mod:`.generator_sites`.
 
 Categories (Figure 4's axis). Progression-level: omission, sequence, anticipation, perseveration, action
 addition. Current-action errors corrupt the choice of object, tool, location or action; Figure 4 names those four
