@@ -24,12 +24,30 @@ from ego_adr.helpmeout.ontology import type_of
 # Table 12 (paper): per-class step-level AUPRC of the learned monitors on the 500-episode test set (the six
 # classes whose rows survived extraction).
 PAPER_TABLE12 = {
-    "seq2seq": {"omission": 0.696, "sequence": 0.186, "anticipation": 0.023, "perseveration": 0.093,
-                "object_substitution": 0.018, "tool_substitution": 0.003},
-    "seq2seq-sg": {"omission": 0.716, "sequence": 0.215, "anticipation": 0.085, "perseveration": 0.095,
-                   "object_substitution": 0.012, "tool_substitution": 0.003},
-    "sgt": {"omission": 0.730, "sequence": 0.814, "anticipation": 0.359, "perseveration": 0.502,
-            "object_substitution": 0.038, "tool_substitution": 0.020},
+    "seq2seq": {
+        "omission": 0.696,
+        "sequence": 0.186,
+        "anticipation": 0.023,
+        "perseveration": 0.093,
+        "object_substitution": 0.018,
+        "tool_substitution": 0.003,
+    },
+    "seq2seq-sg": {
+        "omission": 0.716,
+        "sequence": 0.215,
+        "anticipation": 0.085,
+        "perseveration": 0.095,
+        "object_substitution": 0.012,
+        "tool_substitution": 0.003,
+    },
+    "sgt": {
+        "omission": 0.730,
+        "sequence": 0.814,
+        "anticipation": 0.359,
+        "perseveration": 0.502,
+        "object_substitution": 0.038,
+        "tool_substitution": 0.020,
+    },
 }
 PAPER_TABLE12_SGT = PAPER_TABLE12["sgt"]
 
@@ -99,14 +117,20 @@ def detectability(train: list[dict], test: list[dict], n: int = 3) -> dict[str, 
 def detectability_table(rows: dict[str, dict], learned: dict[str, dict] | None = None) -> str:
     """Markdown: per category, the probe beside Random and each learned monitor, ours / paper (Table 12)."""
     names = [m for m in PAPER_TABLE12 if m in (learned or {})] or ["sgt"]
-    head = "| Category | episodes / steps | Random | n-gram probe |" + "".join(f" {m} ours / paper |" for m in names)
+    head = "| Category | episodes / steps | Random | n-gram probe |" + "".join(
+        f" {m} ours / paper |" for m in names
+    )
     lines = [head, "|---|---:|---:|---:|" + "---:|" * len(names)]
 
     def cell(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"
 
     for cat, r in rows.items():
-        cells = [f"{cell((learned or {}).get(m, {}).get(cat))} / {cell(PAPER_TABLE12[m].get(cat))}" for m in names]
-        lines.append(f"| {cat} | {r['episodes']} / {r['error_steps']} | {r['positive_rate']:.3f} | "
-                     f"{r['ngram_AUPRC']:.3f} |" + "".join(f" {c} |" for c in cells))
+        cells = [
+            f"{cell((learned or {}).get(m, {}).get(cat))} / {cell(PAPER_TABLE12[m].get(cat))}" for m in names
+        ]
+        lines.append(
+            f"| {cat} | {r['episodes']} / {r['error_steps']} | {r['positive_rate']:.3f} | "
+            f"{r['ngram_AUPRC']:.3f} |" + "".join(f" {c} |" for c in cells)
+        )
     return "\n".join(lines)

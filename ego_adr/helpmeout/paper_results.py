@@ -12,20 +12,83 @@ from pathlib import Path
 
 # monitor name -> paper row. M1/M2 (Table 13), M3 first alarms (Table 15; Random from Table 2), M4 (Table 2).
 PAPER = {
-    "random": {"M1": 0.500, "M2": 0.036, "M2_end": 0.274, "M2_mid": 0.023, "missed": 0.00, "early": 0.89,
-               "on_target": 0.05, "false_alarm": 1.00, "M4": 0.116},
-    "seq2seq": {"M1": 0.496, "M2": 0.376, "M2_end": 0.656, "M2_mid": 0.132, "missed": 0.99, "early": 0.00,
-                "on_target": 0.00, "false_alarm": 0.10, "M4": 0.502},
-    "seq2seq-sg": {"M1": 0.554, "M2": 0.394, "M2_end": 0.665, "M2_mid": 0.151, "missed": 0.98, "early": 0.00,
-                   "on_target": 0.00, "false_alarm": 0.05, "M4": 0.548},
-    "sgt": {"M1": 0.778, "M2": 0.656, "M2_end": 0.791, "M2_mid": 0.553, "missed": 0.52, "early": 0.04,
-            "on_target": 0.38, "false_alarm": 0.12, "M4": None},
-    "cusum": {"M1": 0.645, "M2": 0.039, "M2_end": 0.235, "M2_mid": 0.029, "missed": 0.06, "early": 0.77,
-              "on_target": 0.07, "false_alarm": 0.81, "M4": None},
-    "precondition": {"M1": 0.513, "M2": 0.059, "M2_end": 0.274, "M2_mid": 0.062, "missed": 0.95, "early": 0.00,
-                     "on_target": 0.05, "false_alarm": 0.00, "M4": None},
-    "replanner": {"M1": 0.887, "M2": 0.379, "M2_end": 0.690, "M2_mid": 0.118, "missed": 0.10, "early": 0.75,
-                  "on_target": 0.05, "false_alarm": 0.62, "M4": None},
+    "random": {
+        "M1": 0.500,
+        "M2": 0.036,
+        "M2_end": 0.274,
+        "M2_mid": 0.023,
+        "missed": 0.00,
+        "early": 0.89,
+        "on_target": 0.05,
+        "false_alarm": 1.00,
+        "M4": 0.116,
+    },
+    "seq2seq": {
+        "M1": 0.496,
+        "M2": 0.376,
+        "M2_end": 0.656,
+        "M2_mid": 0.132,
+        "missed": 0.99,
+        "early": 0.00,
+        "on_target": 0.00,
+        "false_alarm": 0.10,
+        "M4": 0.502,
+    },
+    "seq2seq-sg": {
+        "M1": 0.554,
+        "M2": 0.394,
+        "M2_end": 0.665,
+        "M2_mid": 0.151,
+        "missed": 0.98,
+        "early": 0.00,
+        "on_target": 0.00,
+        "false_alarm": 0.05,
+        "M4": 0.548,
+    },
+    "sgt": {
+        "M1": 0.778,
+        "M2": 0.656,
+        "M2_end": 0.791,
+        "M2_mid": 0.553,
+        "missed": 0.52,
+        "early": 0.04,
+        "on_target": 0.38,
+        "false_alarm": 0.12,
+        "M4": None,
+    },
+    "cusum": {
+        "M1": 0.645,
+        "M2": 0.039,
+        "M2_end": 0.235,
+        "M2_mid": 0.029,
+        "missed": 0.06,
+        "early": 0.77,
+        "on_target": 0.07,
+        "false_alarm": 0.81,
+        "M4": None,
+    },
+    "precondition": {
+        "M1": 0.513,
+        "M2": 0.059,
+        "M2_end": 0.274,
+        "M2_mid": 0.062,
+        "missed": 0.95,
+        "early": 0.00,
+        "on_target": 0.05,
+        "false_alarm": 0.00,
+        "M4": None,
+    },
+    "replanner": {
+        "M1": 0.887,
+        "M2": 0.379,
+        "M2_end": 0.690,
+        "M2_mid": 0.118,
+        "missed": 0.10,
+        "early": 0.75,
+        "on_target": 0.05,
+        "false_alarm": 0.62,
+        "M4": None,
+    },
 }
 # Table 14: (M1, M2-mid) for simple / medium / complex (the re-planner's row was lost).
 PAPER_T14 = {
@@ -41,9 +104,17 @@ COLUMNS = ("M1", "M2", "M2_end", "M2_mid", "missed", "early", "on_target", "fals
 def ours(m: dict) -> dict:
     """The same cells from one ``metrics.json``."""
     m3 = m["M3"]
-    return {"M1": m["M1"], "M2": m["M2"]["all"], "M2_end": m["M2"]["end"], "M2_mid": m["M2"]["mid"],
-            "missed": m3.get("missed"), "early": m3.get("early"), "on_target": m3.get("on_target"),
-            "false_alarm": m3.get("false_alarm"), "M4": m["M4"]["macro"]}
+    return {
+        "M1": m["M1"],
+        "M2": m["M2"]["all"],
+        "M2_end": m["M2"]["end"],
+        "M2_mid": m["M2"]["mid"],
+        "missed": m3.get("missed"),
+        "early": m3.get("early"),
+        "on_target": m3.get("on_target"),
+        "false_alarm": m3.get("false_alarm"),
+        "M4": m["M4"]["macro"],
+    }
 
 
 def _cell(v: float | None) -> str:
@@ -70,14 +141,20 @@ def how_hard_table(evals: str | Path) -> str:
         o = ours(m)
         label = "" if p is not None else f"{name}{tag}"
         lines.append(f"| {label} | ours | " + " | ".join(_cell(o[c]) for c in COLUMNS) + " |")
-    lines += ["", "| Method | | simple M1 | simple M2-mid | medium M1 | medium M2-mid | complex M1 | complex M2-mid |",
-              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| Method | | simple M1 | simple M2-mid | medium M1 | medium M2-mid | complex M1 | complex M2-mid |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, m in rows.items():
         p = PAPER_T14.get(name)
         cx = m.get("by_complexity", {})
         if p is not None:
             lines.append(f"| {name} | paper | " + " | ".join(f"{a:.3f} | {b:.3f}" for a, b in p) + " |")
         cells = [cx.get(k, {}) for k in ("simple", "medium", "complex")]
-        lines.append(f"| {name if p is None else ''} | ours | "
-                     + " | ".join(f"{_cell(c.get('M1'))} | {_cell(c.get('M2_mid'))}" for c in cells) + " |")
+        lines.append(
+            f"| {name if p is None else ''} | ours | "
+            + " | ".join(f"{_cell(c.get('M1'))} | {_cell(c.get('M2_mid'))}" for c in cells)
+            + " |"
+        )
     return "\n".join(lines)

@@ -119,9 +119,15 @@ def test_how_hard_table_puts_each_paper_row_beside_ours(tmp_path):
 
     from ego_adr.helpmeout.paper_results import PAPER, how_hard_table
 
-    m = {"monitor": "sgt", "privileged": False, "M1": 0.7, "M2": {"all": 0.5, "end": 0.8, "mid": 0.3},
-         "M3": {"missed": 0.2, "early": 0.1, "on_target": 0.6, "false_alarm": 0.3}, "M4": {"macro": 0.4},
-         "by_complexity": {"simple": {"M1": 0.9, "M2_mid": 0.5}}}
+    m = {
+        "monitor": "sgt",
+        "privileged": False,
+        "M1": 0.7,
+        "M2": {"all": 0.5, "end": 0.8, "mid": 0.3},
+        "M3": {"missed": 0.2, "early": 0.1, "on_target": 0.6, "false_alarm": 0.3},
+        "M4": {"macro": 0.4},
+        "by_complexity": {"simple": {"M1": 0.9, "M2_mid": 0.5}},
+    }
     (tmp_path / "sgt").mkdir()
     (tmp_path / "sgt" / "metrics.json").write_text(json.dumps(m))
     text = how_hard_table(tmp_path)
