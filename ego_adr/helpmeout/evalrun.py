@@ -61,6 +61,24 @@ def fit_if_needed(mon, spec, train: list[dict] | None, val: list[dict] | None = 
             mon.fit(train or [])
 
 
+def _threshold(spec, mon, val: list[dict] | None, threshold: float | None) -> tuple[float, str]:
+    """The M3 threshold and the rule that chose it (one rule for every monitor)."""
+    from ego_adr.helpmeout.monitors.base import run_monitor
+
+    if threshold is not None:
+        return threshold, f"fixed {threshold}"
+    if spec.name == "random":
+        return 0.5, "0.5 (Random: a uniformly random monitor, Table 2)"
+    if val:
+        return youden_threshold(val, run_monitor(mon, val, progress=False)), (
+            f"Youden's J on the validation split ({len(val)} episodes)"
+        )
+    raise ValueError(
+        "no validation episodes for the threshold rule: keep val.jsonl next to the episodes, "
+        "pass --val FILE, or fix it with --threshold X"
+    )
+
+
 def evaluate(
     spec,
     episodes: list[dict],
@@ -90,18 +108,7 @@ def evaluate(
         fit_if_needed(mon, spec, train, val)
         timing["fit_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
-        if threshold is not None:
-            thr, rule = threshold, f"fixed {threshold}"
-        elif spec.name == "random":
-            thr, rule = 0.5, "0.5 (Random: a uniformly random monitor, Table 2)"
-        elif val:
-            thr = youden_threshold(val, run_monitor(mon, val, progress=False))
-            rule = f"Youden's J on the validation split ({len(val)} episodes)"
-        else:
-            raise ValueError(
-                "no validation episodes for the threshold rule: keep val.jsonl next to the episodes, "
-                "pass --val FILE, or fix it with --threshold X"
-            )
+        thr, rule = _threshold(spec, mon, val, threshold)
         timing["val_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
         rows = run_monitor(mon, episodes, progress=progress)
