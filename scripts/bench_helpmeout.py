@@ -2,12 +2,17 @@
 
     python scripts/bench_helpmeout.py generate --episodes 20000 --workers 2      # release time + composition
     python scripts/bench_helpmeout.py monitors --release runs/helpmeout --out runs/helpmeout/eval
+    python scripts/bench_helpmeout.py detectability --release runs/helpmeout --evals runs/helpmeout/eval
+    python scripts/bench_helpmeout.py howhard --evals runs/helpmeout/eval        # paper vs ours, M1-M4 + Table 14
 
 ``generate`` prints episodes, workers, seconds, the largest category-share gap (Figure 7) and whether every
 composition figure is within 10% of the paper's. ``monitors`` evaluates each registered monitor that needs no
 model on DIR/test.jsonl (threshold chosen on DIR/val.jsonl, learned ones trained on DIR/train.jsonl), prints the
 time spent per monitor streaming the test split (training and the validation pass shown apart), then the
-summary tables (``python -m ego_adr.helpmeout summarize``) of the same folders.
+summary tables (``python -m ego_adr.helpmeout summarize``) of the same folders. ``detectability`` prints how
+predictable each category's realisation is (:mod:`ego_adr.helpmeout.difficulty`: an n-gram probe trained on
+DIR/train.jsonl, step-level AUPRC per category on DIR/test.jsonl) beside the learned monitors' Table 12 from
+``--evals`` and the paper's SGT row.
 """
 
 from __future__ import annotations
@@ -63,6 +68,30 @@ def bench_monitors(a: argparse.Namespace) -> None:
     cli(["summarize", *dirs, "--out", str(out / "summary")])
 
 
+def bench_detectability(a: argparse.Namespace) -> None:
+    from ego_adr.helpmeout.difficulty import detectability, detectability_table
+    from ego_adr.helpmeout.io import load_episodes
+
+    rel = Path(a.release)
+    t0 = time.perf_counter()
+    rows = detectability(load_episodes(rel / "train.jsonl"), load_episodes(rel / "test.jsonl"), n=a.n)
+    learned = {}
+    for name in ("seq2seq", "seq2seq-sg", "sgt"):
+        f = Path(a.evals) / name / "metrics.json" if a.evals else None
+        if f and f.is_file():
+            per = json.loads(f.read_text())["M2"]["per_class"]
+            learned[name] = {c: v["AUPRC"] for c, v in per.items()}
+            learned[name]["all"] = json.loads(f.read_text())["M2"]["all"]
+    print(detectability_table(rows, learned))
+    print(f"\n{a.n}-gram probe on {rel} in {time.perf_counter() - t0:.1f} s")
+
+
+def bench_howhard(a: argparse.Namespace) -> None:
+    from ego_adr.helpmeout.paper_results import how_hard_table
+
+    print(how_hard_table(a.evals))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -76,8 +105,16 @@ def main() -> None:
     m.add_argument("--out", required=True)
     m.add_argument("--bootstrap", type=int, default=1000)
     m.add_argument("--only", default=None, help="comma-separated monitor names (default: all without a model)")
+    d = sub.add_parser("detectability", help="per-category n-gram detectability of a release")
+    d.add_argument("--release", required=True)
+    d.add_argument("--evals", default=None, help="the `monitors` output folder (adds the learned monitors' Table 12)")
+    d.add_argument("--n", type=int, default=3, help="n-gram order of the probe")
+    h = sub.add_parser("howhard", help="the paper's rows beside ours (M1-M4, Table 14) from `monitors` output")
+    h.add_argument("--evals", required=True)
     a = p.parse_args()
-    bench_generate(a) if a.cmd == "generate" else bench_monitors(a)
+    cmds = {"generate": bench_generate, "monitors": bench_monitors, "detectability": bench_detectability,
+            "howhard": bench_howhard}
+    cmds[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -166,7 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m ego_adr.helpmeout", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="write train/val/test.jsonl and stats.json")
-    g.add_argument("--episodes", type=int, required=True)
+    g.add_argument("--episodes", type=int, default=20000,
+                   help="release size (default 20000: the paper's release, Table 10, whose 17,478/2,022 "
+                        "train/validation split the learned monitors then train and select checkpoints on)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True)
     g.add_argument("--workers", type=int, default=1)

@@ -324,7 +324,8 @@ def validate_episode(ep: dict) -> list[str]:
         if not steps or steps[-1] != TASK_END:
             problems.append(f"{key} does not end with {TASK_END}")
             continue
-        res = replay(state, steps[:-1])
+        onsets = {e["onset"] for e in ep["errors"]} if key == "observed" else set()
+        res = replay(state, steps[:-1], may_fail=onsets)  # an error onset may be a failed attempt
         if not res.ok:
             problems.append(f"{key} invalid at step {res.failed_at}: {res.reason}")
             continue

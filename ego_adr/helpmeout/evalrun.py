@@ -14,6 +14,7 @@ say which rule was used.
 
 from __future__ import annotations
 
+import inspect
 import random
 import time
 
@@ -23,7 +24,9 @@ SUBSET_SIZE = 60
 SUBSET_CORRECT = 30
 
 
-def subset_ids(test: list[dict], size: int = SUBSET_SIZE, n_correct: int = SUBSET_CORRECT, seed: int = 0) -> list[str]:
+def subset_ids(
+    test: list[dict], size: int = SUBSET_SIZE, n_correct: int = SUBSET_CORRECT, seed: int = 0
+) -> list[str]:
     """The LLM subset: ``n_correct`` correct and ``size - n_correct`` errorful episodes, seeded and sorted."""
     rng = random.Random(f"helpmeout-subset:{seed}")
     correct = sorted(ep["id"] for ep in test if ep["correct"])
@@ -49,14 +52,47 @@ def youden_threshold(episodes: list[dict], outputs: list[dict]) -> float:
     return best
 
 
-def fit_if_needed(mon, spec, train: list[dict] | None) -> None:
+def fit_if_needed(mon, spec, train: list[dict] | None, val: list[dict] | None = None) -> None:
+    """Train a monitor that trains; one whose ``fit`` takes ``val`` selects its checkpoint there (Table 10)."""
     if spec.trains:
-        mon.fit(train or [])
+        if val and "val" in inspect.signature(mon.fit).parameters:
+            mon.fit(train or [], val=val)
+        else:
+            mon.fit(train or [])
 
 
-def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train: list[dict] | None,
-             threshold: float | None, tolerance: int, bootstrap: int, seeds: int, subset: list[str] | None,
-             progress: bool = False) -> tuple[dict, list[dict]]:
+def _threshold(spec, mon, val: list[dict] | None, threshold: float | None) -> tuple[float, str]:
+    """The M3 threshold and the rule that chose it (one rule for every monitor)."""
+    from ego_adr.helpmeout.monitors.base import run_monitor
+
+    if threshold is not None:
+        return threshold, f"fixed {threshold}"
+    if spec.name == "random":
+        return 0.5, "0.5 (Random: a uniformly random monitor, Table 2)"
+    if val:
+        return youden_threshold(val, run_monitor(mon, val, progress=False)), (
+            f"Youden's J on the validation split ({len(val)} episodes)"
+        )
+    raise ValueError(
+        "no validation episodes for the threshold rule: keep val.jsonl next to the episodes, "
+        "pass --val FILE, or fix it with --threshold X"
+    )
+
+
+def evaluate(
+    spec,
+    episodes: list[dict],
+    *,
+    build,
+    val: list[dict] | None,
+    train: list[dict] | None,
+    threshold: float | None,
+    tolerance: int,
+    bootstrap: int,
+    seeds: int,
+    subset: list[str] | None,
+    progress: bool = False,
+) -> tuple[dict, list[dict]]:
     """Run ``spec``'s monitor; returns (metrics, output rows of the first seed)."""
     from ego_adr.helpmeout.metrics import compute_metrics, mean_metrics
     from ego_adr.helpmeout.monitors.base import run_monitor
@@ -69,19 +105,10 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
     for seed in seed_list:
         mon = build(seed)
         t1 = time.perf_counter()
-        fit_if_needed(mon, spec, train)
+        fit_if_needed(mon, spec, train, val)
         timing["fit_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
-        if threshold is not None:
-            thr, rule = threshold, f"fixed {threshold}"
-        elif spec.name == "random":
-            thr, rule = 0.5, "0.5 (Random: a uniformly random monitor, Table 2)"
-        elif val:
-            thr = youden_threshold(val, run_monitor(mon, val, progress=False))
-            rule = f"Youden's J on the validation split ({len(val)} episodes)"
-        else:
-            raise ValueError("no validation episodes for the threshold rule: keep val.jsonl next to the episodes, "
-                             "pass --val FILE, or fix it with --threshold X")
+        thr, rule = _threshold(spec, mon, val, threshold)
         timing["val_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
         rows = run_monitor(mon, episodes, progress=progress)
@@ -93,18 +120,37 @@ def evaluate(spec, episodes: list[dict], *, build, val: list[dict] | None, train
             keep = set(subset)
             idx = [i for i, ep in enumerate(episodes) if ep["id"] in keep]
             if idx:
-                sub_runs.append(compute_metrics([episodes[i] for i in idx], [rows[i] for i in idx], thr, tolerance,
-                                                bootstrap if seed == 0 else 0, seed))
+                sub_runs.append(
+                    compute_metrics(
+                        [episodes[i] for i in idx],
+                        [rows[i] for i in idx],
+                        thr,
+                        tolerance,
+                        bootstrap if seed == 0 else 0,
+                        seed,
+                    )
+                )
     metrics = runs[0] if len(runs) == 1 else mean_metrics(runs)
     if hasattr(mon, "stats"):
         metrics["model_stats"] = mon.stats()
+    if getattr(mon, "recipe", None):
+        metrics["training_recipe"] = (
+            mon.recipe
+        )  # epochs run, best epoch, validation losses (learned monitors)
     if sub_runs:
         metrics["subset"] = sub_runs[0] if len(sub_runs) == 1 else mean_metrics(sub_runs)
         metrics["subset"]["ids"] = subset
-    metrics.update({
-        "monitor": spec.name, "description": spec.description, "reads": list(spec.reads),
-        "privileged": spec.privileged, "privileged_reads": list(spec.extra_reads), "seeds": len(seed_list),
-        "threshold_rule": rule, "seconds": round(time.perf_counter() - t0, 2),
-        "timing": {k: round(v, 3) for k, v in timing.items()},
-    })
+    metrics.update(
+        {
+            "monitor": spec.name,
+            "description": spec.description,
+            "reads": list(spec.reads),
+            "privileged": spec.privileged,
+            "privileged_reads": list(spec.extra_reads),
+            "seeds": len(seed_list),
+            "threshold_rule": rule,
+            "seconds": round(time.perf_counter() - t0, 2),
+            "timing": {k: round(v, 3) for k, v in timing.items()},
+        }
+    )
     return metrics, first_rows or []

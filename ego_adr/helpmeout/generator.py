@@ -4,7 +4,10 @@ Errors are edits of the *subgoal program* (the template's blocks in the episode'
 planner that makes the correct reference -- so an errorful trajectory is executable by construction and is
 replay-validated again afterwards (paper Figure 2: sample, edit, validate by symbolic replay, derive onsets).
 Everything the person did not get wrong is planned exactly as in the reference, so the two trajectories of a
-pair differ only where the error (and its natural consequences) are.
+pair differ only where the error (and its natural consequences) are. One exception to "executable": an error's own
+key step may be a *failed attempt* (a stir before any addition, of a still-empty container) -- recorded without
+effect and allowed only at its labelled onset, which is where the paper's precondition check fires (Table 15:
+on target for 5% of errors). The per-category gates and edits are in :mod:`.generator_sites`.
 
 Categories (Figure 4's axis). Progression-level: omission, sequence, anticipation, perseveration, action
 addition. Current-action errors corrupt the choice of object, tool, location or action; Figure 4 names those four
@@ -32,10 +35,22 @@ the premature put, the repeated addition, the misplacement, the wrong operator).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from ego_adr.helpmeout import ontology as onto
 from ego_adr.helpmeout.domain import State, goal_unmet
+from ego_adr.helpmeout.generator_sites import (  # noqa: F401 - re-exported: the generator's public names
+    ADDITIONS,
+    OP_SWAP,
+    PLACEMENT,
+    PROCESSING,
+    SITES,
+    TOOL_KEYS,
+    ErrorRecord,
+    Item,
+    Sites,
+    apply_site,
+    tool_key,
+)
 from ego_adr.helpmeout.goal_control import (  # noqa: F401 - re-exported: the generator's public names
     CATEGORIES,
     COMMISSION,
@@ -47,54 +62,16 @@ from ego_adr.helpmeout.goal_control import (  # noqa: F401 - re-exported: the ge
     GoalControlModel,
     target_shares,
 )
-from ego_adr.helpmeout.planner import DEFAULT_TOOLS, PlanError, Planner, Step
+from ego_adr.helpmeout.planner import PlanError, Planner, Step
 from ego_adr.helpmeout.replay import replay
-from ego_adr.helpmeout.templates import Block, Scene, Subgoal, Template
-
-TOOL_KEYS = {"stirred": "stir", "sliced": "sliced", "cut": "cut", "peeled": "peeled", "cooked": "cook",
-             "scrubbed": "scrub", "topped": "spread", "wrapped": "wrap", "written": "write", "watered": "water"}
-PROCESSING = ("sliced", "cut", "peeled", "cooked", "toasted", "heated", "clean", "dry", "folded", "wrapped",
-              "topped", "written", "rinsed")
-PLACEMENT = ("ontop", "inside", "in", "on")
-ADDITIONS = ("contains", "dose-taken")
-OP_SWAP = {"sliced": ("cut", "peeled"), "cut": ("sliced", "peeled"), "peeled": ("sliced", "cut"),
-           "clean": ("rinsed",), "rinsed": ("clean",), "scrubbed": ("clean",)}
-
-
-def tool_key(fact: tuple[str, ...]) -> str | None:
-    p = fact[0]
-    if p == "contains" and fact[2] in onto.BULK:
-        return "add"
-    if p == "clean" and onto.is_location(fact[1]):
-        return "wipe"
-    return TOOL_KEYS.get(p)
-
-
-@dataclass
-class Item:
-    """One subgoal of the program; ``tag`` marks the error it carries."""
-
-    block: Block
-    fact: tuple[str, ...]
-    transient: bool = False
-    force: bool = False
-    tag: int | None = None
-
-
-@dataclass
-class ErrorRecord:
-    category: str
-    block: str
-    detail: str
-    onset_rule: str  # "end" | "first" | "key" | "first_touch"
-    touch: str | None = None  # object whose first touch marks the onset (substitutions)
-    onset: int = -1
+from ego_adr.helpmeout.templates import Scene, Template
 
 
 @dataclass
 class Realised:
     steps: list[Step]
     items_of_step: list[int]  # program item index per step
+    failed: list[int] = field(default_factory=list)  # steps attempted without effect (a precondition failed)
 
 
 def program(template: Template, order: tuple[str, ...]) -> list[Item]:
@@ -116,11 +93,13 @@ def realise(template: Template, state: State, items: list[Item]) -> Realised:
             per_step.extend([i - 1] * (len(p.steps) - len(per_step)))
         cur = it.block.id
         p.block = it.block.id
+        p.attempt = it.attempt
         p.achieve(it.fact, it.block, force=it.force)
+        p.attempt = False
         per_step.extend([i] * (len(p.steps) - len(per_step)))
     p.end_block()
     per_step.extend([len(items) - 1] * (len(p.steps) - len(per_step)))
-    return Realised(p.steps, per_step)
+    return Realised(p.steps, per_step, p.failed)
 
 
 @dataclass
@@ -129,193 +108,47 @@ class Injection:
     errors: list[ErrorRecord] = field(default_factory=list)
 
 
-def _block_index(items: list[Item], order: tuple[str, ...], i: int) -> int:
-    return order.index(items[i].block.id)
-
-
-def candidates(category: str, inj: Injection, template: Template, scene: Scene, order: tuple[str, ...],
-               act: list[float], model: GoalControlModel, rng: random.Random) -> list[tuple[list[Item], ErrorRecord]]:
+def candidates(
+    category: str,
+    inj: Injection,
+    template: Template,
+    scene: Scene,
+    order: tuple[str, ...],
+    act: list[float],
+    model: GoalControlModel,
+    rng: random.Random,
+) -> list[tuple[list[Item], ErrorRecord]]:
     """Table 9's feasibility gates: every edit of ``category`` whose structural condition holds, best first."""
-    items = inj.items
-    tagged_blocks = {it.block.id for it in items if it.tag is not None}
-    free = [i for i, it in enumerate(items) if it.tag is None]
-    out: list[tuple[list[Item], ErrorRecord]] = []
-    n_err = len(inj.errors)
-
-    def tag(it: Item, **kw: object) -> Item:
-        return replace(it, tag=n_err, **kw)  # type: ignore[arg-type]
-
-    if category == "omission":
-        for k in model.omission_order(act):
-            bid = order[k]
-            if bid in tagged_blocks:
-                continue
-            rest = [it for it in items if it.block.id != bid]
-            if len(rest) == len(items):
-                continue
-            out.append((rest, ErrorRecord("omission", bid, f"block {bid} skipped", "end")))
-        return out
-
-    sites: list[tuple[int, object]] = []
-    if category == "sequence":
-        # (a) a stir that follows several additions to one container is done before the last addition
-        for i in free:
-            it = items[i]
-            if it.fact[0] != "stirred":
-                continue
-            adds = [j for j in free if j < i and items[j].block.id == it.block.id and items[j].fact[0] == "contains"
-                    and items[j].fact[1] == it.fact[1]]
-            if len(adds) >= 2:
-                sites.append((_block_index(items, order, i), ("stir", i, adds[-1])))
-        # (b) a step-order norm: a block that should follow another by norm is done first
-        for k, bid in enumerate(order):
-            b = template.block(bid)
-            present = {it.block.id for it in items}  # an earlier omission may have deleted either block
-            for prior in b.norm_after:
-                if prior in order and order.index(prior) < k and bid not in tagged_blocks and prior not in tagged_blocks \
-                        and {bid, prior} <= present:
-                    sites.append((k, ("norm", bid, prior)))
-    elif category == "anticipation":
-        # a placement (store/serve/pack) of an object done before the processing it needs
-        for i in free:
-            it = items[i]
-            if it.fact[0] not in PLACEMENT:
-                continue
-            obj = it.fact[1]
-            procs = [j for j in free if j < i and items[j].fact[0] in PROCESSING + ("closed",)
-                     and items[j].fact[1] in (obj, it.fact[2])]
-            if procs and not onto.is_location(obj):
-                sites.append((_block_index(items, order, i), ("antic", i, procs[0])))
-            if it.fact[0] in ("in", "on"):  # closing a box before its contents are in
-                for j in free:
-                    if j > i and items[j].fact[0] == "closed" and items[j].fact[1] == it.fact[2]:
-                        sites.append((_block_index(items, order, i), ("close_early", j, i)))
-    elif category == "perseveration":
-        for i in free:
-            it = items[i]
-            if it.fact[0] in ADDITIONS and not it.transient:
-                later = [j for j in range(i + 2, min(len(items), i + 5) + 1)]
-                for j in later[:2]:
-                    sites.append((_block_index(items, order, i), ("repeat", i, j)))
-    elif category in ("object_substitution", "tool_substitution"):
-        want_tool = category == "tool_substitution"
-        imitated: dict[str, list[str]] = {}
-        for y, x in scene.distractors.items():
-            imitated.setdefault(x, []).append(y)
-        planner_names = template.objects() | {a for f in template.scene for a in f[1:]}
-        for i in free:
-            it = items[i]
-            if want_tool:
-                key = tool_key(it.fact)
-                if key is None:
-                    continue
-                tool = it.block.tool(key) or next((c for c in DEFAULT_TOOLS.get(key, ()) if c in planner_names), None)
-                for y in imitated.get(tool or "", ()):
-                    if onto.class_of(y) == "tool":
-                        sites.append((_block_index(items, order, i), ("tool", i, key, tool, y)))
-            else:
-                for pos, a in enumerate(it.fact[1:], start=1):
-                    if onto.class_of(a) in ("food", "receptacle", "thing") and a in imitated:
-                        for y in imitated[a]:
-                            sites.append((_block_index(items, order, i), ("obj", i, pos, a, y)))
-    elif category == "location_substitution":
-        for i in free:
-            it = items[i]
-            if it.fact[0] in ("inside", "ontop"):
-                for alt in onto.confusables(it.fact[2]):
-                    if alt in scene.locations and onto.TYPE_SUBCLASS.get(alt) == onto.TYPE_SUBCLASS.get(it.fact[2]):
-                        sites.append((_block_index(items, order, i), ("loc", i, alt)))
-    elif category == "action_substitution":
-        for i in free:
-            it = items[i]
-            for alt in OP_SWAP.get(it.fact[0], ()):
-                if it.fact[0] == "clean" and onto.is_location(it.fact[1]) and alt == "rinsed":
-                    alt = "scrubbed"
-                if alt == "clean" and not onto.is_location(it.fact[1]) and it.fact[0] == "scrubbed":
-                    continue
-                sites.append((_block_index(items, order, i), ("act", i, alt)))
-    elif category == "action_addition":
-        used = template.objects()
-        extra_locs = sorted(loc for loc in scene.locations if loc not in used)
-        movable = sorted(scene.distractors) + sorted(
-            f[1] for f in template.scene if f[0] in PLACEMENT and not any(f[1] in it.fact for it in items))
-        surfaces = sorted(x for x in scene.locations if onto.type_of(x) in onto.ONTOP_LOCATIONS)
-        for i in free:
-            k = _block_index(items, order, i)
-            for loc in extra_locs + [x for x in sorted(scene.locations) if onto.type_of(x) in onto.OPENABLE_LOCATIONS]:
-                if onto.type_of(loc) in onto.OPENABLE_LOCATIONS:
-                    sites.append((k, ("add", i, ("open", loc))))
-                if onto.type_of(loc) in onto.SWITCHABLE_LOCATIONS and onto.type_of(loc) not in onto.CLOSED_TO_RUN:
-                    sites.append((k, ("add", i, ("switched-on", loc))))
-            for y in movable[:4]:
-                for s in surfaces[:3]:
-                    sites.append((k, ("add", i, ("ontop", y, s))))
-    else:
+    if category not in CATEGORIES:
         raise ValueError(f"unknown error category {category!r}; expected one of {CATEGORIES}")
-
-    for _k, payload in model.commission_order(sites, act, rng):
-        kind = payload[0]  # type: ignore[index]
-        new = list(items)
-        if kind == "stir":
-            _, i, j = payload  # type: ignore[misc]
-            stir = tag(new.pop(i))
-            new.insert(j, stir)
-            out.append((new, ErrorRecord(category, stir.block.id, f"stirred {stir.fact[1]} before the last addition", "key")))
-        elif kind == "norm":
-            _, bid, prior = payload  # type: ignore[misc]
-            moved = [tag(it) if n == 0 else it for n, it in enumerate(x for x in new if x.block.id == bid)]
-            rest = [x for x in new if x.block.id != bid]
-            at = next(n for n, x in enumerate(rest) if x.block.id == prior)
-            new = rest[:at] + moved + rest[at:]
-            out.append((new, ErrorRecord(category, bid, f"{bid} done before {prior} (order norm)", "key")))
-        elif kind == "antic":
-            _, i, j = payload  # type: ignore[misc]
-            put = tag(new.pop(i))
-            new.insert(j, put)
-            out.append((new, ErrorRecord(category, put.block.id, f"({' '.join(put.fact)}) before processing", "key")))
-        elif kind == "close_early":
-            _, j, i = payload  # type: ignore[misc]
-            close = tag(new.pop(j))
-            new.insert(i, close)
-            out.append((new, ErrorRecord(category, close.block.id, f"closed {close.fact[1]} too early", "key")))
-        elif kind == "repeat":
-            _, i, j = payload  # type: ignore[misc]
-            new.insert(j, tag(items[i], force=True))
-            out.append((new, ErrorRecord(category, items[i].block.id, f"repeated ({' '.join(items[i].fact)})", "key")))
-        elif kind == "tool":
-            _, i, key, tool, y = payload  # type: ignore[misc]
-            it = new[i]
-            using = dict(it.block.using)
-            using[key] = y
-            new[i] = tag(it, block=replace(it.block, using=tuple(sorted(using.items()))))
-            out.append((new, ErrorRecord(category, it.block.id, f"{y} instead of {tool}", "first_touch", touch=y)))
-        elif kind == "obj":
-            _, i, pos, a, y = payload  # type: ignore[misc]
-            it = new[i]
-            fact = list(it.fact)
-            fact[pos] = y
-            new[i] = tag(it, fact=tuple(fact))
-            out.append((new, ErrorRecord(category, it.block.id, f"{y} instead of {a}", "first_touch", touch=y)))
-        elif kind == "loc":
-            _, i, alt = payload  # type: ignore[misc]
-            it = new[i]
-            new[i] = tag(it, fact=(it.fact[0], it.fact[1], alt))
-            out.append((new, ErrorRecord(category, it.block.id, f"{it.fact[1]} put in {alt} instead of {it.fact[2]}", "key")))
-        elif kind == "act":
-            _, i, alt = payload  # type: ignore[misc]
-            it = new[i]
-            new[i] = tag(it, fact=(alt,) + it.fact[1:])
-            out.append((new, ErrorRecord(category, it.block.id, f"{alt} instead of {it.fact[0]} on {it.fact[1]}", "key")))
-        elif kind == "add":
-            _, i, fact = payload  # type: ignore[misc]
-            new.insert(i, Item(items[i].block, fact, transient=True, tag=n_err))
-            out.append((new, ErrorRecord(category, items[i].block.id, f"unnecessary ({' '.join(fact)})", "first")))
-    return out
+    ctx = Sites(
+        inj.items,
+        template,
+        scene,
+        order,
+        {it.block.id for it in inj.items if it.tag is not None},
+        [i for i, it in enumerate(inj.items) if it.tag is None],
+        len(inj.errors),
+    )
+    if category == "omission":
+        return ctx.omissions(model.omission_order(act))
+    sites = SITES[category](ctx, category)
+    return [apply_site(ctx, category, payload) for _k, payload in model.commission_order(sites, act, rng)]
 
 
-def try_inject(category: str, inj: Injection, template: Template, scene: Scene, state: State,
-               order: tuple[str, ...], act: list[float], model: GoalControlModel, rng: random.Random,
-               reference: list[Step], max_sites: int) -> tuple[Injection, Realised] | None:
+def try_inject(
+    category: str,
+    inj: Injection,
+    template: Template,
+    scene: Scene,
+    state: State,
+    order: tuple[str, ...],
+    act: list[float],
+    model: GoalControlModel,
+    rng: random.Random,
+    reference: list[Step],
+    max_sites: int,
+) -> tuple[Injection, Realised] | None:
     """First feasible edit of ``category``: realisable, valid on replay, really different, long enough."""
     ref_actions = [s.action for s in reference]
     for items, rec in candidates(category, inj, template, scene, order, act, model, rng)[:max_sites]:
@@ -326,11 +159,13 @@ def try_inject(category: str, inj: Injection, template: Template, scene: Scene, 
         actions = [s.action for s in real.steps]
         if actions == ref_actions or len(actions) < model.cfg.min_length:
             continue
-        res = replay(state, actions)
-        if not res.ok:
-            continue
         n = len(inj.errors)
         mine = [t for t, idx in enumerate(real.items_of_step) if items[idx].tag == n]
+        if real.failed and (len(real.failed) > 1 or real.failed[-1] != (mine or [-1])[-1]):
+            continue  # only the error's own key step may be a failed attempt (it is then the onset)
+        res = replay(state, actions, may_fail=real.failed)
+        if not res.ok:
+            continue
         if category != "omission" and not mine:
             continue  # the edited subgoal already held: nothing was done differently
         if rec.onset_rule == "first_touch" and not any(rec.touch in real.steps[t].action[1:] for t in mine):
@@ -359,7 +194,3 @@ def onsets(inj: Injection, real: Realised) -> list[int]:
         else:
             out.append(mine[-1])
     return out
-
-
-def subgoal_texts(block: Block) -> list[str]:
-    return [Subgoal(s.fact, s.transient).text() for s in block.subgoals]

@@ -148,6 +148,13 @@ def _ci(vals: list[float]) -> list[float]:
     return [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))]
 
 
+def _end_share(outputs: list[dict], correct: np.ndarray) -> float | None:
+    """Share of correct episodes whose task-end probability reaches 0.5: how often a monitor's end check (the
+    omission check of Figure 1) calls a correct execution incomplete -- the end-of-task false-alarm rate."""
+    ends = [o["probs"][-1] >= 0.5 for o, ok in zip(outputs, correct, strict=True) if ok]
+    return round(float(np.mean(ends)), 4) if ends else None
+
+
 def compute_metrics(episodes: list[dict], outputs: list[dict], threshold: float = 0.5, tolerance: int = 0,
                     bootstrap: int = 1000, seed: int = 0) -> dict:
     sc = Scorer(episodes, outputs, threshold, tolerance)
@@ -163,6 +170,7 @@ def compute_metrics(episodes: list[dict], outputs: list[dict], threshold: float 
                "macro_errorful_only": sc.m4(idx, errorful_only=True)["macro"]},
         "episodes": n,
         "errorful_episodes": int(sc.errorful.sum()),
+        "correct_end_prob_ge_half": _end_share(outputs, ~sc.errorful),
     }
     # per-class M2 (Table 12): episodes of one primary category pooled with the correct ones
     correct_idx = np.nonzero(~sc.errorful)[0]

@@ -2,7 +2,8 @@
 
 HelpMeOut streams symbolic actions instead of video (``reset`` with the task and the initial scene, ``step`` with
 each action in PDDL notation, ``(task-end)`` last). The adapter gives the monitor the task's procedure as the
-template's subgoal-block descriptions in order (the rule-based bank of that text has one step per block
+subgoal-block descriptions of the episode's task variant (``template_blocks``: the subtasks this person was
+asked for, so a block outside the variant is not expected at the end), in order (the rule-based bank of that text has one step per block
 for most templates) and each action in words as the window's
 narration (:meth:`StreamMonitor.observe_text`); ``(task-end)`` runs the end-of-recording check. The monitor's
 EgoErrorVQA error types are mapped onto HelpMeOut's categories (:data:`CATEGORY_MAP`; types without a HelpMeOut
@@ -37,9 +38,9 @@ class EgoADROnlineMonitor(Monitor):
         self.templates_dir = templates_dir
 
     def reset(self, ctx: EpisodeContext) -> None:
-        from ego_adr.helpmeout.templates import template_by_name
+        from ego_adr.helpmeout.monitors.knowledge import task_variant
 
-        t = template_by_name(ctx.task, self.templates_dir)
+        t = task_variant(ctx, self.templates_dir)  # the episode's variant: only the blocks it asked for
         procedure = " ".join(b.text.rstrip(". ") + "." for b in t.blocks)
         self.monitor.reset(ctx.task, procedure, ctx.episode_id)
 

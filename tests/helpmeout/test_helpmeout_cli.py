@@ -58,7 +58,8 @@ def test_evaluate_help_lists_every_monitor_with_a_description(capsys):
         line = next(x for x in text.splitlines() if x.strip().startswith(name + " "))
         assert spec.description in line
         assert ("privileged" in line) == spec.privileged
-    assert {n for n, s in MONITORS.items() if s.privileged} == {"replanner-privileged", "egoadr-privileged"}
+    assert {n for n, s in MONITORS.items() if s.privileged} == {"replanner-privileged", "egoadr-privileged",
+                                                                  "egoadr-knowledge"}
 
 
 def test_summarize_puts_privileged_references_in_their_own_block(release, tmp_path, capsys):

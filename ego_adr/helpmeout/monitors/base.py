@@ -16,7 +16,11 @@ from ego_adr.helpmeout.domain import TASK_END
 # variant (which of the template's blocks were asked for, see ego_adr.helpmeout.lifting), since that is the
 # procedure the person was given. Anything beyond TASK_INPUT + "template" makes a monitor *privileged*.
 TASK_INPUT = ("task name", "initial scene", "action prefix")
-PUBLIC_READS = frozenset(TASK_INPUT + ("template", "training episodes"))
+PROCEDURE = "procedure text (variant)"  # the words of the variant's blocks, nothing else of the template
+PUBLIC_READS = frozenset(TASK_INPUT + (PROCEDURE, "template", "training episodes"))
+# Template knowledge beyond its words: the block-order norms, the look-alike tables and the simulator (operator
+# preconditions and effects). A monitor that reads any of them is listed with the privileged references.
+TEMPLATE_NORMS, CONFUSABLES, SIMULATOR = "template order norms", "confusables", "simulator"
 GROUNDED_GOAL = "grounded goal"
 
 

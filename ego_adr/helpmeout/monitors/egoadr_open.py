@@ -1,8 +1,12 @@
-"""Ego-ADR as a *non-privileged* streaming monitor: the procedure in words and the initial scene, nothing more.
+"""Ego-ADR with template knowledge beyond the words (``egoadr-knowledge``, a privileged reference).
 
-What it reads is what an Ego-ADR pipeline gets from a person's task: the template's procedure text of the task
-variant (one step per block, the words of the YAML ``text``) -- not the grounded goal, not a plan. Per observed
-action, the Ego-ADR stages are:
+It reads the procedure text of the task variant and the initial scene, and also three things the task input
+of Figure 1c does not give a monitor: the template's block-order norms (``after`` / ``norm_after``), the
+look-alike tables (``ACTION_CONFUSIONS`` and the ontology's confusable locations) and the simulator (every
+action replayed against the operators' preconditions and effects). The registry declares them in its ``reads``,
+so the summary lists it with the privileged references; the non-privileged ``egoadr`` is
+:mod:`.egoadr_words`, which subclasses this one and keeps only the word rules. Per observed action, the
+Ego-ADR stages are:
 
 - **narration** = the action rendered in words (the symbolic stream has no frames to narrate);
 - **key-step match** of the narration to a procedure step with the project's matcher
@@ -45,7 +49,7 @@ def _mentions(text: str) -> set[str]:
 
 
 class EgoADROpenMonitor(Monitor):
-    name = "egoadr"
+    name = "egoadr-knowledge"
 
     def __init__(self, mode: str = "shallow", model=None, templates_dir: str | None = None, tau: float = 0.25) -> None:
         if mode not in ("shallow", "deep"):

@@ -33,10 +33,12 @@ ARCHS = ("seq2seq", "seq2seq-sg", "sgt")
 
 def _tokens(action: str) -> list[str]:
     a = parse_action(action)
-    return [a[0]] + [f"{i}:{type_of(x)}" for i, x in enumerate(a[1:MAX_ARGS + 1])]
+    return [a[0]] + [f"{i}:{type_of(x)}" for i, x in enumerate(a[1 : MAX_ARGS + 1])]
 
 
-def subgoal_tokens(task: str, blocks: list[str] | tuple[str, ...] | None, templates_dir: str | None = None) -> list[str]:
+def subgoal_tokens(
+    task: str, blocks: list[str] | tuple[str, ...] | None, templates_dir: str | None = None
+) -> list[str]:
     """The lifted template's subgoals of the task variant as tokens (public input: no grounding)."""
     from ego_adr.helpmeout.lifting import restrict
     from ego_adr.helpmeout.templates import template_by_name
@@ -93,13 +95,24 @@ def _net(arch: str, n_tok: int, n_task: int, h: int):
 class LearnedMonitor(Monitor):
     name = "seq2seq"
 
-    def __init__(self, arch: str = "seq2seq", cache_dir: str | None = None, epochs: int = 8, hidden: int = 64,
-                 seed: int = 0, threads: int = 1, templates_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        arch: str = "seq2seq",
+        cache_dir: str | None = None,
+        epochs: int = 20,
+        patience: int = 3,
+        hidden: int = 64,
+        seed: int = 0,
+        threads: int = 1,
+        templates_dir: str | None = None,
+    ) -> None:
         if arch not in ARCHS:
             raise ValueError(f"arch must be one of {ARCHS}")
         self.arch, self.cache_dir = arch, Path(cache_dir) if cache_dir else None
-        self.epochs, self.hidden, self.seed, self.threads, self.templates_dir = epochs, hidden, seed, threads, templates_dir
+        self.epochs, self.patience, self.hidden, self.seed = epochs, patience, hidden, seed
+        self.threads, self.templates_dir = threads, templates_dir
         self.net = None
+        self.recipe: dict = {}
 
     def _encode(self, action: str) -> list[int]:
         ids = [self.vocab.get(tok, 1) for tok in _tokens(action)]
@@ -109,24 +122,21 @@ class LearnedMonitor(Monitor):
         ids = [self.vocab.get(tok, 1) for tok in subgoal_tokens(task, blocks, self.templates_dir)] or [0]
         return ids + [0] * (MAX_SG - len(ids))
 
-    def fit(self, train: list[dict]) -> None:
+    def fit(self, train: list[dict], val: list[dict] | None = None) -> None:
+        """Train on ``train``; with ``val``, keep the epoch of lowest validation loss and stop after ``patience``
+        epochs without improvement (Table 10: the validation split is for "checkpoint selection")."""
         import torch
 
         if not train:
             raise ValueError(f"{self.arch} needs training episodes (--train FILE)")
         torch.set_num_threads(self.threads)
-        key = f"{self.arch}:{self.epochs}:{self.hidden}:{self.seed}:" + "".join(
-            ep["id"] + str(len(ep["observed"])) for ep in train)
+        key = f"{self.arch}:{self.epochs}:{self.patience}:{self.hidden}:{self.seed}:" + "".join(
+            ep["id"] + str(len(ep["observed"])) for ep in train + (val or [])
+        )
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         cache = self.cache_dir / f"learned_{self.arch}.pt" if self.cache_dir else None
-        if cache and cache.is_file():
-            blob = torch.load(cache, weights_only=False)
-            if blob.get("digest") == digest:
-                self.vocab, self.tasks = blob["vocab"], blob["tasks"]
-                self.net = _net(self.arch, len(self.vocab) + 2, len(self.tasks) + 1, self.hidden)
-                self.net.load_state_dict(blob["state"])
-                self.net.eval()
-                return
+        if cache and cache.is_file() and self._load(torch.load(cache, weights_only=False), digest):
+            return
         sgs = {(ep["task"], tuple(ep.get("template_blocks") or ())) for ep in train}
         toks = {tok for ep in train for a in ep["observed"] for tok in _tokens(a)}
         toks |= {tok for task, blocks in sgs for tok in subgoal_tokens(task, blocks, self.templates_dir)}
@@ -134,46 +144,125 @@ class LearnedMonitor(Monitor):
         self.tasks = {t: i + 1 for i, t in enumerate(sorted({ep["task"] for ep in train}))}
         torch.manual_seed(self.seed)
         self.net = _net(self.arch, len(self.vocab) + 2, len(self.tasks) + 1, self.hidden)
-        x = [torch.tensor([self._encode(a) for a in ep["observed"]]) for ep in train]
-        y = [torch.tensor(ep["labels"], dtype=torch.float32) for ep in train]
-        sg = torch.tensor([self._sg(ep["task"], ep.get("template_blocks")) for ep in train])
+        self.recipe = self._train(self._tensors(train), self._tensors(val) if val else None)
+        self.net.eval()
+        if cache:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(
+                {
+                    "digest": digest,
+                    "vocab": self.vocab,
+                    "tasks": self.tasks,
+                    "state": self.net.state_dict(),
+                    "recipe": self.recipe,
+                },
+                cache,
+            )
+            (cache.parent / f"learned_{self.arch}.json").write_text(
+                json.dumps(
+                    {
+                        "digest": digest,
+                        "arch": self.arch,
+                        "hidden": self.hidden,
+                        "train_episodes": len(train),
+                        "val_episodes": len(val or []),
+                        "vocab": len(self.vocab),
+                        **self.recipe,
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
+
+    def _load(self, blob: dict, digest: str) -> bool:
+        if blob.get("digest") != digest:
+            return False
+        self.vocab, self.tasks, self.recipe = blob["vocab"], blob["tasks"], blob.get("recipe", {})
+        self.net = _net(self.arch, len(self.vocab) + 2, len(self.tasks) + 1, self.hidden)
+        self.net.load_state_dict(blob["state"])
+        self.net.eval()
+        return True
+
+    def _tensors(self, eps: list[dict]) -> dict:
+        import torch
+
         cat_idx = {c: i for i, c in enumerate(CATEGORIES)}
         yc = []
-        for ep in train:
+        for ep in eps:
             row = torch.full((len(ep["observed"]),), -100, dtype=torch.long)
             for e in ep["errors"]:
                 row[e["onset"]] = cat_idx[e["category"]]
             yc.append(row)
-        task = torch.tensor([self.tasks[ep["task"]] for ep in train])
-        pos = float(sum(t.sum() for t in y))
-        neg = float(sum(len(t) for t in y)) - pos
-        bce = torch.nn.BCEWithLogitsLoss(reduction="none", pos_weight=torch.tensor(min(30.0, neg / max(1.0, pos))))
+        return {
+            "x": [torch.tensor([self._encode(a) for a in ep["observed"]]) for ep in eps],
+            "y": [torch.tensor(ep["labels"], dtype=torch.float32) for ep in eps],
+            "yc": yc,
+            "sg": torch.tensor([self._sg(ep["task"], ep.get("template_blocks")) for ep in eps]),
+            "task": torch.tensor([self.tasks.get(ep["task"], 0) for ep in eps]),
+        }
+
+    def _loss(self, d: dict, b: list[int], bce, ce):
+        import torch
+
+        pad = torch.nn.utils.rnn.pad_sequence
+        xb = pad([d["x"][i] for i in b], batch_first=True)
+        yb = pad([d["y"][i] for i in b], batch_first=True)
+        cb = pad([d["yc"][i] for i in b], batch_first=True, padding_value=-100)
+        mask = pad([torch.ones(len(d["y"][i])) for i in b], batch_first=True)
+        le, lc, _ = self.net(xb, d["task"][b], d["sg"][b])
+        return (bce(le, yb) * mask).sum() / mask.sum() + 0.5 * ce(
+            lc.reshape(-1, lc.shape[-1]), cb.reshape(-1)
+        )
+
+    def _train(self, tr: dict, va: dict | None) -> dict:
+        """Adam (lr 3e-3), batches of 32, BCE with positive weighting + 0.5 x type cross-entropy; up to ``epochs``
+        epochs, the best validation epoch kept (early stopping with ``patience``) when a validation split is given."""
+        import copy
+
+        import torch
+
+        pos = float(sum(t.sum() for t in tr["y"]))
+        neg = float(sum(len(t) for t in tr["y"])) - pos
+        bce = torch.nn.BCEWithLogitsLoss(
+            reduction="none", pos_weight=torch.tensor(min(30.0, neg / max(1.0, pos)))
+        )
         ce = torch.nn.CrossEntropyLoss(ignore_index=-100)
         opt = torch.optim.Adam(self.net.parameters(), lr=3e-3)
         g = torch.Generator().manual_seed(self.seed)
-        pad = torch.nn.utils.rnn.pad_sequence
-        self.net.train()
-        for _ in range(self.epochs):
-            perm = torch.randperm(len(train), generator=g).tolist()
+        best, best_epoch, best_state, history = float("inf"), 0, None, []
+        for epoch in range(1, self.epochs + 1):
+            self.net.train()
+            perm = torch.randperm(len(tr["x"]), generator=g).tolist()
             for s in range(0, len(perm), 32):
-                b = perm[s:s + 32]
-                xb = pad([x[i] for i in b], batch_first=True)
-                yb = pad([y[i] for i in b], batch_first=True)
-                cb = pad([yc[i] for i in b], batch_first=True, padding_value=-100)
-                mask = pad([torch.ones(len(y[i])) for i in b], batch_first=True)
-                le, lc, _ = self.net(xb, task[b], sg[b])
-                loss = (bce(le, yb) * mask).sum() / mask.sum() + 0.5 * ce(lc.reshape(-1, lc.shape[-1]), cb.reshape(-1))
+                loss = self._loss(tr, perm[s : s + 32], bce, ce)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-        self.net.eval()
-        if cache:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"digest": digest, "vocab": self.vocab, "tasks": self.tasks, "state": self.net.state_dict()},
-                       cache)
-            (cache.parent / f"learned_{self.arch}.json").write_text(json.dumps(
-                {"digest": digest, "arch": self.arch, "epochs": self.epochs, "hidden": self.hidden,
-                 "train_episodes": len(train), "vocab": len(self.vocab)}, indent=2) + "\n")
+            if va is None:
+                continue
+            self.net.eval()
+            with torch.no_grad():
+                idx = list(range(len(va["x"])))
+                vl = sum(
+                    float(self._loss(va, idx[s : s + 64], bce, ce)) * len(idx[s : s + 64])
+                    for s in range(0, len(idx), 64)
+                ) / len(idx)
+            history.append(round(vl, 5))
+            if vl < best:
+                best, best_epoch, best_state = vl, epoch, copy.deepcopy(self.net.state_dict())
+            elif epoch - best_epoch >= self.patience:
+                break
+        if best_state is not None:
+            self.net.load_state_dict(best_state)
+        ran = len(history) if va is not None else self.epochs
+        return {
+            "max_epochs": self.epochs,
+            "patience": self.patience if va is not None else None,
+            "epochs_run": ran,
+            "best_epoch": best_epoch if va is not None else self.epochs,
+            "val_loss": history,
+            "selection": "lowest validation loss" if va is not None else "last epoch",
+        }
 
     # --- streaming ---------------------------------------------------------------------------------------
     def reset(self, ctx: EpisodeContext) -> None:
@@ -195,7 +284,9 @@ class LearnedMonitor(Monitor):
                 le, lc, _ = self.net(torch.tensor([self.prefix]), self.task_id, self.sg_ids)
                 le, lc = le[:, -1:], lc[:, -1:]
             else:
-                le, lc, self.hx = self.net(torch.tensor([[self._encode(action)]]), self.task_id, self.sg_ids, self.hx)
+                le, lc, self.hx = self.net(
+                    torch.tensor([[self._encode(action)]]), self.task_id, self.sg_ids, self.hx
+                )
         prob = float(torch.sigmoid(le[0, 0]))
         cat = CATEGORIES[int(lc[0, 0].argmax())]
         return StepOutput(prob, t, cat)

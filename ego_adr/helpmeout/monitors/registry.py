@@ -13,9 +13,20 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
-from ego_adr.helpmeout.monitors.base import GROUNDED_GOAL, PUBLIC_READS, TASK_INPUT, Monitor
+from ego_adr.helpmeout.monitors.base import (
+    CONFUSABLES,
+    GROUNDED_GOAL,
+    PROCEDURE,
+    PUBLIC_READS,
+    SIMULATOR,
+    TASK_INPUT,
+    TEMPLATE_NORMS,
+    Monitor,
+)
 
 TEMPLATE = TASK_INPUT + ("template",)
+WORDS = TASK_INPUT + (PROCEDURE,)
+KNOWLEDGE = (TEMPLATE_NORMS, CONFUSABLES, SIMULATOR)
 
 
 @dataclass(frozen=True)
@@ -57,20 +68,23 @@ _SPECS = (
     MonitorSpec("replanner", _M + "baselines:ReplannerMonitor",
                 "re-plans the lifted template's goal after each step (roles bound by first touch)",
                 TEMPLATE, (("goal", "template"),)),
-    MonitorSpec("egoadr", _M + "egoadr_open:EgoADROpenMonitor",
-                "Ego-ADR streaming: key-step match over the procedure text, shallow rules",
-                TEMPLATE, (("mode", "shallow"),)),
-    MonitorSpec("egoadr-deep", _M + "egoadr_open:EgoADROpenMonitor",
+    MonitorSpec("egoadr", _M + "egoadr_words:EgoADRWordsMonitor",
+                "Ego-ADR streaming: key-step match over the variant's procedure text, rules over its words",
+                WORDS, (("mode", "shallow"),)),
+    MonitorSpec("egoadr-deep", _M + "egoadr_words:EgoADRWordsMonitor",
                 "Ego-ADR streaming, alarms typed by a model call (--model)",
-                TEMPLATE, (("mode", "deep"),), needs_model=True),
+                WORDS, (("mode", "deep"),), needs_model=True),
     MonitorSpec("egoadr-online", "ego_adr.stream.helpmeout_adapter:EgoADROnlineMonitor",
                 "the video streaming monitor (python -m ego_adr.stream) fed each action in words as its narration",
-                TEMPLATE, (("mode", "shallow"),)),
+                WORDS, (("mode", "shallow"),)),
     MonitorSpec("llm", _M + "llm:LLMPromptMonitor",
                 "LLM prompting: task name, initial scene, PDDL prefix -> probability, onset, type (--model)",
                 TASK_INPUT, needs_model=True),
     MonitorSpec("replanner-privileged", _M + "baselines:ReplannerMonitor",
                 "re-planner given the episode's grounded goal", TEMPLATE + (GROUNDED_GOAL,), (("goal", "grounded"),)),
+    MonitorSpec("egoadr-knowledge", _M + "egoadr_open:EgoADROpenMonitor",
+                "Ego-ADR streaming with the template's order norms, the look-alike tables and the simulator",
+                WORDS + KNOWLEDGE, (("mode", "shallow"),)),
     MonitorSpec("egoadr-privileged", _M + "egoadr_stream:EgoADRStreamMonitor",
                 "Ego-ADR with the grounded goal and the generator's planner (the earlier variant)",
                 TEMPLATE + (GROUNDED_GOAL, "generator planner"), (("mode", "shallow"),)),
