@@ -61,7 +61,7 @@ def frames() -> int:
 def roots(source: str) -> tuple[Path, Path | None]:
     """(annotations root, video root) of ``source``: the demo set's own, else the environment variable pair."""
     if source == "demo":
-        from ego_adr.data.demo import ensure_demo
+        from ego_adr.video.demo import ensure_demo
 
         root = ensure_demo()
         return root / "annotations", root / "videos"
