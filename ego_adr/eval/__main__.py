@@ -60,11 +60,30 @@ def _score_open_end(rows: list[dict], out: Path, title: str) -> int:
 
 
 def cmd_score(args) -> int:
-    from ego_adr.eval.mc import compute_mc_metrics, is_open_end_rows, is_open_row
-    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
 
     rows = _load(args.predictions)
     out = Path(args.out)
+    _check_output_dir(out)
+    with _lock(out):
+        _check_score_target(Path(args.predictions), out)
+        return _score(args, rows, out)
+
+
+def _check_score_target(predictions: Path, out: Path) -> None:
+    """``--out`` holding another run's identity would get metrics that do not belong to its predictions."""
+    from ego_adr.eval.merge import check_identities
+
+    try:
+        check_identities([predictions], out / "metrics.json", allow_mixed=False)
+    except ValueError as e:
+        raise UsageError(f"--out {out} holds a run of other settings than {predictions}: {e}; score into "
+                         "another folder") from None
+
+
+def _score(args, rows: list[dict], out: Path) -> int:
+    from ego_adr.eval.mc import compute_mc_metrics, is_open_end_rows, is_open_row
+    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
+
     title = args.title or Path(args.predictions).stem
     if is_open_end_rows(rows):
         if not all(is_open_row(r) for r in rows):
@@ -153,8 +172,11 @@ def cmd_merge(args) -> int:
     inputs = list(args.inputs_pos) + list(args.inputs or [])
     if not inputs:
         raise UsageError("merge needs input files: merge OUT.jsonl IN1.jsonl IN2.jsonl ... or --inputs GLOB")
+    out = Path(args.out)
+    _check_output_file(out)
     try:
-        res = merge_predictions(inputs, args.out)
+        with _lock(out.parent):
+            res = merge_predictions(inputs, out, allow_mixed=args.allow_mixed)
     except (FileNotFoundError, ValueError) as e:
         raise UsageError(str(e)) from None
     for p, n in res["inputs"]:
@@ -163,7 +185,38 @@ def cmd_merge(args) -> int:
           f"({res['duplicates_dropped']} duplicates dropped; answered {res['answered']}, "
           f"unparseable {res['unparseable']}, no answer {res['no_answer']})")
     print("per source: " + ", ".join(f"{s} {n}" for s, n in sorted(res["per_source"].items())))
+    ident = res["identity"]
+    if ident["mixed"]:
+        print(f"MIXED RUNS (--allow-mixed): the inputs differ in {', '.join(ident['mixed'])}; this file is not "
+              f"one run's output (recorded in {Path(res['out']).name.removesuffix('.jsonl')}.merge.json)")
+    if ident["without_identity"]:
+        print(f"note: {len(ident['without_identity'])} input(s) have no identity.json beside them, so their "
+              "settings could not be compared")
     return 0
+
+
+def _lock(folder: Path):
+    """The output folder's run lock (``ego_adr.run.identity.FolderLock``): no two writers at once."""
+    from ego_adr.run.identity import FolderLock
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create the output folder {folder}: {e.strerror or e}") from None
+    return FolderLock(folder)
+
+
+def _check_output_file(path: Path) -> None:
+    if path.is_dir():
+        raise UsageError(f"the output {path} is a folder; give a file name such as {path / 'predictions.jsonl'}")
+    _check_output_dir(path.parent)
+
+
+def _check_output_dir(folder: Path) -> None:
+    """``folder`` can be written (a probe file is tried: permission bits lie for root, see ego_adr.run.checks)."""
+    from ego_adr.run.checks import check_writable_dir
+
+    check_writable_dir(folder, "the output folder")  # a UserError: one line, exit 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -203,20 +256,23 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("out")
     m.add_argument("inputs_pos", nargs="*", metavar="IN.jsonl")
     m.add_argument("--inputs", nargs="+", help="input files or quoted glob patterns")
+    m.add_argument("--allow-mixed", action="store_true",
+                   help="join inputs whose folders record different run settings (default: refuse); the merge "
+                        "then names the differences on stdout and in OUT.merge.json")
     m.set_defaults(func=cmd_merge)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "n_boot", 1) < 1:
-        print("error: --n-boot must be >= 1", file=sys.stderr)
-        return 2
-    try:
+    from ego_adr.errors import run_cli
+
+    def go() -> int:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "n_boot", 1) < 1:
+            raise UsageError("--n-boot must be >= 1")
         return args.func(args)
-    except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+
+    return run_cli(go, interrupted="interrupted; rerun the same command")
 
 
 if __name__ == "__main__":
