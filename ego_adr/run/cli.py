@@ -200,17 +200,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _infrastructure_exit(out) -> int:
-    """Non-zero (3) with a one-line summary when most of the run's failures were infrastructure."""
+    """Non-zero with a one-line summary when most of the run's failures were infrastructure (3) or most rows
+    failed for one sample reason, such as every video missing (2); see ego_adr.run.failures."""
     from pathlib import Path
 
-    from ego_adr.run.failures import summarise, summary_line
+    from ego_adr.run.failures import EXIT_INFRASTRUCTURE, dominant_line, summarise, summary_line
     from ego_adr.store import read_jsonl
 
     path = Path(out) / "predictions.jsonl"
     summary = summarise(read_jsonl(path)) if path.is_file() else {"exit_code": 0, "n_infrastructure": 0}
     if summary["n_infrastructure"]:
-        print(("error: " if summary["exit_code"] else "warning: ") + summary_line(summary, Path(out)),
-              file=sys.stderr)
+        print(("error: " if summary["exit_code"] == EXIT_INFRASTRUCTURE else "warning: ")
+              + summary_line(summary, Path(out)), file=sys.stderr)
+    elif summary.get("dominant_sample_failure"):
+        print("error: " + dominant_line(summary, Path(out)), file=sys.stderr)
     return summary["exit_code"]
 
 

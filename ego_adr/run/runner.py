@@ -111,6 +111,10 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
                      "with --retry-failed.")
     if info.get("limit_note"):
         notes.append(info["limit_note"] + ".")
+    if failures["dominant_sample_failure"]:  # the report leads with it: the table measures the mistake
+        from ego_adr.run.failures import dominant_line
+
+        notes.insert(0, f"**NOT A RESULT: {dominant_line(failures, out)}.**")
     write_report(metrics, out, title=title, notes=notes)
     stats = model.stats() if model is not None and hasattr(model, "stats") else {}
     this = {"started": started, "finished": datetime.now(timezone.utc).isoformat(), "processed": len(pending),
