@@ -39,8 +39,10 @@ LOCK_FILE = ".lock"
 RUN_FILES = ("predictions.jsonl", "predictions.jsonl.corrupt", "predictions.retried.jsonl", "judgements.jsonl",
              "judgements.jsonl.corrupt", "metrics.json", "report.md", "run.json", IDENTITY_FILE,
              "confusion_matrix.png", "per_type_accuracy.png", "per_source_f1.png")
-#: Result files whose presence means the folder holds results.
-RESULT_FILES = ("predictions.jsonl", "judgements.jsonl")
+#: Result files whose presence means the folder holds results (a run's, and the stream monitor's ticks/alerts).
+RESULT_FILES = ("predictions.jsonl", "judgements.jsonl", "ticks.jsonl", "alerts.jsonl")
+#: The ways out of a mismatch, as ``ego_adr.run`` spells its flags (other entry points pass their own).
+WAYS_OUT = "use another --output-dir, or --fresh to discard its results and start over"
 
 
 class IdentityMismatch(ConfigError):
@@ -147,8 +149,8 @@ def read_identity(out: Path) -> dict | None:
     return data if isinstance(data, dict) else {"unreadable": True}
 
 
-def has_results(out: Path) -> bool:
-    return any((Path(out) / f).is_file() and (Path(out) / f).stat().st_size > 0 for f in RESULT_FILES)
+def has_results(out: Path, result_files: tuple[str, ...] = RESULT_FILES) -> bool:
+    return any((Path(out) / f).is_file() and (Path(out) / f).stat().st_size > 0 for f in result_files)
 
 
 def _short(v) -> str:
@@ -162,9 +164,8 @@ def differences(stored: dict, current: dict) -> list[str]:
     return [k for k in keys if stored.get(k) != current.get(k)]
 
 
-def describe_difference(out: Path, stored: dict | None, current: dict) -> str:
+def describe_difference(out: Path, stored: dict | None, current: dict, ways: str = WAYS_OUT) -> str:
     """The one-line message of a mismatch: the differing settings (folder's value -> this run's) and the ways out."""
-    ways = "use another --output-dir, or --fresh to discard its results and start over"
     if stored is None:
         return f"{out} holds results written without a run identity (older version); {ways}"
     if stored.get("unreadable"):
@@ -193,7 +194,8 @@ def discard(out: Path) -> list[str]:
     return removed
 
 
-def claim(out: str | os.PathLike, identity: dict, fresh: bool = False) -> str:
+def claim(out: str | os.PathLike, identity: dict, fresh: bool = False, ways: str = WAYS_OUT,
+          result_files: tuple[str, ...] = RESULT_FILES) -> str:
     """Claim ``out`` for a run of ``identity``: ``"new"`` (identity written) or ``"resume"``; raises
     :class:`IdentityMismatch` when the folder holds other settings. ``fresh`` discards its results first.
 
@@ -206,18 +208,18 @@ def claim(out: str | os.PathLike, identity: dict, fresh: bool = False) -> str:
         discard(out)
     stored = read_identity(out)
     current = json.loads(json.dumps(identity, default=str))  # compare what would be written, not Python types
-    if stored is None or (not stored.get("unreadable") and not has_results(out)):
+    if stored is None or (not stored.get("unreadable") and not has_results(out, result_files)):
         # no identity yet, or one left by a run that stopped before its first result (a memory-plan refusal, an
         # unreachable probe): the folder holds nothing, so the corrected command may take it
-        if stored is None and has_results(out):
-            raise IdentityMismatch(describe_difference(out, None, current))
+        if stored is None and has_results(out, result_files):
+            raise IdentityMismatch(describe_difference(out, None, current, ways))
         _write(out, current)
         return "new"
     if stored.get("unreadable"):
-        raise IdentityMismatch(describe_difference(out, stored, current))
+        raise IdentityMismatch(describe_difference(out, stored, current, ways))
     common = {k: v for k, v in stored.items() if k in current}
     if common != {k: current[k] for k in common} or set(current) - set(stored) - _LATE_KEYS:
-        raise IdentityMismatch(describe_difference(out, {k: stored.get(k) for k in current}, current))
+        raise IdentityMismatch(describe_difference(out, {k: stored.get(k) for k in current}, current, ways))
     return "resume"
 
 
@@ -280,3 +282,31 @@ class FolderLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+class OutputFolder:
+    """What every entry point that writes a folder does first (``with OutputFolder(out, identity, ...):``): check
+    it can be written (a probe file, since root ignores permission bits), take its lock, and claim it for
+    ``identity`` -- the same settings resume or overwrite their own results, others refuse in one line.
+    ``result_files`` are the files that mean "this folder holds results" for that entry point."""
+
+    def __init__(self, out: str | os.PathLike, identity: dict, flag: str, result_files: tuple[str, ...],
+                 ways: str | None = None) -> None:
+        self.out, self.identity, self.flag, self.result_files = Path(out), identity, flag, result_files
+        self.ways = ways or f"pass another {flag}, or delete that folder's results"
+        self._lock = FolderLock(self.out)
+
+    def __enter__(self) -> Path:
+        from ego_adr.run.checks import check_writable_dir
+
+        check_writable_dir(self.out, self.flag)
+        self._lock.acquire()
+        try:
+            claim(self.out, self.identity, ways=self.ways, result_files=self.result_files)
+        except BaseException:
+            self._lock.release()
+            raise
+        return self.out
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
