@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ego_adr.errors import UserError
 from ego_adr.data.sample import MULTIPLE_CHOICE, Sample
+from ego_adr.errors import UserError
 from ego_adr.video.window import window_problem
 
 DEMO_TOKENS = 64  # the embedded random tiny model never stops by itself (docs/architecture.md, "Demo budget")
