@@ -143,7 +143,14 @@ def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, port))
+    try:
+        s.bind((host, port))
+    except OSError as e:  # a busy port, an address this machine does not have: one line, exit 2
+        s.close()
+        from ego_adr.errors import UserError
+
+        raise UserError(f"cannot listen on {host}:{port} ({e.strerror or e}); pick another --port (0 = any free "
+                        "port) or stop what holds it") from None
     s.listen(128)
     s.set_inheritable(True)
     return s

@@ -315,18 +315,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _serve(argv), interrupted="stopped")
+
+
+def _serve(argv) -> int:
     from ego_adr.agents.launch import bind_socket, check_bind, serve_forever, url_of
+    from ego_adr.errors import UserError
+    from ego_adr.run.checks import check_device, check_model_name, check_writable_dir
 
     a = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
     check_bind(a.host, a.token, a.allow_unauthenticated)
     if a.frames < 1:
-        raise SystemExit("--frames must be >= 1")
+        raise UserError("--frames must be >= 1")
     try:
         guard_roots = VideoGuard(a.video_root).roots
     except ValueError as e:
-        raise SystemExit(str(e)) from None
+        raise UserError(str(e)) from None
+    # every user mistake before the port is taken and the model loaded (issue 18: tracebacks after a load)
+    check_device(a.device, a.backend)
+    check_model_name(None if a.model == "tiny" else a.model, a.backend)
+    if a.cache_dir:
+        check_writable_dir(a.cache_dir, "--cache-dir")
     sock = bind_socket(a.host, a.port)
     url = a.public_url or url_of(sock, a.host)
     model = load_agent_model(a.model, a.device, a.backend, a.cache_dir, base_url=a.base_url)

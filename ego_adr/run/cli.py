@@ -155,38 +155,33 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.errors import run_cli
+
+    # FileNotFoundError: missing data files, one line; ProbeUnreachable is an InfrastructureError (exit 3)
+    return run_cli(lambda: _run(list(sys.argv[1:] if argv is None else argv)), user_errors=(FileNotFoundError,))
+
+
+def _run(argv: list[str]) -> int:
     from ego_adr.reasoning.probe import ProbeUnreachable
-    from ego_adr.run.config import ConfigError
-    from ego_adr.run.failures import EXIT_INFRASTRUCTURE
 
-    out = None
+    if "--dry-run" in argv:  # preflight (ego_adr/run/preflight.py): nothing is loaded or written
+        from ego_adr.run.preflight import run_dry
+
+        return run_dry(config_from_args([a for a in argv if a != "--dry-run"])[0])
+    cfg, args = config_from_args(argv)
+    from ego_adr.run.runner import default_output_dir, execute
+
+    cfg.validate()  # before the folder name is derived from the settings
+    where = cfg.output_dir or default_output_dir(cfg)
     try:
-        argv = list(sys.argv[1:] if argv is None else argv)
-        if "--dry-run" in argv:  # preflight (ego_adr/run/preflight.py): nothing is loaded or written
-            from ego_adr.run.preflight import run_dry
-
-            return run_dry(config_from_args([a for a in argv if a != "--dry-run"])[0])
-        cfg, args = config_from_args(argv)
-        from ego_adr.run.runner import default_output_dir, execute
-
-        cfg.validate()  # before the folder name is derived from the settings
-        out = cfg.output_dir or default_output_dir(cfg)
         out, metrics = execute(cfg, progress=not args.quiet, fresh=args.fresh, retry_failed=args.retry_failed)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:  # missing data files: say what to do, no traceback
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except ProbeUnreachable as e:
-        print(f"error: {e}; nothing was recorded or cached: start the model server (or check --base-url) and "
-              "rerun the same command", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
     except KeyboardInterrupt:
-        where = f" in {out}" if out else ""
-        print(f"\ninterrupted: every finished sample is saved{where}; rerun the same command to resume",
+        print(f"\ninterrupted: every finished sample is saved in {where}; rerun the same command to resume",
               file=sys.stderr)
         return 130
+    except ProbeUnreachable as e:
+        raise ProbeUnreachable(f"{e}; nothing was recorded or cached: start the model server (or check "
+                               "--base-url) and rerun the same command") from None
     from ego_adr.eval.report import summary_table
 
     if cfg.task == "multiple-choice":

@@ -151,7 +151,13 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--fresh", action="store_true", help="discard the cells' results and start over")
     p.add_argument("--retry-failed", action="store_true", help="rerun samples that failed on infrastructure")
-    args = p.parse_args(argv)
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _main(p.parse_args(argv), experiment), user_errors=(FileNotFoundError,),
+                   interrupted="interrupted: finished samples are saved; rerun the same command to resume")
+
+
+def _main(args, experiment: str | None) -> int:
     if experiment is not None:
         args.experiment = experiment
     over = {k: v for k, v in vars(args).items()
@@ -175,15 +181,8 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
         exp = load_experiment(args.experiment)
         table, results = run_experiment(exp, over, Path(args.out) if args.out else None, progress=not args.quiet,
                                         tiny=args.tiny, fresh=args.fresh, retry_failed=args.retry_failed)
-    except (ConfigError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except ProbeUnreachable as e:
-        print(f"error: {e}; nothing was cached: start the model server and rerun", file=sys.stderr)
-        return 3
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished samples are saved; rerun the same command to resume", file=sys.stderr)
-        return 130
+        raise ProbeUnreachable(f"{e}; nothing was cached: start the model server and rerun") from None
     from ego_adr.run.tiny_cells import tiny_title
 
     title = tiny_title(exp.get("title", exp["name"]), [r["config"] for r in results])
@@ -192,7 +191,15 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     (out_root / "table.md").write_text(f"## {title}\n\n{table}\n")
     print(f"\ncells in {out_root}/ ; table in {out_root / 'table.md'}; model calls "
           f"{sum(r['model_calls'] for r in results)}, cache hits {sum(r['cache_hits'] for r in results)}")
-    outage = [r["cell"]["label"] for r in results if r["failures"].get("exit_code")]
+    from ego_adr.run.failures import EXIT_INFRASTRUCTURE, EXIT_USER
+
+    codes = {r["cell"]["label"]: r["failures"].get("exit_code") for r in results}
+    mistaken = [label for label, c in codes.items() if c == EXIT_USER]
+    if mistaken and not any(c == EXIT_INFRASTRUCTURE for c in codes.values()):
+        print(f"error: cell(s) {', '.join(mistaken)}: most samples failed for one input reason (e.g. every video "
+              "missing): their numbers are not results; see each cell's report.md", file=sys.stderr)
+        return EXIT_USER
+    outage = [label for label, c in codes.items() if c == EXIT_INFRASTRUCTURE]
     if outage:
         print(f"error: cell(s) {', '.join(outage)} failed mostly on infrastructure (model or server unreachable, "
               "out of memory): their numbers are not results; rerun with --retry-failed once it is back",
