@@ -402,7 +402,17 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: public when its source is found, else ours, with a note)")
     p.add_argument("--public-evaluator-root", default=None,
                    help="folder with the public evaluator's src/ (default: $EGO_ADR_PUBLIC_EVALUATOR)")
-    a = p.parse_args(argv)
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _launch(p.parse_args(argv)), interrupted="interrupted; both agents were stopped")
+
+
+def _launch(a) -> int:
+    from ego_adr.run.checks import check_model_name, check_writable_dir
+
+    check_model_name(None if a.model == "tiny" else a.model, "hf")  # before two servers start
+    if a.output_dir:
+        check_writable_dir(a.output_dir, "--output-dir")
     run_launch(a.task, a.output_dir, a.frames, a.mode, a.limit, a.concurrency, a.model, a.max_new_tokens,
                question_wording=a.question_wording, public_evaluator_root=a.public_evaluator_root)
     return 0

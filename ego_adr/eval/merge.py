@@ -96,7 +96,12 @@ def merge_predictions(inputs: list[str | Path], out_path: str | Path, allow_mixe
     rows: list[dict] = []
     per_input: list[tuple[str, int]] = []
     for p in paths:
-        r = load_predictions(p)
+        try:
+            r = load_predictions(p)
+        except UnicodeDecodeError:
+            raise ValueError(f"{p} is not a text predictions file (binary?)") from None
+        if not r:
+            raise ValueError(f"{p} holds no prediction rows (empty, or no line is a JSON row); leave it out")
         per_input.append((str(p), len(r)))
         rows += r
     merged = dedup_rows(rows)

@@ -30,6 +30,8 @@ def load_experiment(path: str | Path) -> dict:
         exp = yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{path} is not readable YAML ({str(e).splitlines()[0]}); fix the file") from None
+    except (UnicodeDecodeError, OSError) as e:
+        raise ConfigError(f"{path} is not a readable text file ({type(e).__name__}); give a YAML file") from None
     if not isinstance(exp, dict):
         raise ConfigError(f"{path}: expected a mapping with name, table, base and cells")
     if exp.get("table") not in TABLES:

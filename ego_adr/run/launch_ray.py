@@ -102,6 +102,9 @@ def resolve_run(run_args: list[str]):
         raise LaunchError(f"ego_adr.run arguments: {lines[-1] if lines else e}") from None
     try:
         cfg.validate()
+        from ego_adr.run.checks import check_model_name
+
+        check_model_name(cfg.model, cfg.backend)  # here, not three failed attempts per chunk
         with cache_scope(cfg):  # --cache-dir also holds the demo set
             samples, info = load_dataset(cfg)
             samples = apply_to_samples(samples, settings_of(cfg))  # as the runner does before its identity

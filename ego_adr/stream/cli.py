@@ -186,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         check_device(args.device, args.backend)  # before a model load, not torch's device list after it
         if args.cache_dir:
             check_writable_dir(args.cache_dir, "--cache-dir")
+        if args.out:  # before the model is loaded (the default folder's name needs the route)
+            check_writable_dir(args.out, "--out")
         if args.evaluate:
             from ego_adr.stream.evaluate import run_evaluation
 
