@@ -202,6 +202,15 @@ def _infrastructure_exit(out) -> int:
     from ego_adr.run.failures import EXIT_INFRASTRUCTURE, dominant_line, summarise, summary_line
     from ego_adr.store import read_jsonl
 
+    judged = Path(out) / "judgements.jsonl"
+    if judged.is_file():  # open-ended: a failed judge call is not a result (issue 19)
+        from ego_adr.run.open_end import judge_call_failures
+
+        n = judge_call_failures(read_jsonl(judged))
+        if n:
+            print(f"error: {n} judge call(s) failed; those answers are not results: rerun the same command with "
+                  "--retry-failed once the judges are back", file=sys.stderr)
+            return EXIT_INFRASTRUCTURE
     path = Path(out) / "predictions.jsonl"
     summary = summarise(read_jsonl(path)) if path.is_file() else {"exit_code": 0, "n_infrastructure": 0}
     if summary["n_infrastructure"]:

@@ -211,8 +211,13 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
             raise ConfigError(f"no samples to run (sources {info['sources']} under {info['data_root']})")
         with FolderLock(out):
             claim(out, run_identity(cfg, samples, info), fresh=fresh)
-            info["retried"] = drop_retryable(out / "predictions.jsonl") if retry_failed else 0
-            if retry_failed and not info["retried"] and cfg.task != "open-end":  # never silent (issue 18)
+            if cfg.task == "open-end":
+                from ego_adr.run.open_end import drop_retryable_open_end
+
+                info["retried"] = drop_retryable_open_end(out) if retry_failed else 0
+            else:
+                info["retried"] = drop_retryable(out / "predictions.jsonl") if retry_failed else 0
+            if retry_failed and not info["retried"]:  # never silent (issue 18)
                 logging.getLogger(__name__).warning("--retry-failed: no row of %s failed on infrastructure; "
                                                     "nothing to retry", out)
             if cfg.task == "open-end":
