@@ -104,6 +104,9 @@ def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dic
                    + "); rerun with --retry-failed to ask again")
         scores = []
         row["failure_kind"] = "infrastructure"
+        per = {n: {**p, "score_not_counted": p["score"]} for n, p in per.items()}  # kept for audit only
+        for p in per.values():
+            p["score"] = None
     elif not scores:
         failure = "no judge score: " + ", ".join(f"{n} {per[n]['method']}" for n in failed)
     row.update(
