@@ -145,11 +145,24 @@ def cmd_compare(args) -> int:
         res = compare_runs(a, b, n_boot=args.n_boot, seed=args.seed)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    print(format_comparison(res, Path(args.a).stem if args.labels is None else args.labels[0],
-                            Path(args.b).stem if args.labels is None else args.labels[1]))
+    if not res["n_common"]:  # never silent (issue 18): nothing to compare is not a comparison
+        raise UsageError(f"{args.a} and {args.b} have no scorable sample in common ({res['n_only_a']} only in A, "
+                         f"{res['n_only_b']} only in B); compare two runs of the same samples")
+    labels = args.labels or _labels(Path(args.a), Path(args.b))
+    print(format_comparison(res, labels[0], labels[1]))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _labels(a: Path, b: Path) -> tuple[str, str]:
+    """Names for the two sides: the file stems, or (both ``predictions``, as every run writes) the folders'."""
+    if a.stem != b.stem:
+        return a.stem, b.stem
+    pa, pb = a.resolve().parent, b.resolve().parent
+    if pa.name != pb.name:
+        return pa.name, pb.name
+    return str(a.parent), str(b.parent)
 
 
 def cmd_agreement(args) -> int:

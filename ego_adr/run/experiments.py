@@ -1,6 +1,7 @@
 """The paper's ablations from one YAML each: ``python -m ego_adr.run.experiments configs/experiments/table6.yaml``.
 
-An experiment file has ``name``, ``table`` (``table4`` = frame sweep in Table 3/4 layout, ``table5`` = deep /
+An experiment file has ``name``, ``table`` (``table3`` = open-ended frame sweep in Table 3's layout,
+``table4`` = multiple-choice frame sweep in Table 4's layout, ``table5`` = deep /
 shallow / CoT per model, ``table6`` = match x narration), ``base`` (run settings shared by every cell, any
 :class:`~ego_adr.run.config.RunConfig` field) and ``cells`` (each a ``label`` plus the settings it changes). Every
 cell is an ordinary run in ``OUT/<label>/`` -- resumable, with its own predictions, metrics and report -- and all
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from ego_adr.run.config import ConfigError, RunConfig
 
-TABLES = ("table4", "table5", "table6")
+TABLES = ("table3", "table4", "table5", "table6")
 
 
 def load_experiment(path: str | Path) -> dict:
@@ -83,12 +84,42 @@ def run_experiment(exp: dict, overrides: dict | None = None, out_root: Path | No
     results = []
     for cell, cfg in cell_configs(exp, overrides, out_root, tiny=tiny):
         out, _ = execute(cfg, progress=progress, model=model, fresh=fresh, retry_failed=retry_failed)
-        metrics = compute_mc_metrics(load_predictions(out / "predictions.jsonl"))
+        if cfg.task == "open-end":  # scored from the cell's judgements file, as `eval score` would
+            from ego_adr.eval.open_end import score_open_end_rows
+            from ego_adr.store import read_jsonl
+
+            metrics = score_open_end_rows(read_jsonl(out / "judgements.jsonl"))
+        else:
+            metrics = compute_mc_metrics(load_predictions(out / "predictions.jsonl"))
         run = json.loads((out / "run.json").read_text())
         results.append({"cell": cell, "config": cfg, "metrics": metrics, "out": str(out),
                         "model_calls": run.get("model_calls", 0), "cache_hits": run.get("cache_hits", 0),
                         "model_from_cell": "model" not in (overrides or {}), "failures": run.get("failures") or {}})
     return render(exp, results), results
+
+
+def table3_rows(results: list[dict]) -> str:
+    """Paper Table 3's layout: Method, frames, one column per source (Cook, Tent, Toy, Hand), Avg-Sim. (the
+    sample-size-weighted mean, Section 3.4); the mean of the judges first, then each judge's own row."""
+    from ego_adr.eval.open_end import source_columns
+    from ego_adr.eval.report import render_table
+
+    labels = source_columns()
+    labels.update({s: s for r in results for s in r["metrics"]["per_source"] if s not in labels})  # e.g. the demo
+    cols = [("method", "Method", None), ("frames", "frames", None),
+            *[(src, lab, ".2f") for src, lab in labels.items()], ("avg", "Avg-Sim.", ".2f"), ("n", "scored", "d")]
+    rows, judge_rows = [], []
+    for r in results:
+        m, cfg = r["metrics"], r["config"]
+        method = (r["cell"].get("method") if r.get("model_from_cell", True) else None) or cfg.model or "tiny-demo"
+        frames = f"{cfg.frames}f"
+        rows.append({"method": method, "frames": frames, "avg": m["avg_sim"], "n": m["n_scored"],
+                     **{src: (m["per_source"].get(src) or {}).get("mean") for src in labels}})
+        for name, j in m["per_judge"].items():
+            judge_rows.append({"method": f"{method} - judge {name}", "frames": frames, "avg": j["mean"], "n": j["n"],
+                               **{src: j["per_source"].get(src) for src in labels}})
+    return (render_table(rows, cols) + "\n\nPer judge (each judge's own mean; the rows above average them):\n\n"
+            + render_table(judge_rows, cols))
 
 
 def _mark(v: object) -> str:
@@ -99,6 +130,8 @@ def render(exp: dict, results: list[dict]) -> str:
     from ego_adr.eval.report import render_table, table4_rows
 
     table = exp["table"]
+    if table == "table3":
+        return table3_rows(results)
     if table == "table4":
         return table4_rows([(r["cell"]["label"], r["config"].frames, r["metrics"]) for r in results])
     rows = []

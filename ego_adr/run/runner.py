@@ -92,30 +92,11 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
     label = "no model" if model_free else (cfg.model or "embedded tiny model (random weights)")
     title = f"{label} - {cfg.mode} - {'reference narration' if model_free else f'{cfg.frames} frames'}"
-    from ego_adr.reasoning.protocol import describe, report_notes, settings_of
+    from ego_adr.reasoning.protocol import describe, settings_of
 
     run_info["protocol"] = describe(cfg.protocol, settings_of(cfg))
-    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"))
-    if cfg.narration_source == "reference":
-        notes.append("Diagnostic, tuned to annotation style, not an upper bound: narration replaced by the "
-                     "annotations' reference descriptions, whose wording the shallow vocabularies were written "
-                     "against "
-                     "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
-                     "samples; never a label field), so only the classification stage is measured.")
-    if cfg.model is None and not model_free:
-        notes.append("Demo model has random weights: these numbers only show that the machinery works.")
     failures = summarise(rows)
-    if failures["n_infrastructure"]:
-        notes.append(f"{failures['n_infrastructure']} of {failures['n_rows']} samples failed on infrastructure "
-                     "(model or decoder unreachable / out of memory); they count as failures here and are rerun "
-                     "with --retry-failed.")
-    if info.get("limit_note"):
-        notes.append(info["limit_note"] + ".")
-    if failures["dominant_sample_failure"]:  # the report leads with it: the table measures the mistake
-        from ego_adr.run.failures import dominant_line
-
-        notes.insert(0, f"**NOT A RESULT: {dominant_line(failures, out)}.**")
-    write_report(metrics, out, title=title, notes=notes)
+    write_report(metrics, out, title=title, notes=_notes(cfg, info, failures, out, model_free))
     stats = model.stats() if model is not None and hasattr(model, "stats") else {}
     this = {"started": started, "finished": datetime.now(timezone.utc).isoformat(), "processed": len(pending),
             "retried": info.get("retried", 0), "model_calls": getattr(model, "model_calls", 0),
@@ -133,6 +114,32 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     runinfo.close_invocation(run_info, prev, this)
     write_json(out / "run.json", run_info)
     return metrics
+
+
+def _notes(cfg: RunConfig, info: dict, failures: dict, out: Path, model_free: bool) -> list[str]:
+    """The report's notes; one that makes the table not a result (most rows failed for one input reason) leads."""
+    from ego_adr.reasoning.protocol import report_notes, settings_of
+
+    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"))
+    if cfg.narration_source == "reference":
+        notes.append("Diagnostic, tuned to annotation style, not an upper bound: narration replaced by the "
+                     "annotations' reference descriptions, whose wording the shallow vocabularies were written "
+                     "against "
+                     "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
+                     "samples; never a label field), so only the classification stage is measured.")
+    if cfg.model is None and not model_free:
+        notes.append("Demo model has random weights: these numbers only show that the machinery works.")
+    if failures["n_infrastructure"]:
+        notes.append(f"{failures['n_infrastructure']} of {failures['n_rows']} samples failed on infrastructure "
+                     "(model or decoder unreachable / out of memory); they count as failures here and are rerun "
+                     "with --retry-failed.")
+    if info.get("limit_note"):
+        notes.append(info["limit_note"] + ".")
+    if failures["dominant_sample_failure"]:  # the report leads with it: the table measures the mistake
+        from ego_adr.run.failures import dominant_line
+
+        notes.insert(0, f"**NOT A RESULT: {dominant_line(failures, out)}.**")
+    return notes
 
 
 def _process(pipe, cfg: RunConfig, pending: list[Sample], store, progress: bool, tqdm) -> None:

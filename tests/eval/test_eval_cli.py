@@ -258,3 +258,17 @@ def test_merge_refuses_runs_of_different_identities_unless_allow_mixed(tmp_path,
     assert main(["merge", str(out), str(folders[0]), str(folders[1])]) == 2
     assert main(["score", str(folders[0]), "--out", str(out.parent)]) == 2
     assert "holds a run of other settings" in capsys.readouterr().err
+
+
+def test_compare_names_run_folders_and_refuses_nothing_in_common(tmp_path, capsys):
+    """Issue 18, item 9: two runs' files are both predictions.jsonl; disjoint files are no comparison."""
+    for d in ("direct", "shallow", "other"):
+        (tmp_path / d).mkdir()
+    a = write_jsonl(tmp_path / "direct" / "predictions.jsonl", make_rows(n=40, seed=1))
+    b = write_jsonl(tmp_path / "shallow" / "predictions.jsonl", make_rows(n=40, seed=2))
+    assert main(["compare", str(a), str(b), "--n-boot", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "direct" in out and "shallow" in out
+    c = write_jsonl(tmp_path / "other" / "predictions.jsonl", make_rows(n=10, seed=3, prefix="zz"))
+    assert main(["compare", str(a), str(c)]) == 2
+    assert "no scorable sample in common" in capsys.readouterr().err
