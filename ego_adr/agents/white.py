@@ -360,20 +360,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="hf", choices=list(BACKENDS), help=backend_help())
     p.add_argument("--base-url", default=None, help="openai backend: the server's URL")
     p.add_argument("--mode", default="auto", choices=list(MODES), help=mode_help())
-    p.add_argument("--frames", type=int, default=8, help="frames per clip (paper Section 6.1: 8/16/24/32)")
+    p.add_argument("--frames", type=int, default=8,
+                   help="frames per clip (default: 8; paper Section 6.1: 8/16/24/32)")
     p.add_argument("--video-root", action="append", required=True,
                    help="folder the agent may read videos from (repeatable); other paths are refused")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9002, help="0 = any free port")
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default: 127.0.0.1, loopback)")
+    p.add_argument("--port", type=int, default=9002, help="0 = any free port (default: 9002)")
     p.add_argument("--token", default=os.environ.get("EGO_ADR_AGENT_TOKEN"),
                    help="require 'Authorization: Bearer TOKEN' (default: $EGO_ADR_AGENT_TOKEN)")
     p.add_argument("--allow-unauthenticated", action="store_true",
                    help="allow a non-loopback --host without --token")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--cache-dir", default=None)
-    p.add_argument("--max-pending", type=int, default=8, help="requests admitted at once (queued + running)")
-    p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY)
-    p.add_argument("--max-new-tokens", type=int, default=256, help="Appendix C: 256")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    p.add_argument("--cache-dir", default=None, help="stage cache and tiny models (default: ~/.cache/ego_adr)")
+    p.add_argument("--max-pending", type=int, default=8,
+                   help="requests admitted at once, queued + running (default: 8)")
+    p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY,
+                   help=f"larger requests are refused (default: {DEFAULT_MAX_BODY})")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="default: 256 (Appendix C)")
     p.add_argument("--public-url", default=None, help="URL to put in the card (behind a proxy); default: bound")
     return p
 

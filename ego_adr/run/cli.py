@@ -62,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {','.join(source_registry.names(public_only=True))})")
     a("--limit", type=int, help="at most N samples in total (not per source), dealt round robin over the "
                                 "sources so each is represented when N >= their number; default: all")
-    a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f)")
+    a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f, plus a tag for each "
+                           "setting that differs from the defaults, e.g. -public for --protocol public, and -demo "
+                           "without --data-root)")
     a("--device", help="auto, cpu, cuda, cuda:1 ... (default auto)")
     a("--dtype", help="bfloat16/float16/float32 (default: bf16 on GPU, fp32 on CPU)")
     a("--batch-size", type=int, help="requests per model call (default: "
@@ -72,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--gpu-memory", help="GPU memory the per-frame pixel budget is planned for (default 24GB, Section 6.1)")
     a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
     a("--tensor-parallel-size", type=int, help="vLLM tensor parallel size")
-    a("--max-new-tokens", type=int, help="generation budget per call (default: 256, the paper's, Appendix C; 64 for the embedded demo, whose random model never stops)")
+    a("--max-new-tokens", type=int, help="generation budget per call (default: 256, the paper's, Appendix C; "
+                                        "128 under --protocol public, the public white agent's; 64 for the "
+                                        "embedded demo, whose random model never stops)")
     a("--num-shards", type=int, help="data-parallel shards (merge with python -m ego_adr.eval merge)")
     a("--shard-index", type=int, help="which shard this process runs (0-based)")
     a("--seed", type=int, help="seed of the probe's trials and of --qa-selection one")

@@ -135,6 +135,8 @@ def _notes(cfg: RunConfig, info: dict, failures: dict, out: Path, model_free: bo
                      "with --retry-failed.")
     if info.get("limit_note"):
         notes.append(info["limit_note"] + ".")
+    if info.get("frames_note"):
+        notes.append(info["frames_note"][0].upper() + info["frames_note"][1:] + ".")
     if failures["dominant_sample_failure"]:  # the report leads with it: the table measures the mistake
         from ego_adr.run.failures import dominant_line
 
@@ -214,6 +216,11 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
         samples = apply_to_samples(samples, settings_of(cfg))  # the window and step text the protocol reads
         if info.get("limit_note"):
             logging.getLogger(__name__).warning("%s", info["limit_note"])
+        from ego_adr.run.checks import frames_note
+
+        info["frames_note"] = frames_note(cfg)
+        if info["frames_note"]:
+            logging.getLogger(__name__).warning("note: %s", info["frames_note"])
         if not samples:
             raise ConfigError(f"no samples to run (sources {info['sources']} under {info['data_root']})")
         with FolderLock(out):
