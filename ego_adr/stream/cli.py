@@ -137,7 +137,13 @@ def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings
         monitor.reset(task_id, procedure)
         segments = [{**s, "step_index": monitor.pipe._matcher(monitor.bank).match(s["action"]).index}
                     for s in segments]
-    printer = None if args.quiet else (lambda a: print(format_alert(a), flush=True))
+    printed: list[dict] = []  # alerts shown live: a resumed run's recap shows only the others (issue 18)
+
+    def printer(a) -> None:
+        printed.append(a.to_dict())
+        print(format_alert(a), flush=True)
+
+    printer = None if args.quiet else printer
     print(f"watching {video} ({task_id}) with {model.model_id} [{pipe.route}], {settings.tag()}", flush=True)
     with FrameSampler() as sampler:
         try:
@@ -156,11 +162,13 @@ def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings
                                    "n_alerts": len(res["alerts"]), "cache": getattr(model, "stats", dict)()})
     replayed = sum(1 for t in res["ticks"] if t.get("replayed"))
     if replayed:
-        print(f"(resumed: {replayed} ticks replayed from {out / 'ticks.jsonl'}; all alerts:)")
+        earlier = [a for a in res["alerts"] if a not in printed]
+        print(f"(resumed: {replayed} ticks replayed from {out / 'ticks.jsonl'}; {len(earlier)} alert(s) from before "
+              "the resume:)")
         if not args.quiet:
             from ego_adr.reasoning.stream import Alert
 
-            for a in res["alerts"]:
+            for a in earlier:
                 print(format_alert(Alert(**a)))
     print(f"{len(res['alerts'])} alert(s) over {res['duration']:.1f} s of video; processing {res['processing_s']:.1f} s"
           f" (real-time factor {res['rtf']:.2f})")
