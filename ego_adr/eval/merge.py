@@ -46,8 +46,10 @@ def expand_inputs(patterns: list[str]) -> list[Path]:
     return out
 
 
-#: Identity keys merging is allowed to join (the shard of a data-parallel run).
+#: Identity keys merging is allowed to join: the shard of a data-parallel run, and what depends on it (the digests
+#: of the shard's own samples and videos). Two inputs of the *same* shard must still agree on those.
 MERGEABLE_KEYS = ("shard",)
+SHARD_KEYS = ("annotations", "videos")
 
 
 def folder_identity(path: Path) -> dict | None:
@@ -64,8 +66,15 @@ def folder_identity(path: Path) -> dict | None:
 
 def identity_differences(identities: list[tuple[str, dict]]) -> list[str]:
     """The settings (besides :data:`MERGEABLE_KEYS`) on which the identities that know them disagree."""
-    keys = dict.fromkeys(k for _, ident in identities for k in ident if k not in MERGEABLE_KEYS)
-    return [k for k in keys if len({json.dumps(i.get(k), sort_keys=True) for _, i in identities if k in i}) > 1]
+    keys = dict.fromkeys(k for _, ident in identities for k in ident if k not in MERGEABLE_KEYS + SHARD_KEYS)
+    diff = [k for k in keys if len({json.dumps(i.get(k), sort_keys=True) for _, i in identities if k in i}) > 1]
+    by_shard: dict[str, list[dict]] = {}
+    for _, i in identities:
+        by_shard.setdefault(str(i.get("shard")), []).append(i)
+    for k in SHARD_KEYS:  # one shard of two runs over different data is not one run
+        if any(len({json.dumps(i.get(k)) for i in same if k in i}) > 1 for same in by_shard.values()):
+            diff.append(k)
+    return diff
 
 
 def check_identities(paths: list[Path], out_path: Path, allow_mixed: bool) -> dict:
@@ -73,6 +82,8 @@ def check_identities(paths: list[Path], out_path: Path, allow_mixed: bool) -> di
     unless ``allow_mixed``; returns what was compared for the caller to record."""
     known = [(str(p), i) for p in paths if (i := folder_identity(p)) is not None]
     target = folder_identity(out_path)
+    if target is not None:  # the whole run's folder (the launcher's): its data digests cover every shard
+        target = {k: v for k, v in target.items() if k not in SHARD_KEYS}
     compared = known + ([(str(out_path.parent), target)] if target is not None else [])
     diff = identity_differences(compared)
     if diff and not allow_mixed:

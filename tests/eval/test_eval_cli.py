@@ -258,6 +258,13 @@ def test_merge_refuses_runs_of_different_identities_unless_allow_mixed(tmp_path,
     assert main(["merge", str(out), str(folders[0]), str(folders[1])]) == 2
     assert main(["score", str(folders[0]), "--out", str(out.parent)]) == 2
     assert "holds a run of other settings" in capsys.readouterr().err
+    # shards differ in their samples' digests; one shard of two runs over different data does not
+    from ego_adr.eval.merge import identity_differences
+
+    assert identity_differences([("a", {**ident, "annotations": "x"}), ("b", {**ident, "shard": "1/2",
+                                                                              "annotations": "y"})]) == []
+    assert identity_differences([("a", {**ident, "annotations": "x"}), ("b", {**ident, "annotations": "y"})]) == [
+        "annotations"]
 
 
 def test_compare_names_run_folders_and_refuses_nothing_in_common(tmp_path, capsys):
