@@ -110,7 +110,7 @@ def test_the_registry_covers_every_entry_point_module():
     mains = {f"ego_adr.{p.parent.name}.__main__" for p in (REPO / "ego_adr").glob("*/__main__.py")}
     dispatchers = {"ego_adr.run.__main__": ["ego_adr.run.cli"], "ego_adr.stream.__main__": ["ego_adr.stream.cli"],
                    "ego_adr.helpmeout.__main__": ["ego_adr.helpmeout.cli"],
-                   "ego_adr.agents.__main__": ["ego_adr.agents.launch", "ego_adr.agents.white",
+                   "ego_adr.agents.__main__": ["ego_adr.agents.launch_cli", "ego_adr.agents.white",
                                                "ego_adr.agents.green"]}  # its three commands
     missing = {m for m in mains for t in dispatchers.get(m, [m]) if t not in listed}
     assert missing == set()

@@ -58,7 +58,7 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
                {"out": "{out}", "text": "{text}"}, {"text": "{predictions}"}),
     EntryPoint("agents.white", "ego_adr.agents.white:main", ("--model", "tiny", "--video-root", "{root}", "--port", "0"),
                {"cache": "--cache-dir", "device": "--device", "model": "--model", "port": "--port"}),
-    EntryPoint("agents launch", "ego_adr.agents.launch:main", ("--limit", "1", "--output-dir", "{out}"),
+    EntryPoint("agents launch", "ego_adr.agents.launch_cli:main", ("--limit", "1", "--output-dir", "{out}"),
                {"out": "--output-dir", "model": "--model"}),
     EntryPoint("agents.green", "ego_adr.agents.green:main", ("--port", "0",), {"port": "--port"}),
     EntryPoint("models.serve", "ego_adr.models.serve:main", ("--model", "tiny", "--port", "0"),
