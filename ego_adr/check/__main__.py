@@ -106,18 +106,40 @@ def main(argv: list[str] | None = None) -> int:
     return run_cli(lambda: _check(argv), interrupted="interrupted", user_errors=(FileNotFoundError,))
 
 
+def _readable(clips: list[Clip]) -> None:
+    """Open each clip's video before the model is loaded (issue 18): when none can be read, say why in one line
+    instead of loading a model to report no verdicts. A single unreadable clip among others is that clip's
+    failure, reported with the rest."""
+    from ego_adr.video.sampler import FrameSampler, VideoError
+
+    reasons = []
+    with FrameSampler() as sampler:
+        for c in clips:
+            try:
+                sampler.reader(c.video)
+            except VideoError as e:
+                reasons.append(f"{c.video}: {e.reason}")
+    if clips and len(reasons) == len(clips):
+        raise CheckError(f"cannot read the video {reasons[0]}" if len(clips) == 1 else
+                         f"none of the {len(clips)} videos can be read (first: {reasons[0]})")
+
+
 def _check(argv) -> int:
     """Exit 0 when at least one clip got a verdict; 3 when every clip failed on infrastructure (a server down);
     2 when every clip failed on its input (an unreadable video): a report of no verdicts is not a success."""
     from ego_adr.errors import InfrastructureError
     from ego_adr.reasoning.probe import ProbeUnreachable
-    from ego_adr.run.checks import check_device
+    from ego_adr.run.checks import check_device, check_model_name, check_writable_dir
 
     args = parser().parse_args(argv)
     clips = clips_from(args)
     if args.frames < 1:
         raise CheckError("--frames must be >= 1")
     check_device(args.device, args.backend)
+    check_model_name(args.model, args.backend)
+    if args.cache_dir:
+        check_writable_dir(args.cache_dir, "--cache-dir")
+    _readable(clips)  # every mistake above and this before the model is loaded
     from ego_adr.check.core import check_clips, load_model
 
     model, cache_dir = load_model(args.model, args.device, args.backend, args.frames, args.cache_dir)
