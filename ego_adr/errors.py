@@ -35,6 +35,11 @@ class UserError(EgoADRError, ValueError):
     exit_code = EXIT_USER
 
 
+class ConfigError(UserError):
+    """A wrong flag or value (or an output folder that holds other settings): the command stops before doing any
+    work, with one line that says what to do."""
+
+
 class InfrastructureError(EgoADRError, RuntimeError):
     """A server, the decoder or the machine failed: nothing is recorded as a result; rerunning may succeed."""
 

@@ -52,9 +52,13 @@ def bench_overlap(root: Path, n: int, latency: float, frames: int) -> str:
     rows = []
     dec_alone = None  # decode time measured without a model competing for the CPU (the serial run)
     for label, workers in (("serial decode", 0), ("background decode (1 worker)", 1), ("background decode (2 workers)", 2)):
-        cfg = RunConfig(model="scripted-double", mode="direct", frames=frames, batch_size=1, decode_workers=workers,
-                        prefetch=4, use_cache=False, cache_dir=str(root / "cache"), output_dir=str(root / label))
+        cfg = RunConfig(model="scripted-double", mode="direct", frames=frames, batch_size=1,
+                        decode_workers=max(1, workers), prefetch=4, use_cache=False, cache_dir=str(root / "cache"),
+                        output_dir=str(root / label))
         cfg.validate()
+        # the serial baseline (decoding in the caller's thread, Prefetcher workers=0) is this benchmark's
+        # reference point, not a user setting: --decode-workers rejects 0, so it is set after validation
+        cfg.decode_workers = workers
         shutil.rmtree(cfg.output_dir, ignore_errors=True)  # measure a fresh run, never a resumed one
         model = ScriptedModelDouble(latency=latency)
         run_multiple_choice(cfg, Path(cfg.output_dir), _samples(video, n), {}, progress=False, model=model)

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "launch":
-        from ego_adr.agents.launch import main as run
+        from ego_adr.agents.launch_cli import main as run
     elif cmd == "white":
         from ego_adr.agents.white import main as run
     elif cmd == "green":

@@ -368,6 +368,12 @@ def build_green_app(url: str, token: str | None = None, max_body: int = 256 * 10
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _serve(argv), interrupted="stopped")
+
+
+def _serve(argv) -> int:
     from ego_adr.agents.serving import bind_socket, check_bind, serve_forever, url_of
 
     p = OneLineParser(prog="python -m ego_adr.agents.green", description=__doc__.split("\n\n")[0])

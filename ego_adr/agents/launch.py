@@ -28,7 +28,6 @@ from ego_adr.agents.serving import (  # noqa: F401  (re-exported)
     serve_forever,
     url_of,
 )
-from ego_adr.errors import OneLineParser
 
 TINY_MAX_NEW_TOKENS = 48
 
@@ -129,25 +128,3 @@ def run_launch(task: str = "multiple-choice", output_dir: str | None = None, fra
             a.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = OneLineParser(prog="python -m ego_adr.agents launch",
-                                description="Evaluate the Ego-ADR white agent with the green agent on the "
-                                            "embedded demo set, over A2A on loopback; stops both at the end.")
-    p.add_argument("--task", choices=["multiple-choice", "open-end"], default="multiple-choice")
-    p.add_argument("--output-dir", default=None, help="default: runs/a2a-demo-<task>")
-    p.add_argument("--model", default="tiny", help="white agent model (default: the tiny random model)")
-    p.add_argument("--mode", default="auto")
-    p.add_argument("--frames", type=int, default=8)
-    p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--concurrency", type=int, default=2)
-    p.add_argument("--max-new-tokens", type=int, default=None,
-                   help=f"white agent answer cap (default: {TINY_MAX_NEW_TOKENS} for the tiny model, else 256)")
-    p.add_argument("--question-wording", choices=["public", "ego_adr"], default=None,
-                   help="multiple-choice questions: the public green agent's (read from its source) or ours "
-                        "(default: public when its source is found, else ours, with a note)")
-    p.add_argument("--public-evaluator-root", default=None,
-                   help="folder with the public evaluator's src/ (default: $EGO_ADR_PUBLIC_EVALUATOR)")
-    a = p.parse_args(argv)
-    run_launch(a.task, a.output_dir, a.frames, a.mode, a.limit, a.concurrency, a.model, a.max_new_tokens,
-               question_wording=a.question_wording, public_evaluator_root=a.public_evaluator_root)
-    return 0

@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+from ego_adr.errors import UserError
+
 READY_PREFIX = "EGO_ADR_AGENT_READY "  # the line an agent prints on stdout once it serves (launch reads it)
 
 
@@ -127,7 +129,12 @@ def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, port))
+    try:
+        s.bind((host, port))
+    except OSError as e:  # a busy port, an address this machine does not have: one line, exit 2
+        s.close()
+        raise UserError(f"cannot listen on {host}:{port} ({e.strerror or e}); pick another --port (0 = any free "
+                        "port) or stop what holds it") from None
     s.listen(128)
     s.set_inheritable(True)
     return s

@@ -230,10 +230,10 @@ def make_executor(agent: WhiteAgent):
             try:
                 ans = await agent.answer(text)
             except RequestRefused as e:
-                log.info("refused (%s): %s", e.kind, e)
-                if e.kind == "invalid":
-                    raise InvalidParamsError(message=str(e)) from None
-                raise InternalError(message=str(e)) from None
+                log.info("refused (%s): %s", e.kind, _short(str(e)))  # the one log line of a refusal
+                err = InvalidParamsError(message=str(e)) if e.kind == "invalid" else InternalError(message=str(e))
+                err.ego_adr_refusal = True  # the SDK's own tracebacks of it are dropped (agents/sdk_guard.py)
+                raise err from None
             except Exception as e:  # noqa: BLE001 -- one failing request must not stop the server
                 log.exception("request failed")
                 raise InternalError(message=f"{type(e).__name__}: {e}") from None
@@ -249,6 +249,10 @@ def make_executor(agent: WhiteAgent):
     return WhiteExecutor()
 
 
+def _short(text: str, n: int = 200) -> str:
+    return text if len(text) <= n else text[:n] + f"... ({len(text)} chars)"
+
+
 def _jsonable(x):
     import json
 
@@ -258,7 +262,6 @@ def _jsonable(x):
 def build_white_app(agent: WhiteAgent, url: str, token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
                     model_name: str = "?"):
     from a2a.server.request_handlers import DefaultRequestHandler
-    from a2a.server.tasks import InMemoryTaskStore
 
     from ego_adr import __version__
     from ego_adr.agents.serving import agent_card, build_app
@@ -267,7 +270,10 @@ def build_white_app(agent: WhiteAgent, url: str, token: str | None = None, max_b
                       f"Detects and classifies procedural errors in egocentric video clips (EgoErrorVQA) with "
                       f"Ego-ADR on {model_name} (route {agent.pipe.route}, {agent.frames} frames).",
                       url, SKILLS, __version__, token)
-    handler = DefaultRequestHandler(agent_executor=make_executor(agent), task_store=InMemoryTaskStore(),
+    from ego_adr.agents.sdk_guard import BoundedTaskStore, quiet_sdk_logs
+
+    quiet_sdk_logs()
+    handler = DefaultRequestHandler(agent_executor=make_executor(agent), task_store=BoundedTaskStore(),
                                     agent_card=card)
     return build_app(card, handler, token, max_body)
 
@@ -287,37 +293,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="hf", choices=backend_names(), help=backend_help())
     p.add_argument("--base-url", default=None, help="openai backend: the server's URL")
     p.add_argument("--mode", default="auto", choices=list(MODES), help=mode_help())
-    p.add_argument("--frames", type=int, default=8, help="frames per clip (paper Section 6.1: 8/16/24/32)")
+    p.add_argument("--frames", type=int, default=8,
+                   help="frames per clip (default: 8; paper Section 6.1: 8/16/24/32)")
     p.add_argument("--video-root", action="append", required=True,
                    help="folder the agent may read videos from (repeatable); other paths are refused")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9002, help="0 = any free port")
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default: 127.0.0.1, loopback)")
+    p.add_argument("--port", type=int, default=9002, help="0 = any free port (default: 9002)")
     p.add_argument("--token", default=os.environ.get("EGO_ADR_AGENT_TOKEN"),
                    help="require 'Authorization: Bearer TOKEN' (default: $EGO_ADR_AGENT_TOKEN)")
     p.add_argument("--allow-unauthenticated", action="store_true",
                    help="allow a non-loopback --host without --token")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--cache-dir", default=None)
-    p.add_argument("--max-pending", type=int, default=8, help="requests admitted at once (queued + running)")
-    p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY)
-    p.add_argument("--max-new-tokens", type=int, default=256, help="Appendix C: 256")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    p.add_argument("--cache-dir", default=None, help="stage cache and tiny models (default: ~/.cache/ego_adr)")
+    p.add_argument("--max-pending", type=int, default=8,
+                   help="requests admitted at once, queued + running (default: 8)")
+    p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_BODY,
+                   help=f"larger requests are refused (default: {DEFAULT_MAX_BODY})")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="default: 256 (Appendix C)")
     p.add_argument("--public-url", default=None, help="URL to put in the card (behind a proxy); default: bound")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _serve(argv), interrupted="stopped")
+
+
+def _serve(argv) -> int:
     from ego_adr.agents.serving import bind_socket, check_bind, serve_forever, url_of
+    from ego_adr.errors import UserError
+    from ego_adr.run.checks import check_device, check_model_name, check_writable_dir
 
     a = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
     check_bind(a.host, a.token, a.allow_unauthenticated)
     if a.frames < 1:
-        raise SystemExit("--frames must be >= 1")
+        raise UserError("--frames must be >= 1")
     try:
         guard_roots = VideoGuard(a.video_root).roots
     except ValueError as e:
-        raise SystemExit(str(e)) from None
+        raise UserError(str(e)) from None
+    # every user mistake before the port is taken and the model loaded (issue 18: tracebacks after a load)
+    check_device(a.device, a.backend)
+    check_model_name(None if a.model == "tiny" else a.model, a.backend)
+    if a.cache_dir:
+        check_writable_dir(a.cache_dir, "--cache-dir")
     sock = bind_socket(a.host, a.port)
     url = a.public_url or url_of(sock, a.host)
     model = load_agent_model(a.model, a.device, a.backend, a.cache_dir, base_url=a.base_url)

@@ -22,7 +22,7 @@ from ego_adr.check.core import (
     read_procedure,
     validate_window,
 )
-from ego_adr.errors import OneLineParser, UserError
+from ego_adr.errors import OneLineParser
 from ego_adr.models.backends import names as backend_names
 
 
@@ -102,34 +102,56 @@ def render(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        clips = clips_from(args)
-        if args.frames < 1:
-            raise CheckError("--frames must be >= 1")
-        from ego_adr.check.core import check_clips, load_model
+    from ego_adr.errors import run_cli
 
-        try:
-            model, cache_dir = load_model(args.model, args.device, args.backend, args.frames, args.cache_dir)
-        except (UserError, FileNotFoundError) as e:
-            raise CheckError(str(e)) from None
-        tokens = args.max_new_tokens or (DEMO_TOKENS if args.model is None else PAPER_TOKENS)
-        info: dict = {}
+    return run_cli(lambda: _check(argv), interrupted="interrupted", user_errors=(FileNotFoundError,))
+
+
+def _readable(clips: list[Clip]) -> None:
+    """Open each clip's video before the model is loaded (issue 18): when none can be read, say why in one line
+    instead of loading a model to report no verdicts. A single unreadable clip among others is that clip's
+    failure, reported with the rest."""
+    from ego_adr.video.sampler import FrameSampler, VideoError
+
+    reasons = []
+    with FrameSampler() as sampler:
+        for c in clips:
+            try:
+                sampler.reader(c.video)
+            except VideoError as e:
+                reasons.append(f"{c.video}: {e.reason}")
+    if clips and len(reasons) == len(clips):
+        raise CheckError(f"cannot read the video {reasons[0]}" if len(clips) == 1 else
+                         f"none of the {len(clips)} videos can be read (first: {reasons[0]})")
+
+
+def _check(argv) -> int:
+    """Exit 0 when at least one clip got a verdict; 3 when every clip failed on infrastructure (a server down);
+    2 when every clip failed on its input (an unreadable video): a report of no verdicts is not a success."""
+    from ego_adr.errors import InfrastructureError
+    from ego_adr.models.loading import check_device, check_model_name
+    from ego_adr.reasoning.probe import ProbeUnreachable
+    from ego_adr.store import check_writable_dir
+
+    args = parser().parse_args(argv)
+    clips = clips_from(args)
+    if args.frames < 1:
+        raise CheckError("--frames must be >= 1")
+    check_device(args.device, args.backend)
+    check_model_name(args.model, args.backend)
+    if args.cache_dir:
+        check_writable_dir(args.cache_dir, "--cache-dir")
+    _readable(clips)  # every mistake above and this before the model is loaded
+    from ego_adr.check.core import check_clips, load_model
+
+    model, cache_dir = load_model(args.model, args.device, args.backend, args.frames, args.cache_dir)
+    tokens = args.max_new_tokens or (DEMO_TOKENS if args.model is None else PAPER_TOKENS)
+    info: dict = {}
+    try:
         results = check_clips(clips, model, mode=args.mode, frames=args.frames, max_new_tokens=tokens,
                               cache_dir=cache_dir, info=info)
-    except CheckError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except RuntimeError as e:  # the routing probe could not reach the model (ProbeUnreachable): nothing cached
-        from ego_adr.reasoning.probe import ProbeUnreachable
-
-        if not isinstance(e, ProbeUnreachable):
-            raise
-        print(f"error: {e}; start the model server (or check --base-url) and rerun", file=sys.stderr)
-        return 3
+    except ProbeUnreachable as e:  # nothing cached
+        raise InfrastructureError(f"{e}; start the model server (or check --base-url) and rerun") from None
     label = args.model or "embedded tiny model (random weights: verdicts only show the machinery)"
     if args.json:
         print(json.dumps({"model": label, "fingerprint": getattr(model, "fingerprint", None), **info,
@@ -137,9 +159,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"model: {label}; route: {info.get('route')}\n")
         print("\n\n".join(render(r) for r in results))
-        failed = sum(1 for r in results if r["failure"])
-        if len(results) > 1 or failed:
-            print(f"\n{len(results)} clip(s), {failed} without a verdict")
+    failed = [r for r in results if r["failure"]]
+    if not args.json and (len(results) > 1 or failed):
+        print(f"\n{len(results)} clip(s), {len(failed)} without a verdict")
+    if results and len(failed) == len(results):
+        from ego_adr.models.base import INFRASTRUCTURE, error_kind
+
+        infra = all(error_kind(str(r["failure"])) == INFRASTRUCTURE for r in failed)
+        print(f"error: no clip got a verdict ({_short(failed[0]['failure'], 200)})", file=sys.stderr)
+        return 3 if infra else 2
     return 0
 
 

@@ -60,8 +60,11 @@ def read_procedure(value: str, base: Path | None = None) -> str:
             return text
     except OSError as e:
         raise CheckError(f"cannot read procedure file {p}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CheckError(f"procedure file {p} is not UTF-8 text (a binary file?); pass a text file") from None
     text = str(value).strip()
-    if not any(c.isspace() for c in text) and (p.suffix or "/" in text or "\\" in text):
+    if not any(c.isspace() for c in text) and (p.suffix or "/" in text or "\\" in text) or (
+            p.suffix.lower() in (".txt", ".md", ".json", ".yaml", ".yml") and "\n" not in text):
         raise CheckError(f"procedure file {p} not found (to give the procedure itself, pass its text)")
     return text
 

@@ -342,6 +342,8 @@ def _load_file(
         else:
             qa, found = _qa_pairs(r.get("qa_pairs"))
         problems += found
+        answer_field = "close_end_answer" if task == MULTIPLE_CHOICE else "qa_pairs"
+        missing = [f for f, v in (("task_id", task_id), (answer_field, r.get(answer_field))) if v in (None, "", [])]
         correct = ex.is_correct
         if correct is None and ground_truth:
             correct = ground_truth == [CORRECT]
@@ -363,6 +365,7 @@ def _load_file(
             step_index=ex.step_index,
             correct=correct,
             wire={k: r.get(k, "") for k in ("action_annotation", "start_time", "end_time")},
+            missing_fields=missing,
         )
         built.append((sample, problems))
     ids = _disambiguate([s.sample_id for s, _ in built], records)
@@ -370,6 +373,10 @@ def _load_file(
         sample.sample_id = sid
         issues.extend(LoadIssue(source, task, sid, p) for p in problems)
     return [s for s, _ in built]
+
+
+#: The start of a sample failure that means "the annotation record lacks a field" (scoring excludes such rows).
+MISSING_FIELD = "missing annotation field(s)"
 
 
 def sample_problem(sample: Sample) -> str | None:
@@ -380,6 +387,8 @@ def sample_problem(sample: Sample) -> str | None:
     window are not checked here: the sampler applies the window rule (:mod:`ego_adr.data.window`) or the run's
     sampling policy, so a malformed window fails there with that rule's reason.
     """
+    if sample.missing_fields:  # an annotation defect: a counted exclusion (ego_adr.eval.scoring.screen)
+        return f"{MISSING_FIELD} {', '.join(sample.missing_fields)}"
     if not sample.video_id:
         return "record has no video_id"
     if not sample.procedure:

@@ -45,6 +45,9 @@ class Sample:
     correct: bool | None = None  # the record's own correctness flag (else: ground truth is ``correct``); Table 2
     # the record's action_annotation / start_time / end_time as stored, for the public protocol (protocol.py)
     wire: dict = field(default_factory=dict)
+    #: annotation fields the record lacks (task_id, close_end_answer, qa_pairs): the sample is a counted
+    #: exclusion, never a failed answer in n (README "Scoring never crashes on data")
+    missing_fields: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

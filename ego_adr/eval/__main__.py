@@ -61,11 +61,30 @@ def _score_open_end(rows: list[dict], out: Path, title: str) -> int:
 
 
 def cmd_score(args) -> int:
-    from ego_adr.eval.mc import compute_mc_metrics, is_open_end_rows, is_open_row
-    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
 
     rows = _load(args.predictions)
     out = Path(args.out)
+    _check_output_dir(out)
+    with _lock(out):
+        _check_score_target(Path(args.predictions), out)
+        return _score(args, rows, out)
+
+
+def _check_score_target(predictions: Path, out: Path) -> None:
+    """``--out`` holding another run's identity would get metrics that do not belong to its predictions."""
+    from ego_adr.eval.merge import check_identities
+
+    try:
+        check_identities([predictions], out / "metrics.json", allow_mixed=False)
+    except ValueError as e:
+        raise UsageError(f"--out {out} holds a run of other settings than {predictions}: {e}; score into "
+                         "another folder") from None
+
+
+def _score(args, rows: list[dict], out: Path) -> int:
+    from ego_adr.eval.mc import compute_mc_metrics, is_open_end_rows, is_open_row
+    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
+
     title = args.title or Path(args.predictions).stem
     if is_open_end_rows(rows):
         if not all(is_open_row(r) for r in rows):
@@ -127,11 +146,24 @@ def cmd_compare(args) -> int:
         res = compare_runs(a, b, n_boot=args.n_boot, seed=args.seed)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    print(format_comparison(res, Path(args.a).stem if args.labels is None else args.labels[0],
-                            Path(args.b).stem if args.labels is None else args.labels[1]))
+    if not res["n_common"]:  # never silent (issue 18): nothing to compare is not a comparison
+        raise UsageError(f"{args.a} and {args.b} have no scorable sample in common ({res['n_only_a']} only in A, "
+                         f"{res['n_only_b']} only in B); compare two runs of the same samples")
+    labels = args.labels or _labels(Path(args.a), Path(args.b))
+    print(format_comparison(res, labels[0], labels[1]))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _labels(a: Path, b: Path) -> tuple[str, str]:
+    """Names for the two sides: the file stems, or (both ``predictions``, as every run writes) the folders'."""
+    if a.stem != b.stem:
+        return a.stem, b.stem
+    pa, pb = a.resolve().parent, b.resolve().parent
+    if pa.name != pb.name:
+        return pa.name, pb.name
+    return str(a.parent), str(b.parent)
 
 
 def cmd_agreement(args) -> int:
@@ -154,8 +186,11 @@ def cmd_merge(args) -> int:
     inputs = list(args.inputs_pos) + list(args.inputs or [])
     if not inputs:
         raise UsageError("merge needs input files: merge OUT.jsonl IN1.jsonl IN2.jsonl ... or --inputs GLOB")
+    out = Path(args.out)
+    _check_output_file(out)
     try:
-        res = merge_predictions(inputs, args.out)
+        with _lock(out.parent):
+            res = merge_predictions(inputs, out, allow_mixed=args.allow_mixed)
     except (FileNotFoundError, ValueError) as e:
         raise UsageError(str(e)) from None
     for p, n in res["inputs"]:
@@ -164,6 +199,13 @@ def cmd_merge(args) -> int:
           f"({res['duplicates_dropped']} duplicates dropped; answered {res['answered']}, "
           f"unparseable {res['unparseable']}, no answer {res['no_answer']})")
     print("per source: " + ", ".join(f"{s} {n}" for s, n in sorted(res["per_source"].items())))
+    ident = res["identity"]
+    if ident["mixed"]:
+        print(f"MIXED RUNS (--allow-mixed): the inputs differ in {', '.join(ident['mixed'])}; this file is not "
+              f"one run's output (recorded in {Path(res['out']).name.removesuffix('.jsonl')}.merge.json)")
+    if ident["without_identity"]:
+        print(f"note: {len(ident['without_identity'])} input(s) have no identity.json beside them, so their "
+              "settings could not be compared")
     return 0
 
 
@@ -176,6 +218,28 @@ def cmd_view(args) -> int:
     out = write_report_html(args.run_dirs, args.out, thumb_width=args.thumb_width, title=args.title)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; open it in a browser, no server needed)")
     return 0
+def _lock(folder: Path):
+    """The output folder's run lock (``ego_adr.run.identity.FolderLock``): no two writers at once."""
+    from ego_adr.folders import FolderLock
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create the output folder {folder}: {e.strerror or e}") from None
+    return FolderLock(folder)
+
+
+def _check_output_file(path: Path) -> None:
+    if path.is_dir():
+        raise UsageError(f"the output {path} is a folder; give a file name such as {path / 'predictions.jsonl'}")
+    _check_output_dir(path.parent)
+
+
+def _check_output_dir(folder: Path) -> None:
+    """``folder`` can be written (a probe file is tried: permission bits lie for root, see ego_adr.run.checks)."""
+    from ego_adr.store import check_writable_dir
+
+    check_writable_dir(folder, "the output folder")  # a UserError: one line, exit 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,35 +250,39 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("score", help="score a predictions file (multiple-choice or open-ended)")
     s.add_argument("predictions")
     s.add_argument("--out", required=True, help="output folder")
-    s.add_argument("--title")
+    s.add_argument("--title", help="report title (default: the predictions file's name)")
     s.add_argument("--notes", help="text put under the report title")
     s.add_argument("--frames", help="frames column of the table, e.g. 8f")
     s.add_argument("--sources", help="comma-separated sources this file should hold; rows of others are excluded "
                                      "and listed (default: every source in the file is scored)")
-    s.add_argument("--n-boot", type=int, default=1000)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default: 1000)")
+    s.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     s.set_defaults(func=cmd_score)
 
     c = sub.add_parser("compare", help="paired comparison of two multiple-choice runs (B - A)")
     c.add_argument("a")
     c.add_argument("b")
-    c.add_argument("--labels", nargs=2, metavar=("A", "B"))
-    c.add_argument("--n-boot", type=int, default=1000)
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--labels", nargs=2, metavar=("A", "B"),
+                   help="names of the two sides (default: the file names, or the run folders')")
+    c.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     c.add_argument("--json", help="also write the result as JSON here")
     c.set_defaults(func=cmd_compare)
 
     a = sub.add_parser("agreement", help="inter-rater agreement of a ratings CSV (one column per rater)")
     a.add_argument("ratings")
     a.add_argument("--humans", help="comma-separated columns forming the human panel; the rest are judges")
-    a.add_argument("--id-column")
-    a.add_argument("--json")
+    a.add_argument("--id-column", help="column naming the item (default: none; rows are items)")
+    a.add_argument("--json", help="also write the result as JSON here")
     a.set_defaults(func=cmd_agreement)
 
     m = sub.add_parser("merge", help="merge shard predictions files into one")
     m.add_argument("out")
     m.add_argument("inputs_pos", nargs="*", metavar="IN.jsonl")
     m.add_argument("--inputs", nargs="+", help="input files or quoted glob patterns")
+    m.add_argument("--allow-mixed", action="store_true",
+                   help="join inputs whose folders record different run settings (default: refuse); the merge "
+                        "then names the differences on stdout and in OUT.merge.json")
     m.set_defaults(func=cmd_merge)
 
     v = sub.add_parser("view", help="the evidence browser: report.html of one run folder, or several side by side")
@@ -227,15 +295,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "n_boot", 1) < 1:
-        print("error: --n-boot must be >= 1", file=sys.stderr)
-        return 2
-    try:
+    from ego_adr.errors import run_cli
+
+    def go() -> int:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "n_boot", 1) < 1:
+            raise UsageError("--n-boot must be >= 1")
         return args.func(args)
-    except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+
+    return run_cli(go, interrupted="interrupted; rerun the same command")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 
 # score parsing lives with the judges: only the form the judge prompt asks for (see parse_score)
 from ego_adr.eval.judges import PARSE_FAILURES, SCORE_RANGE, parse_score  # noqa: F401 (re-exported)
+from ego_adr.eval.public_judges import PUBLIC_CALL_FAILED
+from ego_adr.eval.public_judges import UNPARSED as PUBLIC_UNPARSED
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,10 @@ def _key(row: dict) -> tuple:
 _CARRY = ("source", "task_id", "question", "reference", "answer", "model", "method", "frames", "qa_selection")
 
 
+#: The method of a judge whose call failed (no reply at all): the row is retryable, never scored.
+JUDGE_CALL_FAILED = "judge_error"
+
+
 def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dict:
     row = {"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
            **{k: r[k] for k in _CARRY if k in r}}
@@ -82,10 +88,7 @@ def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dic
         if r.get("error"):
             per[n] = {"model": j.fingerprint, "raw": None, "error": None, "score": None, "reason": None,
                       "method": "answer_failed"}
-        elif not (r.get("answer") or "").strip():
-            per[n] = {"model": j.fingerprint, "raw": None, "error": None, "score": 0.0, "reason": "no response",
-                      "method": "no_response"}
-        else:
+        else:  # an empty answer is judged too, as the public evaluator does (issue 19): the rubric's 0
             g = outputs[n][_key(r)]
             score, reason, method = parse_score(g.text) if g.ok else (None, None, "judge_error")
             per[n] = {"model": j.fingerprint, "raw": g.text, "error": g.error, "score": score, "reason": reason,
@@ -93,8 +96,17 @@ def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dic
     scores = [p["score"] for p in per.values() if p["score"] is not None]
     failed = [n for n, p in per.items() if p["score"] is None]
     failure = None
+    calls = [n for n, p in per.items() if p["method"] == JUDGE_CALL_FAILED]
     if r.get("error"):
         failure = f"answer failed: {r['error']}"
+    elif calls:  # a failed judge call is never a result, not even a one-judge mean: retryable (issue 19)
+        failure = ("judge call failed (" + "; ".join(f"{n}: {per[n]['error']}" for n in calls)
+                   + "); rerun with --retry-failed to ask again")
+        scores = []
+        row["failure_kind"] = "infrastructure"
+        per = {n: {**p, "score_not_counted": p["score"]} for n, p in per.items()}  # kept for audit only
+        for p in per.values():
+            p["score"] = None
     elif not scores:
         failure = "no judge score: " + ", ".join(f"{n} {per[n]['method']}" for n in failed)
     row.update(
@@ -143,7 +155,10 @@ def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> d
         if r.get("score") is not None:
             by_source.setdefault(src, []).append(float(r["score"]))
         elif r.get("failure"):
-            failures["answer_failed" if str(r["failure"]).startswith("answer failed") else "no_judge_score"] += 1
+            failure = str(r["failure"])
+            kind = ("answer_failed" if failure.startswith("answer failed") else
+                    "judge_call_failed" if failure.startswith("judge call failed") else "no_judge_score")
+            failures[kind] += 1
         for n, p in (r.get("judges") or {}).items():
             judge_methods.setdefault(n, Counter())[p.get("method") or "?"] += 1
         for n, s in (r.get("judge_scores") or {}).items():
@@ -166,8 +181,9 @@ def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> d
             "mean": _mean(flat),
             "n": len(flat),
             "per_source": {src: _mean(v) for src, v in srcs.items()},
-            "parse_failures": sum(c for m, c in methods.items() if m in PARSE_FAILURES),
-            "judge_errors": methods.get("judge_error", 0),
+            # the public judges' unparsed replies (scored 0 there) are parse failures too (issue 18)
+            "parse_failures": sum(c for m, c in methods.items() if m in PARSE_FAILURES or m == PUBLIC_UNPARSED),
+            "judge_errors": sum(c for m, c in methods.items() if m in (JUDGE_CALL_FAILED, *PUBLIC_CALL_FAILED)),
             "methods": dict(methods),
         }
     source_means = [v["mean"] for v in per_source.values() if v["mean"] is not None]

@@ -41,6 +41,15 @@ from ego_adr.data.public_source import find_green_agent as find_public
 JUDGE_CLASSES = ("QwenJudge", "DeepSeekJudge")  # first configured judge <-> Qwen's, second <-> DeepSeek's
 FIELDS = {"question": "question", "ground_truth": "reference", "model_answer": "answer"}
 UNPARSED = "public-unparsed-0"
+#: What the public loop does with a judge call that raised (green_agent/agent.py): a failed **Qwen** call
+#: (the first judge) puts the sample in its ``except`` branch with an ``error`` key, so the merge leaves it out of
+#: the mean (and DeepSeek is skipped for it); a failed **DeepSeek** call records ``deepseek_score 0`` *without*
+#: an ``error`` key, so the sample counts with (Qwen + 0) / 2. Both are recorded that way here, and marked
+#: retryable: ``--retry-failed`` asks again (a rerun of the public loop would too).
+QWEN_FAILED = "public-qwen-failed-excluded"
+DEEPSEEK_FAILED = "public-deepseek-failed-0"
+DEEPSEEK_SKIPPED = "public-skipped-after-qwen-error"
+PUBLIC_CALL_FAILED = (QWEN_FAILED, DEEPSEEK_FAILED)
 
 
 class PublicJudgesMissing(PublicSourceMissing):
@@ -147,9 +156,12 @@ def public_parse_counts(rows) -> dict:
     out: dict[str, dict[str, int]] = {}
     for r in rows:
         for n, p in (r.get("judges") or {}).items():
-            c = out.setdefault(n, {"unparsed_scored_0": 0, "fallback": 0, "answer_failed_excluded": 0})
+            c = out.setdefault(n, {"unparsed_scored_0": 0, "fallback": 0, "answer_failed_excluded": 0,
+                                   "call_failed_excluded": 0, "call_failed_scored_0": 0})
             m = p.get("method") or ""
             c["unparsed_scored_0"] += m == UNPARSED
             c["fallback"] += m.startswith("public-fallback")
             c["answer_failed_excluded"] += m == "public-answer-failed-excluded"
+            c["call_failed_excluded"] += m == QWEN_FAILED
+            c["call_failed_scored_0"] += m == DEEPSEEK_FAILED
     return out

@@ -124,6 +124,9 @@ def screen(row: dict, sources: set[str] | None = None) -> tuple[str, str | None]
         return EXCLUDED, "no source"
     if sources is not None and src not in sources:
         return EXCLUDED, f"foreign source {src!r}"
+    failure = row.get("failure")
+    if isinstance(failure, str) and "missing annotation field" in failure:  # the loader's reason, not an answer
+        return EXCLUDED, failure.split("data: ", 1)[-1][:80]
     labels = labels_of(row)
     if labels is None:
         return EXCLUDED, f"unknown ground-truth label {row.get('ground_truth')!r:.80}"

@@ -19,10 +19,15 @@ def _generate(a: argparse.Namespace) -> int:
         raise _UserError("--episodes must be at least 1")
     if a.workers < 1:
         raise _UserError("--workers must be at least 1")
-    t0 = time.perf_counter()
-    eps = generate(a.episodes, a.seed, GeneratorConfig(), a.templates, workers=a.workers, progress=not a.quiet)
-    assign_splits(eps, a.seed, test_size=a.test_size)
-    stats = write_release(eps, Path(a.out))
+    from ego_adr.folders import OutputFolder
+
+    ident = {"helpmeout": "generate", "episodes": a.episodes, "seed": a.seed, "test_size": a.test_size,
+             "templates": str(a.templates)}
+    with OutputFolder(a.out, ident, "--out", ("train.jsonl", "val.jsonl", "test.jsonl")):
+        t0 = time.perf_counter()
+        eps = generate(a.episodes, a.seed, GeneratorConfig(), a.templates, workers=a.workers, progress=not a.quiet)
+        assign_splits(eps, a.seed, test_size=a.test_size)
+        stats = write_release(eps, Path(a.out))
     print(shares_table(stats))
     if "paper_composition" in stats:
         from ego_adr.helpmeout.composition import composition_table
@@ -67,9 +72,8 @@ def _checked(path: str | Path, what: str) -> list[dict]:
 
 
 def _evaluate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.evalrun import evaluate, subset_ids
-    from ego_adr.helpmeout.monitors import MONITORS, build_monitor
-    from ego_adr.helpmeout.report import report_markdown, table2_row
+    from ego_adr.helpmeout.evalrun import subset_ids
+    from ego_adr.helpmeout.monitors import MONITORS
 
     spec = MONITORS[a.monitor]
     episodes = _checked(a.episodes, "test")
@@ -94,10 +98,18 @@ def _evaluate(a: argparse.Namespace) -> int:
         episodes = [ep for ep in episodes if ep["id"] in set(sub)]
         if val:
             val = [ep for ep in val if ep["id"] in set(subset_ids(val))]
-    out = Path(a.out)
-    if out.exists() and not out.is_dir():
-        raise _UserError(f"--out {out} is a file; pass a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    from ego_adr.folders import OutputFolder
+
+    ident = {"helpmeout": "evaluate", **{k: v for k, v in vars(a).items() if k not in ("fn", "quiet", "out")}}
+    with OutputFolder(a.out, ident, "--out", ("outputs.jsonl",)) as out:
+        return _evaluate_into(a, spec, out, episodes, train, val, sub)
+
+
+def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
+    from ego_adr.helpmeout.evalrun import evaluate
+    from ego_adr.helpmeout.monitors import build_monitor
+    from ego_adr.helpmeout.report import report_markdown, table2_row
+
     kw: dict = {"cache_dir": str(out), "budget_s": a.budget_s, "templates_dir": a.templates}
     if spec.needs_model:
         if not a.model:
@@ -133,7 +145,13 @@ def _summarize(a: argparse.Namespace) -> int:
     from ego_adr.helpmeout.summary import summarize
 
     results = []
-    for d in a.dirs:
+    out = Path(a.out) if a.out else Path(a.dirs[0]).resolve().parent / "summary"
+    dirs = [d for d in a.dirs if not _is_summary(Path(d), out)]
+    for d in sorted(set(a.dirs) - set(dirs)):  # `summarize eval/*` after a summary was written there
+        print(f"(skipping {d}: a summary folder, not an evaluate output)")
+    if not dirs:
+        raise _UserError("no evaluate output folder among the arguments (only summary folders)")
+    for d in dirs:
         p = Path(d) / "metrics.json"
         if not p.is_file():
             raise _UserError(f"{p} not found; run `evaluate --out {d}` first")
@@ -144,13 +162,22 @@ def _summarize(a: argparse.Namespace) -> int:
         if "monitor" not in m or "M1" not in m:
             raise _UserError(f"{p} is not a HelpMeOut evaluate output; rerun `evaluate --out {d}`")
         results.append(m)
-    out = Path(a.out) if a.out else Path(a.dirs[0]).resolve().parent / "summary"
-    print(summarize(results, out))
+    from ego_adr.folders import FolderLock
     from ego_adr.helpmeout.summary_html import write_summary_html
+    from ego_adr.store import check_writable_dir
 
-    write_summary_html(out)  # the same tables and plot as one page (issue 21)
+    check_writable_dir(out, "--out")
+    with FolderLock(out):
+        print(summarize(results, out))
+        write_summary_html(out)  # the same tables and plot as one page (issue 21)
     print(f"\n-> {out}/summary.md, summary.html, figure3.png")
     return 0
+
+
+def _is_summary(d: Path, out: Path) -> bool:
+    """A folder ``summarize`` wrote (its output, or any with summary.md and no metrics.json)."""
+    same = d.exists() and out.exists() and d.resolve() == out.resolve()
+    return same or ((d / "summary.md").is_file() and not (d / "metrics.json").is_file())
 
 
 def _templates(a: argparse.Namespace) -> int:
@@ -167,12 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="write train/val/test.jsonl and stats.json")
     g.add_argument("--episodes", type=int, default=20000,
-                   help="release size (default 20000: the paper's release, Table 10, whose 17,478/2,022 "
+                   help="release size, all splits (default 20000: the paper's release, Table 10, whose 17,478/2,022 "
                         "train/validation split the learned monitors then train and select checkpoints on)")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--out", required=True)
-    g.add_argument("--workers", type=int, default=1)
-    g.add_argument("--test-size", type=int, default=500)
+    g.add_argument("--seed", type=int, default=0, help="generator seed (default: 0)")
+    g.add_argument("--out", required=True, help="release folder (train/val/test.jsonl, stats.json)")
+    g.add_argument("--workers", type=int, default=1, help="generator processes (default: 1)")
+    g.add_argument("--test-size", type=int, default=500, help="episodes in the test split (default: 500)")
     g.add_argument("--templates", default=None, help="directory of template YAML (default procedures/helpmeout)")
     g.add_argument("--quiet", action="store_true")
     g.set_defaults(fn=_generate)
@@ -224,17 +251,15 @@ class _UserError(UserError):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.errors import run_cli
     from ego_adr.helpmeout.io import EpisodesFileError
 
-    a = build_parser().parse_args(argv)
-    try:
+    def go() -> int:
+        a = build_parser().parse_args(argv)
         return int(a.fn(a))
-    except (_UserError, EpisodesFileError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; nothing partial is kept as a result (rerun the command)", file=sys.stderr)
-        return 130
+
+    return run_cli(go, interrupted="interrupted; nothing partial is kept as a result (rerun the command)",
+                   user_errors=(EpisodesFileError,))
 
 
 if __name__ == "__main__":

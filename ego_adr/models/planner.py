@@ -248,12 +248,13 @@ def format_plans(plans: list[Plan]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python -m ego_adr.models.planner", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="qwen2.5-vl", help="alias, hub id with known numbers, or local folder")
-    ap.add_argument("--gpu-memory", default="24GB")
-    ap.add_argument("--frames", type=int, nargs="+", default=[8, 16, 24, 32])
-    ap.add_argument("--batch-size", type=int, default=1)
-    ap.add_argument("--new-tokens", type=int, default=NEW_TOKENS)
-    ap.add_argument("--text-tokens", type=int, default=PROMPT_TEXT_TOKENS)
+    ap.add_argument("--model", default="qwen2.5-vl",
+                    help="alias, hub id with known numbers, or local folder (default: qwen2.5-vl)")
+    ap.add_argument("--gpu-memory", default="24GB", help="memory of one GPU (default: 24GB, Section 6.1)")
+    ap.add_argument("--frames", type=int, nargs="+", default=[8, 16, 24, 32], help="default: 8 16 24 32")
+    ap.add_argument("--batch-size", type=int, default=1, help="default: 1")
+    ap.add_argument("--new-tokens", type=int, default=NEW_TOKENS, help=f"default: {NEW_TOKENS}")
+    ap.add_argument("--text-tokens", type=int, default=PROMPT_TEXT_TOKENS, help=f"default: {PROMPT_TEXT_TOKENS}")
     ap.add_argument("--frame-size", help="WxH of the decoded frames, e.g. 640x360 (frames are never upscaled)")
     ap.add_argument("--pixels", type=int, help="check this per-frame pixel budget instead of searching for one")
     ap.add_argument("--json", action="store_true", help="print the plans as JSON lines instead of a table")

@@ -18,6 +18,7 @@ import asyncio
 import base64
 import contextlib
 import queue
+import sys
 import threading
 import time
 import uuid
@@ -270,19 +271,32 @@ class BackgroundServer:
         self.stop()
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _serve(argv), interrupted="stopped")
+
+
+def _serve(argv) -> int:
     ap = OneLineParser(
         prog="python -m ego_adr.models.serve",
         description="Serve a VLM behind an OpenAI-compatible /v1/chat/completions endpoint.",
     )
     ap.add_argument("--model", required=True, help="hub id, local folder or registry alias")
-    ap.add_argument("--backend", default="hf", help="backend for load_model (default: hf)")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--host", default="127.0.0.1", help="listen address (default loopback; there is no auth)")
-    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--backend", default="hf", choices=("hf", "vllm"), help="backend for load_model (default: hf)")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    ap.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1; there is no auth)")
+    ap.add_argument("--port", type=int, default=8000, help="default: 8000")
     ap.add_argument("--served-name", default=None, help="model name reported to clients (default: --model)")
-    ap.add_argument("--default-fps", type=float, default=1.0, help="fps of clips sent without a frames note")
+    ap.add_argument("--default-fps", type=float, default=1.0,
+                    help="fps of clips sent without a frames note (default: 1.0)")
     args = ap.parse_args(argv)
+    import re
+
+    from ego_adr.errors import UserError
+
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", args.device):  # before the load, not torch's device list after it
+        raise UserError(f"--device {args.device!r} is not a device; use cpu, cuda or cuda:N")
 
     import uvicorn
 
@@ -290,11 +304,15 @@ def main(argv: list[str] | None = None) -> None:
 
     if not is_loopback(f"http://{args.host}"):
         print(f"warning: listening on {args.host} without authentication")
-    model = load_model(args.model, backend=args.backend, device=args.device)
+    try:
+        model = load_model(args.model, backend=args.backend, device=args.device)
+    except (ValueError, OSError) as e:  # an unknown model, no weights offline: one line, exit 2
+        raise UserError(f"--model {args.model}: {e}") from None
     app = create_app(model, args.served_name or args.model, default_fps=args.default_fps)
     print(f"serving {model.model_id} at http://{args.host}:{args.port}/v1", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -88,18 +88,33 @@ def ensure_tiny(arch: str = "qwen2.5-vl") -> Path:
     return build_once(final, lambda dest: build_tiny(dest, arch=arch), lambda f: (f / "config.json").exists())
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _build(argv), interrupted="interrupted; nothing was kept (rerun the command)")
+
+
+def _build(argv) -> int:
+    from ego_adr.errors import UserError
+
     ap = OneLineParser(
         prog="python -m ego_adr.models.tiny", description="Build a tiny random model of one architecture offline."
     )
     ap.add_argument("out_dir")
-    ap.add_argument("--arch", choices=ARCHS, default="qwen2.5-vl")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--arch", choices=ARCHS, default="qwen2.5-vl", help="architecture (default: qwen2.5-vl)")
+    ap.add_argument("--seed", type=int, default=0, help="weights seed (default: 0)")
     a = ap.parse_args(argv)
-    path = build_tiny(a.out_dir, arch=a.arch, seed=a.seed)
+    try:
+        path = build_tiny(a.out_dir, arch=a.arch, seed=a.seed)
+    except (FileExistsError, NotADirectoryError, PermissionError, OSError) as e:
+        raise UserError(f"cannot write the model to {a.out_dir} ({e.strerror or e}); pick a folder you can "
+                        "write to") from None
     size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
     print(f"built tiny {a.arch} (seed {a.seed}) in {path} ({size / 1e6:.2f} MB)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    sys.exit(main())

@@ -132,3 +132,24 @@ def check_environment(cfg) -> None:
         check_writable_dir(cfg.output_dir, "--output-dir")
     check_writable_dir(cfg.resolved_cache_dir(), "--cache-dir" if cfg.cache_dir else "the cache folder "
                        "($EGO_ADR_CACHE or ~/.cache/ego_adr; choose another with --cache-dir)")
+
+
+def frames_note(cfg) -> str | None:
+    """A note when ``--frames`` is not a multiple of the family's temporal patch (Qwen-VL: 2 frames per time
+    step): the video processor repeats the last frame to fill the last pair, so the model sees fewer distinct
+    time steps than frames asked for -- a run with 7 frames is really one of 8 with a duplicate."""
+    if cfg.backend == "openai":
+        return None
+    try:
+        from ego_adr.models.planner import arch_for
+
+        arch = arch_for(cfg.model or "tiny")
+    except Exception:  # noqa: BLE001 -- an unknown architecture: nothing to say
+        return None
+    t = getattr(arch, "temporal_patch", 1) or 1
+    if arch is None or t <= 1 or cfg.frames % t == 0:
+        return None
+    padded = -(-cfg.frames // t) * t
+    return (f"--frames {cfg.frames} on {cfg.model or 'the demo model'}: its video encoder takes {t} frames per time "
+            f"step, so the processor repeats the last frame to make {padded} ({padded // t} time steps); "
+            f"use a multiple of {t} to get what you ask for")

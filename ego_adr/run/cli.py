@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {','.join(source_registry.names(public_only=True))})")
     a("--limit", type=int, help="at most N samples in total (not per source), dealt round robin over the "
                                 "sources so each is represented when N >= their number; default: all")
-    a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f)")
+    a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f, plus a tag for each "
+                           "setting that differs from the defaults, e.g. -public for --protocol public, and -demo "
+                           "without --data-root)")
     a("--device", help="auto, cpu, cuda, cuda:1 ... (default auto)")
     a("--dtype", help="bfloat16/float16/float32 (default: bf16 on GPU, fp32 on CPU)")
     a("--batch-size", type=int, help="requests per model call (default: "
@@ -79,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--gpu-memory", help="GPU memory the per-frame pixel budget is planned for (default 24GB, Section 6.1)")
     a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
     a("--tensor-parallel-size", type=int, help="vLLM tensor parallel size")
-    a("--max-new-tokens", type=int, help="generation budget per call (default: 256, the paper's, Appendix C; 64 for the embedded demo, whose random model never stops)")
+    a("--max-new-tokens", type=int, help="generation budget per call (default: 256, the paper's, Appendix C; "
+                                        "128 under --protocol public, the public white agent's; 64 for the "
+                                        "embedded demo, whose random model never stops)")
     a("--num-shards", type=int, help="data-parallel shards (merge with python -m ego_adr.eval merge)")
     a("--shard-index", type=int, help="which shard this process runs (0-based)")
     a("--seed", type=int, help="seed of the probe's trials and of --qa-selection one")
@@ -163,38 +167,33 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.errors import run_cli
+
+    # FileNotFoundError: missing data files, one line; ProbeUnreachable is an InfrastructureError (exit 3)
+    return run_cli(lambda: _run(list(sys.argv[1:] if argv is None else argv)), user_errors=(FileNotFoundError,))
+
+
+def _run(argv: list[str]) -> int:
     from ego_adr.reasoning.probe import ProbeUnreachable
-    from ego_adr.run.config import ConfigError
-    from ego_adr.run.failures import EXIT_INFRASTRUCTURE
 
-    out = None
+    if "--dry-run" in argv:  # preflight (ego_adr/run/preflight.py): nothing is loaded or written
+        from ego_adr.run.preflight import run_dry
+
+        return run_dry(config_from_args([a for a in argv if a != "--dry-run"])[0])
+    cfg, args = config_from_args(argv)
+    from ego_adr.run.runner import default_output_dir, execute
+
+    cfg.validate()  # before the folder name is derived from the settings
+    where = cfg.output_dir or default_output_dir(cfg)
     try:
-        argv = list(sys.argv[1:] if argv is None else argv)
-        if "--dry-run" in argv:  # preflight (ego_adr/run/preflight.py): nothing is loaded or written
-            from ego_adr.run.preflight import run_dry
-
-            return run_dry(config_from_args([a for a in argv if a != "--dry-run"])[0])
-        cfg, args = config_from_args(argv)
-        from ego_adr.run.runner import default_output_dir, execute
-
-        cfg.validate()  # before the folder name is derived from the settings
-        out = cfg.output_dir or default_output_dir(cfg)
         out, metrics = execute(cfg, progress=not args.quiet, fresh=args.fresh, retry_failed=args.retry_failed)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:  # missing data files: say what to do, no traceback
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except ProbeUnreachable as e:
-        print(f"error: {e}; nothing was recorded or cached: start the model server (or check --base-url) and "
-              "rerun the same command", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
     except KeyboardInterrupt:
-        where = f" in {out}" if out else ""
-        print(f"\ninterrupted: every finished sample is saved{where}; rerun the same command to resume",
+        print(f"\ninterrupted: every finished sample is saved in {where}; rerun the same command to resume",
               file=sys.stderr)
         return 130
+    except ProbeUnreachable as e:
+        raise ProbeUnreachable(f"{e}; nothing was recorded or cached: start the model server (or check "
+                               "--base-url) and rerun the same command") from None
     from ego_adr.eval.report import summary_table
 
     if cfg.task == "multiple-choice":
@@ -208,17 +207,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _infrastructure_exit(out) -> int:
-    """Non-zero (3) with a one-line summary when most of the run's failures were infrastructure."""
+    """Non-zero with a one-line summary when most of the run's failures were infrastructure (3) or most rows
+    failed for one sample reason, such as every video missing (2); see ego_adr.run.failures."""
     from pathlib import Path
 
-    from ego_adr.run.failures import summarise, summary_line
+    from ego_adr.run.failures import EXIT_INFRASTRUCTURE, dominant_line, summarise, summary_line
     from ego_adr.store import read_jsonl
 
+    judged = Path(out) / "judgements.jsonl"
+    if judged.is_file():  # open-ended: a failed judge call is not a result (issue 19)
+        from ego_adr.run.open_end import judge_call_failures
+
+        n = judge_call_failures(read_jsonl(judged))
+        if n:
+            print(f"error: {n} judge call(s) failed; those answers are not results: rerun the same command with "
+                  "--retry-failed once the judges are back", file=sys.stderr)
+            return EXIT_INFRASTRUCTURE
     path = Path(out) / "predictions.jsonl"
     summary = summarise(read_jsonl(path)) if path.is_file() else {"exit_code": 0, "n_infrastructure": 0}
     if summary["n_infrastructure"]:
-        print(("error: " if summary["exit_code"] else "warning: ") + summary_line(summary, Path(out)),
-              file=sys.stderr)
+        print(("error: " if summary["exit_code"] == EXIT_INFRASTRUCTURE else "warning: ")
+              + summary_line(summary, Path(out)), file=sys.stderr)
+    elif summary.get("dominant_sample_failure"):
+        print("error: " + dominant_line(summary, Path(out)), file=sys.stderr)
     return summary["exit_code"]
 
 

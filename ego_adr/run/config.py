@@ -126,7 +126,10 @@ class RunConfig:
         if not p.is_file():
             raise ConfigError(f"--config {path}: no such file")
         try:
-            data = yaml.safe_load(p.read_text()) or {}
+            text = p.read_text()
+            if not text.strip():  # an empty file is a mistake (a wrong path), not "no settings"
+                raise ConfigError(f"--config {path} is empty; give a YAML mapping of settings (see configs/)")
+            data = yaml.safe_load(text) or {}
         except (yaml.YAMLError, OSError, UnicodeDecodeError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ConfigError(f"--config {path} is not readable YAML ({first}); fix the file") from None

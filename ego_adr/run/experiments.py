@@ -1,6 +1,7 @@
 """The paper's ablations from one YAML each: ``python -m ego_adr.run.experiments configs/experiments/table6.yaml``.
 
-An experiment file has ``name``, ``table`` (``table4`` = frame sweep in Table 3/4 layout, ``table5`` = deep /
+An experiment file has ``name``, ``table`` (``table3`` = open-ended frame sweep in Table 3's layout,
+``table4`` = multiple-choice frame sweep in Table 4's layout, ``table5`` = deep /
 shallow / CoT per model, ``table6`` = match x narration), ``base`` (run settings shared by every cell, any
 :class:`~ego_adr.run.config.RunConfig` field) and ``cells`` (each a ``label`` plus the settings it changes). Every
 cell is an ordinary run in ``OUT/<label>/`` -- resumable, with its own predictions, metrics and report -- and all
@@ -18,7 +19,7 @@ from pathlib import Path
 from ego_adr.reasoning.protocol import PROTOCOLS
 from ego_adr.run.config import ConfigError, RunConfig
 
-TABLES = ("table4", "table5", "table6")
+TABLES = ("table3", "table4", "table5", "table6")
 
 
 def load_experiment(path: str | Path) -> dict:
@@ -31,6 +32,8 @@ def load_experiment(path: str | Path) -> dict:
         exp = yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{path} is not readable YAML ({str(e).splitlines()[0]}); fix the file") from None
+    except (UnicodeDecodeError, OSError) as e:
+        raise ConfigError(f"{path} is not a readable text file ({type(e).__name__}); give a YAML file") from None
     if not isinstance(exp, dict):
         raise ConfigError(f"{path}: expected a mapping with name, table, base and cells")
     if exp.get("table") not in TABLES:
@@ -82,12 +85,42 @@ def run_experiment(exp: dict, overrides: dict | None = None, out_root: Path | No
     results = []
     for cell, cfg in cell_configs(exp, overrides, out_root, tiny=tiny):
         out, _ = execute(cfg, progress=progress, model=model, fresh=fresh, retry_failed=retry_failed)
-        metrics = compute_mc_metrics(load_predictions(out / "predictions.jsonl"))
+        if cfg.task == "open-end":  # scored from the cell's judgements file, as `eval score` would
+            from ego_adr.eval.open_end import score_open_end_rows
+            from ego_adr.store import read_jsonl
+
+            metrics = score_open_end_rows(read_jsonl(out / "judgements.jsonl"))
+        else:
+            metrics = compute_mc_metrics(load_predictions(out / "predictions.jsonl"))
         run = json.loads((out / "run.json").read_text())
         results.append({"cell": cell, "config": cfg, "metrics": metrics, "out": str(out),
                         "model_calls": run.get("model_calls", 0), "cache_hits": run.get("cache_hits", 0),
                         "model_from_cell": "model" not in (overrides or {}), "failures": run.get("failures") or {}})
     return render(exp, results), results
+
+
+def table3_rows(results: list[dict]) -> str:
+    """Paper Table 3's layout: Method, frames, one column per source (Cook, Tent, Toy, Hand), Avg-Sim. (the
+    sample-size-weighted mean, Section 3.4); the mean of the judges first, then each judge's own row."""
+    from ego_adr.eval.open_end import source_columns
+    from ego_adr.eval.report import render_table
+
+    labels = source_columns()
+    labels.update({s: s for r in results for s in r["metrics"]["per_source"] if s not in labels})  # e.g. the demo
+    cols = [("method", "Method", None), ("frames", "frames", None),
+            *[(src, lab, ".2f") for src, lab in labels.items()], ("avg", "Avg-Sim.", ".2f"), ("n", "scored", "d")]
+    rows, judge_rows = [], []
+    for r in results:
+        m, cfg = r["metrics"], r["config"]
+        method = (r["cell"].get("method") if r.get("model_from_cell", True) else None) or cfg.model or "tiny-demo"
+        frames = f"{cfg.frames}f"
+        rows.append({"method": method, "frames": frames, "avg": m["avg_sim"], "n": m["n_scored"],
+                     **{src: (m["per_source"].get(src) or {}).get("mean") for src in labels}})
+        for name, j in m["per_judge"].items():
+            judge_rows.append({"method": f"{method} - judge {name}", "frames": frames, "avg": j["mean"], "n": j["n"],
+                               **{src: j["per_source"].get(src) for src in labels}})
+    return (render_table(rows, cols) + "\n\nPer judge (each judge's own mean; the rows above average them):\n\n"
+            + render_table(judge_rows, cols))
 
 
 def _mark(v: object) -> str:
@@ -98,6 +131,8 @@ def render(exp: dict, results: list[dict]) -> str:
     from ego_adr.eval.report import render_table, table4_rows
 
     table = exp["table"]
+    if table == "table3":
+        return table3_rows(results)
     if table == "table4":
         return table4_rows([(r["cell"]["label"], r["config"].frames, r["metrics"]) for r in results])
     rows = []
@@ -152,7 +187,13 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--fresh", action="store_true", help="discard the cells' results and start over")
     p.add_argument("--retry-failed", action="store_true", help="rerun samples that failed on infrastructure")
-    args = p.parse_args(argv)
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _main(p.parse_args(argv), experiment), user_errors=(FileNotFoundError,),
+                   interrupted="interrupted: finished samples are saved; rerun the same command to resume")
+
+
+def _main(args, experiment: str | None) -> int:
     if experiment is not None:
         args.experiment = experiment
     over = {k: v for k, v in vars(args).items()
@@ -176,15 +217,8 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
         exp = load_experiment(args.experiment)
         table, results = run_experiment(exp, over, Path(args.out) if args.out else None, progress=not args.quiet,
                                         tiny=args.tiny, fresh=args.fresh, retry_failed=args.retry_failed)
-    except (ConfigError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except ProbeUnreachable as e:
-        print(f"error: {e}; nothing was cached: start the model server and rerun", file=sys.stderr)
-        return 3
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished samples are saved; rerun the same command to resume", file=sys.stderr)
-        return 130
+        raise ProbeUnreachable(f"{e}; nothing was cached: start the model server and rerun") from None
     from ego_adr.run.tiny_cells import tiny_title
 
     title = tiny_title(exp.get("title", exp["name"]), [r["config"] for r in results])
@@ -193,7 +227,15 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     (out_root / "table.md").write_text(f"## {title}\n\n{table}\n")
     print(f"\ncells in {out_root}/ ; table in {out_root / 'table.md'}; model calls "
           f"{sum(r['model_calls'] for r in results)}, cache hits {sum(r['cache_hits'] for r in results)}")
-    outage = [r["cell"]["label"] for r in results if r["failures"].get("exit_code")]
+    from ego_adr.run.failures import EXIT_INFRASTRUCTURE, EXIT_USER
+
+    codes = {r["cell"]["label"]: r["failures"].get("exit_code") for r in results}
+    mistaken = [label for label, c in codes.items() if c == EXIT_USER]
+    if mistaken and not any(c == EXIT_INFRASTRUCTURE for c in codes.values()):
+        print(f"error: cell(s) {', '.join(mistaken)}: most samples failed for one input reason (e.g. every video "
+              "missing): their numbers are not results; see each cell's report.md", file=sys.stderr)
+        return EXIT_USER
+    outage = [label for label, c in codes.items() if c == EXIT_INFRASTRUCTURE]
     if outage:
         print(f"error: cell(s) {', '.join(outage)} failed mostly on infrastructure (model or server unreachable, "
               "out of memory): their numbers are not results; rerun with --retry-failed once it is back",

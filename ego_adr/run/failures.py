@@ -10,6 +10,12 @@ unparseable answer, a 4xx refusal) is a ``sample`` failure: rerunning gives the 
 A stage with a fallback (the model's key-step choice falls back to TF-IDF) hides an outage behind a plausible
 answer; such a row is turned into an infrastructure failure too, because its answer is not the one an
 uninterrupted run would give.
+
+A run whose rows *mostly* failed for one sample reason (every video missing: a wrong ``--video-root``, or
+``--video-root`` without ``--data-root`` on the demo) is not a result either: its table of 0.0 only measures the
+mistake. Only failures before any reply count (an unparsed reply says something about the model). Such a run
+ends with :data:`EXIT_USER` (2) and that reason in one line, and its report leads with it
+(issue 18). "Mostly" is at least half of the rows, the same threshold as for infrastructure failures.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from ego_adr.models.base import INFRASTRUCTURE, SAMPLE, error_kind
 from ego_adr.reasoning.clips import decode_error_text  # noqa: F401  (re-exported)
 
 EXIT_INFRASTRUCTURE = 3
+EXIT_USER = 2
 RETRIED_FILE = "predictions.retried.jsonl"
 
 def _stage_errors(row: dict) -> list[tuple[str, str]]:
@@ -66,9 +73,29 @@ def summarise(rows: list[dict]) -> dict:
     n_failed = kinds[INFRASTRUCTURE] + kinds[SAMPLE]
     reasons = Counter(_reason(r) for r in rows if failure_kind(r) == INFRASTRUCTURE)
     infra = kinds[INFRASTRUCTURE]
+    # only failures of the inputs (no reply at all): an unparsed reply is a result about the model
+    sample_reasons = Counter(reason_class(_reason(r)) for r in rows
+                             if failure_kind(r) == SAMPLE and not r.get("raw") and not r.get("answer"))
+    top, top_n = sample_reasons.most_common(1)[0] if sample_reasons else (None, 0)
+    dominant = {"reason": top, "n": top_n} if top_n and 2 * top_n >= len(rows) else None
+    code = EXIT_INFRASTRUCTURE if infra and 2 * infra >= n_failed else (EXIT_USER if dominant else 0)
     return {"n_rows": len(rows), "n_failed": n_failed, "n_infrastructure": infra, "n_sample": kinds[SAMPLE],
-            "infrastructure_reasons": dict(reasons.most_common(3)),
-            "exit_code": EXIT_INFRASTRUCTURE if infra and 2 * infra >= n_failed else 0}
+            "infrastructure_reasons": dict(reasons.most_common(3)), "dominant_sample_failure": dominant,
+            "exit_code": code}
+
+
+def reason_class(text: str) -> str:
+    """A failure reason without the file it names, so the same mistake on many files counts as one reason."""
+    import re
+
+    return re.sub(r"(?<![\w.])/[^\s:]+", "<path>", text)
+
+
+def dominant_line(summary: dict, out: Path) -> str:
+    """One line for stderr (and the report's first note) when most rows failed for one sample reason."""
+    d = summary["dominant_sample_failure"]
+    return (f"{d['n']} of {summary['n_rows']} samples failed for one reason ({d['reason']}); the table in {out} "
+            "measures that, not the model: fix the inputs (e.g. --video-root / --data-root) and rerun")
 
 
 def _reason(row: dict) -> str:

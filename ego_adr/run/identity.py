@@ -31,25 +31,53 @@ import json
 import os
 from pathlib import Path
 
-from ego_adr.run.config import ConfigError
-from ego_adr.store import write_json
+from ego_adr.folders import (  # noqa: F401  (re-exported: the folder rule lives in the shared leaf)
+    _LATE_KEYS,
+    IDENTITY_FILE,
+    LOCK_FILE,
+    RESULT_FILES,
+    RUN_FILES,
+    WAYS_OUT,
+    FolderBusy,
+    FolderLock,
+    IdentityMismatch,
+    OutputFolder,
+    _short,
+    _write,
+    claim,
+    confirm,
+    describe_difference,
+    differences,
+    discard,
+    has_results,
+    read_identity,
+)
 
-IDENTITY_FILE = "identity.json"
-LOCK_FILE = ".lock"
-#: What ``--fresh`` removes: only files a run writes, never anything else a user keeps in the folder.
-RUN_FILES = ("predictions.jsonl", "predictions.jsonl.corrupt", "predictions.retried.jsonl", "judgements.jsonl",
-             "judgements.jsonl.corrupt", "metrics.json", "report.md", "run.json", IDENTITY_FILE,
-             "confusion_matrix.png", "per_type_accuracy.png", "per_source_f1.png")
-#: Result files whose presence means the folder holds results.
-RESULT_FILES = ("predictions.jsonl", "judgements.jsonl")
+#: Run settings that are not part of a folder's identity, and why. Every other field of
+#: :class:`~ego_adr.run.config.RunConfig` is, so a new setting joins the identity unless it is named here
+#: (``tests/run/test_identity.py`` holds the two lists to the dataclass).
+NOT_IDENTITY = {
+    "data_root": "the annotations digest stands for it: a moved data folder is the same run",
+    "video_root": "the videos digest stands for it",
+    "sources": "the sources the loader resolved are recorded instead (the default list, aliases expanded)",
+    "output_dir": "it is the folder",
+    "device": "where the model runs, not what it computes",
+    "batch_size": "how many requests go together, not what is asked",
+    "tensor_parallel_size": "how the model is spread over GPUs, not what it computes",
+    "base_url": "recorded only where the backend's spec forwards it (a served model)",
+    "num_shards": "recorded with shard_index as shard",
+    "shard_index": "recorded with num_shards as shard",
+    "prefetch": "decoding ahead, not what is decoded",
+    "decode_workers": "decoding threads, not what is decoded",
+    "cache_dir": "where cached outputs live; the stage cache key decides what is reused",
+    "use_cache": "whether outputs are reused, not what they are",
+    "protocol_options": "recorded resolved, as protocol_settings",
+    "extra": "free-form notes",
+}
 
 
-class IdentityMismatch(ConfigError):
-    """The folder holds results of other settings (a user mistake: exit 2 with one line)."""
-
-
-class FolderBusy(ConfigError):
-    """Another live run holds the folder's lock."""
+#: Part of the identity of an open-ended run only.
+OPEN_END_ONLY = ("judges", "judge_backend", "qa_selection")
 
 
 def _digest(obj) -> str:
@@ -99,31 +127,6 @@ def _protocol_settings(cfg) -> dict | None:
         return None
 
 
-#: Run settings that are not part of a folder's identity, and why. Every other field of
-#: :class:`~ego_adr.run.config.RunConfig` is, so a new setting joins the identity unless it is named here
-#: (``tests/run/test_identity.py`` holds the two lists to the dataclass).
-NOT_IDENTITY = {
-    "data_root": "the annotations digest stands for it: a moved data folder is the same run",
-    "video_root": "the videos digest stands for it",
-    "sources": "the sources the loader resolved are recorded instead (the default list, aliases expanded)",
-    "output_dir": "it is the folder",
-    "device": "where the model runs, not what it computes",
-    "batch_size": "how many requests go together, not what is asked",
-    "tensor_parallel_size": "how the model is spread over GPUs, not what it computes",
-    "base_url": "recorded only where the backend's spec forwards it (a served model)",
-    "num_shards": "recorded with shard_index as shard",
-    "shard_index": "recorded with num_shards as shard",
-    "prefetch": "decoding ahead, not what is decoded",
-    "decode_workers": "decoding threads, not what is decoded",
-    "cache_dir": "where cached outputs live; the stage cache key decides what is reused",
-    "use_cache": "whether outputs are reused, not what they are",
-    "protocol_options": "recorded resolved, as protocol_settings",
-    "extra": "free-form notes",
-}
-#: Part of the identity of an open-ended run only.
-OPEN_END_ONLY = ("judges", "judge_backend", "qa_selection")
-
-
 def run_identity(cfg, samples, info: dict) -> dict:
     """The identity of a run of ``cfg`` over ``samples`` (settings known before the model is loaded): every run
     setting but those in :data:`NOT_IDENTITY` (and the open-ended ones for other tasks), then what is derived."""
@@ -150,146 +153,3 @@ def run_identity(cfg, samples, info: dict) -> dict:
         "videos": videos_digest(samples, info.get("video_root")),
     })
     return ident
-
-
-def read_identity(out: Path) -> dict | None:
-    p = Path(out) / IDENTITY_FILE
-    if not p.is_file():
-        return None
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {"unreadable": True}
-    return data if isinstance(data, dict) else {"unreadable": True}
-
-
-def has_results(out: Path) -> bool:
-    return any((Path(out) / f).is_file() and (Path(out) / f).stat().st_size > 0 for f in RESULT_FILES)
-
-
-def _short(v) -> str:
-    text = json.dumps(v, ensure_ascii=False, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def differences(stored: dict, current: dict) -> list[str]:
-    """Names of the settings whose values differ (a key only one side has counts when it has a value)."""
-    keys = [k for k in dict.fromkeys([*stored, *current])]
-    return [k for k in keys if stored.get(k) != current.get(k)]
-
-
-def describe_difference(out: Path, stored: dict | None, current: dict) -> str:
-    """The one-line message of a mismatch: the differing settings (folder's value -> this run's) and the ways out."""
-    ways = "use another --output-dir, or --fresh to discard its results and start over"
-    if stored is None:
-        return f"{out} holds results written without a run identity (older version); {ways}"
-    if stored.get("unreadable"):
-        return f"{out}/{IDENTITY_FILE} is unreadable, so its results cannot be trusted to match; {ways}"
-    diff = differences(stored, current)
-    shown = ", ".join(f"{k} {_short(stored.get(k))} -> {_short(current.get(k))}" for k in diff[:6])
-    more = f" (+{len(diff) - 6} more)" if len(diff) > 6 else ""
-    return f"{out} holds a run with other settings ({shown}{more}); {ways}"
-
-
-def _write(out: Path, ident: dict) -> None:
-    write_json(Path(out) / IDENTITY_FILE, ident)
-
-
-def discard(out: Path) -> list[str]:
-    """Remove the run files of ``out`` (``--fresh``); returns the names removed."""
-    removed = []
-    for name in RUN_FILES:
-        p = Path(out) / name
-        if p.is_file():
-            p.unlink()
-            removed.append(name)
-    return removed
-
-
-def claim(out: str | os.PathLike, identity: dict, fresh: bool = False) -> str:
-    """Claim ``out`` for a run of ``identity``: ``"new"`` (identity written) or ``"resume"``; raises
-    :class:`IdentityMismatch` when the folder holds other settings. ``fresh`` discards its results first.
-
-    Keys of ``identity`` the stored one lacks are adopted when the stored values agree on everything else (e.g.
-    ``model_fingerprint`` added by :func:`confirm`), so a stored identity is compared on what it knows.
-    """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if fresh:
-        discard(out)
-    stored = read_identity(out)
-    current = json.loads(json.dumps(identity, default=str))  # compare what would be written, not Python types
-    if stored is None or (not stored.get("unreadable") and not has_results(out)):
-        # no identity yet, or one left by a run that stopped before its first result (a memory-plan refusal, an
-        # unreachable probe): the folder holds nothing, so the corrected command may take it
-        if stored is None and has_results(out):
-            raise IdentityMismatch(describe_difference(out, None, current))
-        _write(out, current)
-        return "new"
-    if stored.get("unreadable"):
-        raise IdentityMismatch(describe_difference(out, stored, current))
-    common = {k: v for k, v in stored.items() if k in current}
-    if common != {k: current[k] for k in common} or set(current) - set(stored) - _LATE_KEYS:
-        raise IdentityMismatch(describe_difference(out, {k: stored.get(k) for k in current}, current))
-    return "resume"
-
-
-#: Keys known only once the model is loaded (see :func:`confirm`): a claim before loading does not have them.
-_LATE_KEYS = {"model_fingerprint", "route"}
-
-
-def confirm(out: str | os.PathLike, late: dict) -> None:
-    """Second step, once the model is loaded: check (or record) ``late`` keys such as ``model_fingerprint`` and
-    ``route`` against the folder's identity. Raises :class:`IdentityMismatch` on a difference."""
-    out = Path(out)
-    stored = read_identity(out) or {}
-    late = json.loads(json.dumps(late, default=str))
-    known = {k: stored[k] for k in late if k in stored}
-    if known != {k: late[k] for k in known}:
-        raise IdentityMismatch(describe_difference(out, {**stored, **known}, {**stored, **late}))
-    if any(k not in stored for k in late):
-        _write(out, {**stored, **late})
-
-
-class FolderLock:
-    """Exclusive advisory lock on ``<folder>/.lock`` for the lifetime of a run (POSIX ``flock``; where there is
-    no ``fcntl`` the lock is a no-op). The file holds the owner's pid for the error message."""
-
-    def __init__(self, folder: str | os.PathLike) -> None:
-        self.folder = Path(folder)
-        self._fd: int | None = None
-
-    def acquire(self) -> FolderLock:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - non-POSIX
-            return self
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.read(fd, 64).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise FolderBusy(f"another run (pid {owner}) is writing to {self.folder}; wait for it to finish "
-                             "or use another --output-dir") from None
-        except OSError as e:  # a filesystem without flock (some network mounts): run unlocked, but say so
-            import logging
-
-            logging.getLogger(__name__).warning("%s: cannot lock (%s); make sure no other run writes here",
-                                                self.folder, e)
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._fd = fd
-        return self
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor releases the flock
-            self._fd = None
-
-    def __enter__(self) -> FolderLock:
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self.release()

@@ -143,8 +143,10 @@ def judge_rows(
     (resume). ``judges`` is a list of VLMs (named by ``model_id``) or a ``{name: VLM}`` dict; each is wrapped in a
     :class:`~ego_adr.models.cache.CachedModel` on ``cache`` unless it already is one. Returns all rows in the store.
 
-    An empty answer scores 0 by the rubric's own definition ("no response") without asking the judges; an
-    answer row carrying an ``error`` (the answering stage failed) gets ``score`` null and that failure.
+    An empty answer is judged like any other (the public evaluator asks its judges about it too; the rubric's
+    "0 = no response" is theirs to give); an answer row carrying an ``error`` (the answering stage failed) gets
+    ``score`` null and that failure. A judge call that failed makes the row a retryable failure (``score``
+    null, ``failure_kind`` infrastructure), never a mean of the other judges: ``--retry-failed`` asks again.
     ``config`` defaults to the paper's judge decoding (greedy, 256 new tokens; Appendix H); it is part of the
     cache key, so a different setting never reuses outputs of another.
     """
@@ -176,7 +178,7 @@ def judge_rows(
     bar = tqdm(total=len(todo), desc="judging", unit="answer", disable=not progress)
     for s in range(0, len(todo), bs):
         chunk = todo[s : s + bs]
-        ask = [r for r in chunk if not r.get("error") and (r.get("answer") or "").strip()]
+        ask = [r for r in chunk if not r.get("error")]
         reqs = [judge_request(r, config) for r in ask]
         outputs = {n: dict(zip(map(_key, ask), j.generate(reqs), strict=True)) if reqs else {} for n, j in named.items()}
         for r in chunk:
@@ -216,27 +218,46 @@ def judge_rows_public(answer_rows, judges: dict, prompts: list[PublicJudgePrompt
         gens = j.generate(reqs) if reqs else []
         per_judge[n] = (p, {(r["sample_id"], r["qa_index"]): (q, g) for r, q, g in zip(ask, reqs, gens, strict=True)})
     for r in todo:
-        key = (r["sample_id"], r["qa_index"])
-        if not r.get("error") and any(not out[key][1].ok for _, out in per_judge.values()):
-            # a judge call failed: the public loop leaves the sample out of its average (its ``except`` branch);
-            # here nothing is recorded, so a rerun asks that judge again (a failure is never a result)
-            continue
-        per = {}
-        for n, (p, out) in per_judge.items():
-            if r.get("error"):  # the public loop leaves a failed answer out of its average (successful_count)
-                per[n] = {"model": named[n].fingerprint, "raw": None, "error": None, "score": None, "reason": None,
-                          "method": "public-answer-failed-excluded", "public_judge": p.judge_class}
-                continue
-            req, g = out[key]
-            score, method = public_score(p.judge_class, req.messages[0].content[0], g.text if g.ok else None)
-            per[n] = {"model": named[n].fingerprint, "raw": g.text, "error": g.error, "score": float(score),
-                      "reason": None, "method": method, "public_judge": p.judge_class}
-        scores = [x["score"] for x in per.values() if x["score"] is not None]
-        store.append({"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
-                      **{k: r[k] for k in ("source", "task_id", "question", "reference", "answer", "model",
-                                           "method", "frames", "qa_selection") if k in r},
-                      "protocol": "public", "judge_set": judge_set, "judges": per,
-                      "judge_scores": {n: x["score"] for n, x in per.items()},
-                      "score": sum(scores) / len(scores) if scores else None, "failed_judges": [],
-                      "failure": f"answer failed: {r['error']}" if r.get("error") else None})
+        store.append(_public_judgement(r, named, per_judge, judge_set))
     return store.rows()
+
+
+def _public_judgement(r: dict, named: dict, per_judge: dict, judge_set: list[str]) -> dict:
+    """One judgement row as the public loop would score it, a failed judge call included (see
+    :data:`ego_adr.eval.public_judges.QWEN_FAILED`): a failed Qwen call leaves the sample out of the mean, a
+    failed DeepSeek call scores 0 in it; either is marked retryable (``failure_kind`` infrastructure)."""
+    from ego_adr.eval.public_judges import DEEPSEEK_FAILED, DEEPSEEK_SKIPPED, QWEN_FAILED
+
+    key = (r["sample_id"], r["qa_index"])
+    per, excluded, failed_calls = {}, False, []
+    for n, (p, out) in per_judge.items():
+        base = {"model": named[n].fingerprint, "reason": None, "public_judge": p.judge_class}
+        if r.get("error"):  # the public loop leaves a failed answer out of its average (successful_count)
+            per[n] = {**base, "raw": None, "error": None, "score": None, "method": "public-answer-failed-excluded"}
+            continue
+        req, g = out[key]
+        if excluded:  # the public loop skips DeepSeek for a sample whose Qwen stage raised
+            per[n] = {**base, "raw": g.text, "error": g.error, "score": None, "method": DEEPSEEK_SKIPPED}
+        elif not g.ok:
+            failed_calls.append(f"{p.judge_class}: {g.error}")
+            first = p.judge_class == "QwenJudge"
+            excluded = excluded or first
+            per[n] = {**base, "raw": None, "error": g.error, "score": None if first else 0.0,
+                      "method": QWEN_FAILED if first else DEEPSEEK_FAILED}
+        else:
+            score, method = public_score(p.judge_class, req.messages[0].content[0], g.text)
+            per[n] = {**base, "raw": g.text, "error": g.error, "score": float(score), "method": method}
+    scores = [x["score"] for x in per.values() if x["score"] is not None]
+    row = {"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
+           **{k: r[k] for k in ("source", "task_id", "question", "reference", "answer", "model", "method", "frames",
+                                "qa_selection") if k in r},
+           "protocol": "public", "judge_set": judge_set, "judges": per,
+           "judge_scores": {n: x["score"] for n, x in per.items()},
+           "score": None if excluded or not scores else sum(scores) / len(scores), "failed_judges": [],
+           "failure": f"answer failed: {r['error']}" if r.get("error") else None}
+    if failed_calls:
+        how = "left out of the mean" if excluded else "scored 0 by that judge"
+        row.update(failure_kind="infrastructure", failure=None if not excluded else
+                   f"judge call failed ({'; '.join(failed_calls)}): {how}, as the public loop does; "
+                   "--retry-failed asks again", public_judge_failure=f"{'; '.join(failed_calls)}: {how}")
+    return row

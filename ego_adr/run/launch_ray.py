@@ -30,9 +30,17 @@ Ray places the processes (it sets ``CUDA_VISIBLE_DEVICES`` per task). Without ``
 instance is started (``--ray-cpus`` caps its CPUs) and stopped at the end; on several nodes ``OUT`` must be on a
 file system every node can write and ego_adr must be installed on every node.
 
-Test hook: ``--test-crash-chunk I`` kills chunk ``I``'s process (SIGKILL, like an OOM kill) as soon as it has
-written its first prediction, on its first ``--test-crash-attempts`` attempts (default 1); the tests use it to
-show that a crashed chunk is retried, resumes from its own file and the merged result is unchanged.
+**One folder, one run.** The output folder carries the identity of the whole (unsharded) run, exactly what
+``python -m ego_adr.run`` with the same arguments would write (:mod:`ego_adr.run.identity`), and the launcher holds
+its lock while chunks run: a launch with other settings than the folder's refuses in one line (issue 18: it used
+to replace a direct run's predictions with shallow ones), and a plain run of the same settings resumes from the
+merged file. A folder holding a plain run's results (the demo's default folder, when no ``--output-dir`` is
+given after ``--``) is refused rather than merged into.
+
+Test hook (hidden from ``--help``): ``--test-crash-chunk I`` kills chunk ``I``'s process (SIGKILL, like an OOM
+kill) as soon as it has written its first prediction, on its first ``--test-crash-attempts`` attempts (default 1);
+the tests use it to show that a crashed chunk is retried, resumes from its own file and the merged result is
+unchanged.
 """
 
 from __future__ import annotations
@@ -78,9 +86,11 @@ def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
 
 def resolve_run(run_args: list[str]):
     """Parse and validate the ``ego_adr.run`` arguments here, before anything starts, and count the samples.
-    Returns (config, number of samples, default output folder)."""
+    Returns (config, number of samples, default output folder, the whole run's identity)."""
+    from ego_adr.reasoning.protocol import apply_to_samples, settings_of
     from ego_adr.run.cli import config_from_args
     from ego_adr.run.config import ConfigError
+    from ego_adr.run.identity import run_identity
     from ego_adr.run.runner import cache_scope, default_output_dir, load_dataset
 
     err = io.StringIO()
@@ -92,13 +102,28 @@ def resolve_run(run_args: list[str]):
         raise LaunchError(f"ego_adr.run arguments: {lines[-1] if lines else e}") from None
     try:
         cfg.validate()
+        from ego_adr.run.checks import check_model_name
+
+        check_model_name(cfg.model, cfg.backend)  # here, not three failed attempts per chunk
         with cache_scope(cfg):  # --cache-dir also holds the demo set
-            samples, _ = load_dataset(cfg)
+            samples, info = load_dataset(cfg)
+            samples = apply_to_samples(samples, settings_of(cfg))  # as the runner does before its identity
     except (ConfigError, FileNotFoundError) as e:
         raise LaunchError(str(e)) from None
     if not samples:
         raise LaunchError("the run has no samples (check --sources, --data-root and --limit after '--')")
-    return cfg, len(samples), Path(default_output_dir(cfg))
+    return cfg, len(samples), Path(default_output_dir(cfg)), run_identity(cfg, samples, info)
+
+
+def claim_folder(out: Path, identity: dict) -> None:
+    """The launch folder holds one run: refuse a plain run's results (the launcher would replace them) and any
+    other identity; see the module docstring ("One folder, one run")."""
+    from ego_adr.run.identity import claim, has_results
+
+    if has_results(out) and not (out / "launch.json").is_file():
+        raise LaunchError(f"{out} holds the results of a plain `python -m ego_adr.run` (not a chunked launch); "
+                          "give the launch its own folder with --output-dir after '--'")
+    claim(out, identity)
 
 
 def chunk_command(run_args: list[str], out: Path, num_chunks: int, index: int,
@@ -151,8 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
       help="--local: chunks at once (default: the number of --devices, else 2)")
     a("--devices", default=None, help="--local: GPU ids, one per running chunk, e.g. 0,1,2,3")
     a("--no-score", action="store_true", help="merge only, do not score")
-    a("--test-crash-chunk", type=int, default=None, help="test hook: SIGKILL this chunk after its first prediction")
-    a("--test-crash-attempts", type=int, default=1, help="test hook: on this many first attempts (default 1)")
+    # test hooks (module docstring), hidden from --help
+    a("--test-crash-chunk", type=int, default=None, help=argparse.SUPPRESS)
+    a("--test-crash-attempts", type=int, default=1, help=argparse.SUPPRESS)
     return p
 
 
@@ -199,7 +225,7 @@ def launch(argv: list[str]) -> int:
     rest, out_dir = split_run_args(run_args)
     dry = "--dry-run" in rest
     rest = [a for a in rest if a != "--dry-run"]
-    cfg, n, default_out = resolve_run(rest)
+    cfg, n, default_out, identity = resolve_run(rest)
     out = (Path(out_dir) if out_dir else default_out).resolve()
     k = min(n, args.num_chunks or -(-n // (args.chunk_size or DEFAULT_CHUNK_SIZE)))
     if dry:  # the run's preflight, plus the cut; nothing is started or written
@@ -209,11 +235,32 @@ def launch(argv: list[str]) -> int:
         return run_dry(cfg)
     if args.test_crash_chunk is not None and not 0 <= args.test_crash_chunk < k:
         raise LaunchError(f"--test-crash-chunk must be in 0..{k - 1} ({k} chunks)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise LaunchError(f"cannot create the output folder {out}: {e.strerror}") from None
-    _check_plan(out, {"num_chunks": k, "n_samples": n, "run_args": rest})
+    from ego_adr.run.checks import check_writable_dir
+    from ego_adr.run.identity import FolderLock
+
+    check_writable_dir(out, "the launch's output folder (choose another with --output-dir after '--')")
+    with FolderLock(out):
+        claim_folder(out, identity)
+        _check_plan(out, {"num_chunks": k, "n_samples": n, "run_args": rest})
+        results = _run_chunks(args, rest, out, k, n)
+    failed = [r["index"] for r in results if r["rc"] != 0]
+    if failed:
+        print(f"error: chunk(s) {', '.join(map(str, failed))} failed after {args.retries + 1} attempt(s); see "
+              f"{out}/chunk-<i>.log. Rerunning the same command resumes: finished samples are kept.",
+              file=sys.stderr)
+        return 1
+    t0 = time.perf_counter()
+    rc = merge_and_score(out, k, score=not args.no_score)  # after the lock: merge and score take it themselves
+    if rc == 0 and not args.no_score:
+        from ego_adr.eval.browser import write_run_report_html
+
+        write_run_report_html(out)  # the merged run's evidence browser (issue 21)
+    if rc == 0:
+        print(f"all {k} chunks merged in {time.perf_counter() - t0:.1f}s; results in {out}/")
+    return rc
+
+
+def _run_chunks(args, rest: list[str], out: Path, k: int, n: int) -> list[dict]:
     cmds = [chunk_command(rest, out, k, i) for i in range(k)]
     crash = {args.test_crash_chunk: args.test_crash_attempts} if args.test_crash_chunk is not None else {}
 
@@ -238,31 +285,15 @@ def launch(argv: list[str]) -> int:
     else:
         results = run_ray(cmds, out, args.address, args.gpus_per_chunk, args.cpus_per_chunk, args.ray_cpus,
                           args.retries, crash, report)
-    failed = [r["index"] for r in results if r["rc"] != 0]
-    if failed:
-        print(f"error: chunk(s) {', '.join(map(str, failed))} failed after {args.retries + 1} attempt(s); see "
-              f"{out}/chunk-<i>.log. Rerunning the same command resumes: finished samples are kept.",
-              file=sys.stderr)
-        return 1
-    rc = merge_and_score(out, k, score=not args.no_score)
-    if rc == 0 and not args.no_score:
-        from ego_adr.eval.browser import write_run_report_html
-
-        write_run_report_html(out)  # the merged run's evidence browser (issue 21)
-    if rc == 0:
-        print(f"all {k} chunks done in {time.perf_counter() - t0:.1f}s; merged results in {out}/")
-    return rc
+    print(f"{k} chunks ran in {time.perf_counter() - t0:.1f}s", flush=True)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return launch(list(sys.argv[1:] if argv is None else argv))
-    except LaunchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; rerunning the same command resumes every chunk", file=sys.stderr)
-        return 130
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: launch(list(sys.argv[1:] if argv is None else argv)),
+                   interrupted="interrupted; rerunning the same command resumes every chunk")
 
 
 if __name__ == "__main__":

@@ -195,7 +195,7 @@ def judge_answers(cfg: RunConfig, answer_rows: list[dict], path: Path, cache, pr
         def requests_for(k: int):
             if prompts is not None:
                 return public_requests(pending, prompts[k])
-            return [judge_request(r) for r in pending if not r.get("error") and (r.get("answer") or "").strip()]
+            return [judge_request(r) for r in pending if not r.get("error")]  # an empty answer is judged too
 
         if cache is not None:
             judges, stats = judge_one_at_a_time(loaders, requests_for, cache, backend, progress)
@@ -211,18 +211,12 @@ def judge_answers(cfg: RunConfig, answer_rows: list[dict], path: Path, cache, pr
 
 def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, progress: bool = True,
                  model=None) -> dict:
-    from tqdm import tqdm
-
-    from ego_adr.eval.open_end import (
-        render_open_end_report,
-        score_open_end_rows,
-        select_qa,
-        selection_label,
-    )
+    """Answer (resumable ``predictions.jsonl``), free the answering model, judge (resumable ``judgements.jsonl``),
+    score and report. ``--retry-failed`` has already dropped the retryable rows (:func:`drop_retryable_open_end`)."""
+    from ego_adr.eval.open_end import score_open_end_rows, select_qa, selection_label
     from ego_adr.eval.report import write_metrics_json
     from ego_adr.models.cache import StageCache
-    from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-    from ego_adr.run.common import decoded, load_vlm, versions, write_json
+    from ego_adr.run.common import versions, write_json
     from ego_adr.store import JsonlStore
 
     public = getattr(cfg, "protocol", "ego-adr") == "public"
@@ -235,57 +229,85 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     answers = JsonlStore(out / "predictions.jsonl")
     done = {(r.get("sample_id"), r.get("qa_index")) for r in answers.rows()}
     todo: dict[str, list[int]] = {}
-    by_id = {s.sample_id: s for s in samples}
     for s, qi in pairs:
         if (s.sample_id, qi) not in done:
             todo.setdefault(s.sample_id, []).append(qi)
     run_info: dict = {"config": cfg.to_dict(), "data": info, "versions": versions(), "qa_selection": selection,
                       "started": datetime.now(timezone.utc).isoformat(), "resumed_from": len(done)}
     t0 = time.perf_counter()
-    given_model, model = model, None
-    if todo:
-        model = load_vlm(cfg, given_model)
-        from ego_adr.run.identity import confirm  # issue 11: the folder's answers are all from these weights
-
-        confirm(out, {"model_fingerprint": model.fingerprint})
-        pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
-                      cache_dir=cfg.resolved_cache_dir(), route="open-end")
-        label = cfg.model or "tiny-demo"
-        bar = tqdm(total=sum(len(v) for v in todo.values()), desc="answering", unit="question",
-                   disable=not progress)
-        try:
-            for item in decoded(cfg, [by_id[k] for k in todo]):
-                s = item.sample
-                qis = todo[s.sample_id]
-                from ego_adr.reasoning.pipeline import Item
-
-                # one clip, several questions: each question is its own request on the same frames
-                clones = [Item(s, item.frames, item.frames_error, item.frames_info, timings=dict(item.timings))
-                          for _ in qis]
-                results = pipe.answer_open(clones, [s.qa_pairs[q].question for q in qis])
-                for q, res in zip(qis, results):
-                    answers.append({
-                        "task": "open-end", "sample_id": s.sample_id, "qa_index": q, "source": s.source,
-                        "task_id": s.task_id, "question": s.qa_pairs[q].question,
-                        "reference": s.qa_pairs[q].answer, "answer": res["answer"], "error": res["failure"],
-                        "failure": res["failure"], "model": label, "method": label, "frames": cfg.frames,
-                        "qa_selection": selection, "timings": res["timings"], "frames_info": res["frames_info"],
-                    })
-                bar.update(len(qis))
-        finally:
-            bar.close()
+    answer_calls = _answer(cfg, out, samples, todo, answers, selection, model, progress)
     wanted = {(s.sample_id, qi) for s, qi in pairs}
     answer_rows = [r for r in answers.rows() if (r.get("sample_id"), r.get("qa_index")) in wanted]
-    answer_calls = {"model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0)}
-    model = given_model = pipe = None  # the answering model is done: free it before the judges load
+    model = None  # the answering model is done: free it before the judges load
     free_memory()
     cache = StageCache(cfg.resolved_cache_dir() / "stage_cache.sqlite") if cfg.use_cache else None
     rows, judge_note, judge_stats = judge_answers(cfg, answer_rows, out / "judgements.jsonl", cache, progress)
     rows = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
     metrics = score_open_end_rows(rows, selection=selection)
     metrics["judges_note"] = judge_note
+    _report(cfg, out, rows, metrics, judge_note, public)
     write_metrics_json(metrics, out)
+    run_info.update({"finished": datetime.now(timezone.utc).isoformat(), "wall_s": round(time.perf_counter() - t0, 3),
+                     **answer_calls, "judges": judge_note, "judge_calls": judge_stats,
+                     "retried": info.get("retried", 0)})
+    # issue 11: keep the history of earlier invocations, with cumulative counts
+    from ego_adr.run import runinfo
+
+    runinfo.close_invocation(run_info, runinfo.previous(out), {**answer_calls, "started": run_info["started"],
+                             "finished": run_info["finished"], "processed": sum(len(v) for v in todo.values())})
+    write_json(out / "run.json", run_info)
+    answers.close()
+    return metrics
+
+
+def _answer(cfg: RunConfig, out: Path, samples, todo: dict, answers, selection: str, given_model,
+            progress: bool) -> dict:
+    """Answer the pending QA pairs (``todo``: sample id -> QA indices) into ``answers``; the call counts."""
+    if not todo:
+        return {"model_calls": 0, "cache_hits": 0}
+    from tqdm import tqdm
+
+    from ego_adr.reasoning.pipeline import EgoADR, Item, PipelineConfig
+    from ego_adr.run.common import decoded, load_vlm
+    from ego_adr.run.identity import confirm  # issue 11: the folder's answers are all from these weights
+
+    model = load_vlm(cfg, given_model)
+    confirm(out, {"model_fingerprint": model.fingerprint})
+    pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens),
+                  cache_dir=cfg.resolved_cache_dir(), route="open-end")
+    label = cfg.model or "tiny-demo"
+    by_id = {s.sample_id: s for s in samples}
+    bar = tqdm(total=sum(len(v) for v in todo.values()), desc="answering", unit="question", disable=not progress)
+    try:
+        for item in decoded(cfg, [by_id[k] for k in todo]):
+            s = item.sample
+            qis = todo[s.sample_id]
+            # one clip, several questions: each question is its own request on the same frames
+            clones = [Item(s, item.frames, item.frames_error, item.frames_info, timings=dict(item.timings))
+                      for _ in qis]
+            for q, res in zip(qis, pipe.answer_open(clones, [s.qa_pairs[q].question for q in qis])):
+                answers.append({
+                    "task": "open-end", "sample_id": s.sample_id, "qa_index": q, "source": s.source,
+                    "task_id": s.task_id, "question": s.qa_pairs[q].question,
+                    "reference": s.qa_pairs[q].answer, "answer": res["answer"], "error": res["failure"],
+                    "failure": res["failure"], "model": label, "method": label, "frames": cfg.frames,
+                    "qa_selection": selection, "timings": res["timings"], "frames_info": res["frames_info"],
+                })
+            bar.update(len(qis))
+    finally:
+        bar.close()
+    return {"model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0)}
+
+
+def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_note: str, public: bool) -> None:
+    from ego_adr.eval.open_end import render_open_end_report
+
     notes = [f"Judges: {judge_note}."]
+    failed = judge_call_failures(rows)
+    lead = ""  # the report leads with what makes its numbers incomplete
+    if failed and not public:
+        lead = (f"**{failed} answer(s) have no judgement: a judge call failed. They are left out below and are not "
+                "results; rerun with --retry-failed to ask the judges again.**\n\n")
     if public:
         from ego_adr.eval.public_judges import public_parse_counts
 
@@ -296,18 +318,53 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
                          f"{n}: {c['unparsed_scored_0']} unparsed (0), {c['fallback']} read by a fallback rule, "
                          f"{c['answer_failed_excluded']} failed answers left out of the mean (as the public loop)"
                          for n, c in counts.items()) + ".")
-        write_metrics_json(metrics, out)
+        notes.append("A failed judge call, as the public loop handles it: a failed Qwen (first judge) call leaves "
+                     "the sample out of the mean, a failed DeepSeek (second judge) call scores 0 in it: " + "; ".join(
+                         f"{n}: {c['call_failed_excluded']} left out, {c['call_failed_scored_0']} scored 0"
+                         for n, c in counts.items()) + (f". {failed} such row(s) are retryable (--retry-failed)."
+                                                        if failed else "."))
     if _is_tiny(cfg.model):
         notes.append("Demo model and judges have random weights: these numbers only show the machinery works.")
-    (out / "report.md").write_text("# Open-ended VQA results\n\n" + render_open_end_report(metrics) + "\n\n"
+    (out / "report.md").write_text("# Open-ended VQA results\n\n" + lead + render_open_end_report(metrics) + "\n\n"
                                    + "\n".join(f"- {n}" for n in notes) + "\n")
-    run_info.update({"finished": datetime.now(timezone.utc).isoformat(), "wall_s": round(time.perf_counter() - t0, 3),
-                     **answer_calls, "judges": judge_note, "judge_calls": judge_stats})
-    # issue 11: keep the history of earlier invocations, with cumulative counts
-    from ego_adr.run import runinfo
 
-    runinfo.close_invocation(run_info, runinfo.previous(out), {**answer_calls, "started": run_info["started"],
-                             "finished": run_info["finished"], "processed": sum(len(v) for v in todo.values())})
-    write_json(out / "run.json", run_info)
-    answers.close()
-    return metrics
+
+def judge_call_failures(rows: list[dict]) -> int:
+    """Judgement rows marked retryable (a judge call failed; see ego_adr.eval.open_end / public_judges)."""
+    return sum(1 for r in rows if r.get("failure_kind") == "infrastructure")
+
+
+def drop_retryable_open_end(out: Path) -> int:
+    """``--retry-failed`` for an open-ended folder: drop the answers that failed on infrastructure, the judgements
+    whose judge call failed, and the judgements of every dropped answer (so a retried answer is judged again);
+    the dropped rows go to ``*.retried.jsonl`` beside them. Returns how many rows were dropped. The caller holds
+    the folder lock."""
+    from ego_adr.run.failures import drop_retryable, is_retryable
+    from ego_adr.store import read_jsonl
+
+    n = drop_retryable(out / "predictions.jsonl")
+    path = out / "judgements.jsonl"
+    if not path.is_file():
+        return n
+    answered = {(r.get("sample_id"), r.get("qa_index")) for r in read_jsonl(out / "predictions.jsonl")} \
+        if (out / "predictions.jsonl").is_file() else set()
+    rows = read_jsonl(path)
+    keep = [r for r in rows if not is_retryable(r) and (r.get("sample_id"), r.get("qa_index")) in answered]
+    if len(keep) == len(rows):
+        return n
+    _rewrite(path, keep, [r for r in rows if r not in keep])
+    return n + len(rows) - len(keep)
+
+
+def _rewrite(path: Path, keep: list[dict], dropped: list[dict]) -> None:
+    import json
+    import os
+
+    with open(path.with_name("judgements.retried.jsonl"), "a", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in dropped)
+    tmp = path.with_suffix(".jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in keep)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)

@@ -93,7 +93,7 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
 
     run_info["protocol"] = describe(cfg.protocol, settings_of(cfg))
     failures = summarise(rows)
-    title, notes = _title_and_notes(cfg, info, failures)
+    title, notes = _title_and_notes(cfg, info, failures, out)
     write_report(metrics, out, title=title, notes=notes)
     stats = model.stats() if model is not None and hasattr(model, "stats") else {}
     this = {"started": started, "finished": datetime.now(timezone.utc).isoformat(), "processed": len(pending),
@@ -114,9 +114,9 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     return metrics
 
 
-def _title_and_notes(cfg: RunConfig, info: dict, failures: dict) -> tuple[str, list[str]]:
+def _title_and_notes(cfg: RunConfig, info: dict, failures: dict, out: Path) -> tuple[str, list[str]]:
     """The report's title and its notes: the protocol's, a diagnostic's, the demo model's, infrastructure failures,
-    a limit."""
+    a limit; one that makes the table not a result (most rows failed for one input reason) leads."""
     from ego_adr.reasoning.protocol import report_notes, settings_of
 
     model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
@@ -137,6 +137,12 @@ def _title_and_notes(cfg: RunConfig, info: dict, failures: dict) -> tuple[str, l
                      "with --retry-failed.")
     if info.get("limit_note"):
         notes.append(info["limit_note"] + ".")
+    if info.get("frames_note"):
+        notes.append(info["frames_note"][0].upper() + info["frames_note"][1:] + ".")
+    if failures["dominant_sample_failure"]:  # the report leads with it: the table measures the mistake
+        from ego_adr.run.failures import dominant_line
+
+        notes.insert(0, f"**NOT A RESULT: {dominant_line(failures, out)}.**")
     return title, notes
 
 
@@ -212,11 +218,24 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
         samples = apply_to_samples(samples, settings_of(cfg))  # the window and step text the protocol reads
         if info.get("limit_note"):
             logging.getLogger(__name__).warning("%s", info["limit_note"])
+        from ego_adr.run.checks import frames_note
+
+        info["frames_note"] = frames_note(cfg)
+        if info["frames_note"]:
+            logging.getLogger(__name__).warning("note: %s", info["frames_note"])
         if not samples:
             raise ConfigError(f"no samples to run (sources {info['sources']} under {info['data_root']})")
         with FolderLock(out):
             claim(out, run_identity(cfg, samples, info), fresh=fresh)
-            info["retried"] = drop_retryable(out / "predictions.jsonl") if retry_failed else 0
+            if cfg.task == "open-end":
+                from ego_adr.run.open_end import drop_retryable_open_end
+
+                info["retried"] = drop_retryable_open_end(out) if retry_failed else 0
+            else:
+                info["retried"] = drop_retryable(out / "predictions.jsonl") if retry_failed else 0
+            if retry_failed and not info["retried"]:  # never silent (issue 18)
+                logging.getLogger(__name__).warning("--retry-failed: no row of %s failed on infrastructure; "
+                                                    "nothing to retry", out)
             if cfg.task == "open-end":
                 from ego_adr.run.open_end import run_open_end
 

@@ -88,18 +88,16 @@ def _procedure(args) -> tuple[str, str]:
         procs = json.loads((Path(args.data_root) / "procedure.json").read_text())
         if text in procs:
             return args.task_id or text, procs[text]
-    if text.endswith(".txt"):
-        if not Path(text).is_file():
-            raise UserError(f"--procedure {text}: no such file")
-        return args.task_id or Path(text).stem, Path(text).read_text().strip()
-    return args.task_id or Path(args.video).stem, text
+    from ego_adr.check.core import read_procedure  # the rule `check` uses: a file path, or the text itself
+
+    procedure = read_procedure(text)  # an empty, binary, unreadable or missing file: one line, exit 2
+    p = Path(text).expanduser()
+    from_file = len(text) < 4096 and p.is_file()
+    return args.task_id or (p.stem if from_file else Path(args.video).stem), procedure
 
 
 def run_one(args) -> int:
-    from ego_adr.reasoning.stream import StreamMonitor
-    from ego_adr.stream.runner import StreamSettings, format_alert, reference_narrator, stream_recording
-    from ego_adr.stream.timeline import write_html, write_png
-    from ego_adr.video.sampler import FrameSampler, VideoError
+    from ego_adr.stream.runner import StreamSettings
 
     segments, end_labels = None, None
     if args.video is None:
@@ -124,13 +122,33 @@ def run_one(args) -> int:
     identity = {"video": str(Path(video).resolve()), "task_id": task_id, "procedure": procedure,
                 "settings": settings.__dict__, "model": model.fingerprint, "route": pipe.route,
                 "threshold": args.threshold, "max_new_tokens": mnt, "narration_source": args.narration_source}
-    check_identity(out, identity)
+    from ego_adr.stream.common import folder_lock
+
+    with folder_lock(out):
+        check_identity(out, identity)
+        return _watch(args, out, identity, pipe, model, video, task_id, procedure, settings, segments, reference,
+                      end_labels)
+
+
+def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings, segments, reference,
+           end_labels) -> int:
+    from ego_adr.reasoning.stream import StreamMonitor
+    from ego_adr.stream.runner import format_alert, reference_narrator, stream_recording
+    from ego_adr.stream.timeline import write_html, write_png
+    from ego_adr.video.sampler import FrameSampler, VideoError
+
     monitor = StreamMonitor(pipe, args.threshold)
     if segments is not None:
         monitor.reset(task_id, procedure)
         segments = [{**s, "step_index": monitor.pipe._matcher(monitor.bank).match(s["action"]).index}
                     for s in segments]
-    printer = None if args.quiet else (lambda a: print(format_alert(a), flush=True))
+    printed: list[dict] = []  # alerts shown live: a resumed run's recap shows only the others (issue 18)
+
+    def printer(a) -> None:
+        printed.append(a.to_dict())
+        print(format_alert(a), flush=True)
+
+    printer = None if args.quiet else printer
     print(f"watching {video} ({task_id}) with {model.model_id} [{pipe.route}], {settings.tag()}", flush=True)
     with FrameSampler() as sampler:
         try:
@@ -150,11 +168,13 @@ def run_one(args) -> int:
                                    "n_alerts": len(res["alerts"]), "cache": getattr(model, "stats", dict)()})
     replayed = sum(1 for t in res["ticks"] if t.get("replayed"))
     if replayed:
-        print(f"(resumed: {replayed} ticks replayed from {out / 'ticks.jsonl'}; all alerts:)")
+        earlier = [a for a in res["alerts"] if a not in printed]
+        print(f"(resumed: {replayed} ticks replayed from {out / 'ticks.jsonl'}; {len(earlier)} alert(s) from before "
+              "the resume:)")
         if not args.quiet:
             from ego_adr.reasoning.stream import Alert
 
-            for a in res["alerts"]:
+            for a in earlier:
                 print(format_alert(Alert(**a)))
     print(f"{len(res['alerts'])} alert(s) over {res['duration']:.1f} s of video; processing {res['processing_s']:.1f} s"
           f" (real-time factor {res['rtf']:.2f})")
@@ -167,25 +187,30 @@ def run_one(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from ego_adr.errors import UserError as ConfigError  # the base of every one-line user error
+    from ego_adr.errors import run_cli
 
-    try:
+    def go() -> int:
+        args = build_parser().parse_args(argv)
         if args.frames < 1:
             raise UserError("--frames must be >= 1")
         if not 0.0 < args.threshold <= 1.0:
             raise UserError("--threshold must be in (0, 1]")
+        from ego_adr.models.loading import check_device
+        from ego_adr.store import check_writable_dir
+
+        check_device(args.device, args.backend)  # before a model load, not torch's device list after it
+        if args.cache_dir:
+            check_writable_dir(args.cache_dir, "--cache-dir")
+        if args.out:  # before the model is loaded (the default folder's name needs the route)
+            check_writable_dir(args.out, "--out")
         if args.evaluate:
             from ego_adr.stream.evaluate import run_evaluation
 
             return run_evaluation(args)
         return run_one(args)
-    except (UserError, ConfigError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: rerun the same command to resume", file=sys.stderr)
-        return 130
+
+    return run_cli(go, interrupted="interrupted: rerun the same command to resume",
+                   user_errors=(FileNotFoundError,))
 
 
 if __name__ == "__main__":

@@ -45,19 +45,21 @@ def narration_tag(args) -> str:
 
 
 def check_identity(out: Path, identity: dict) -> None:
-    prev = out / "run.json"
-    if prev.is_file():
-        try:
-            old = json.loads(prev.read_text())
-        except json.JSONDecodeError:
-            return
-        diff = [k for k, v in identity.items() if json.dumps(old.get(k), sort_keys=True, default=str)
-                != json.dumps(v, sort_keys=True, default=str)]
-        if diff:
-            raise UserError(f"{out} holds a run with other settings ({', '.join(diff)}); pass another --out "
-                            "or delete that folder")
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(prev, identity)
+    """The folder's identity (``ego_adr.run.identity``, the rule of every entry point): the same settings resume,
+    others refuse in one line. The caller holds the folder's lock (:func:`folder_lock`)."""
+    from ego_adr.folders import claim
+
+    claim(out, identity, ways="pass another --out or delete that folder")
+    write_json(out / "run.json", identity)
+
+
+def folder_lock(out: Path):
+    """The output folder, checked writable (a probe file: root ignores permission bits) and locked."""
+    from ego_adr.folders import FolderLock
+    from ego_adr.store import check_writable_dir
+
+    check_writable_dir(out, "--out")
+    return FolderLock(out)
 
 
 def write_json(path: Path, data: dict) -> None:

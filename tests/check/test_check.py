@@ -84,3 +84,19 @@ def test_user_mistakes_are_one_line_exit_2(clip, tmp_path, capsys, argv, says):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert says in err and len(err.splitlines()) == 1 and err.startswith("error: ")
+
+
+def test_an_unreadable_only_clip_stops_before_the_model_is_loaded(tmp_path, capsys, monkeypatch):
+    """Issue 18: check used to load the model, then exit 0 with "verdict: none" for a clip it cannot read."""
+    from ego_adr.check import core
+    from ego_adr.check.__main__ import main
+
+    def no_load(*a, **k):
+        raise AssertionError("the model must not be loaded for an unreadable clip")
+
+    monkeypatch.setattr(core, "load_model", no_load)
+    junk = tmp_path / "clip.mp4"
+    junk.write_bytes(b"\x00not a video\x00" * 64)
+    assert main(["--video", str(junk), "--procedure", "Boil the water. Pour it."]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot read the video" in err and "clip.mp4" in err

@@ -315,3 +315,34 @@ def test_demo_records_load_from_their_own_files(tmp_path):
     assert mc[0].reference == rec["error_description"] and mc[1].start is None
     assert oe[0].sample_id == mc[0].sample_id and oe[0].qa_pairs[0].answer == "a"
     assert "demo" in SOURCES and "demo" not in PUBLIC_SOURCES
+
+
+def test_missing_annotation_fields_are_counted_exclusions_not_failed_answers(tmp_path, demo_root):
+    """Issue 18, item 8: a record without task_id or close_end_answer is excluded and counted by reason; it
+    neither lowers accuracy as a failed sample nor passes for an unknown label."""
+    import json
+    import shutil
+
+    from ego_adr.data.egoerrorvqa import load_samples, sample_problem
+    from ego_adr.eval.mc import compute_mc_metrics
+
+    root = tmp_path / "data"
+    shutil.copytree(demo_root / "annotations" if (demo_root / "annotations").is_dir() else demo_root, root)
+    path = root / "demo_answer.json"
+    recs = json.loads(path.read_text())
+    del recs[0]["task_id"]
+    del recs[1]["close_end_answer"]
+    path.write_text(json.dumps(recs))
+    samples = load_samples(root, sources=["demo"])
+    assert samples[0].missing_fields == ["task_id"] and samples[1].missing_fields == ["close_end_answer"]
+    assert not samples[2].missing_fields
+    rows = []
+    for s in samples:  # what the runner writes for a sample it cannot evaluate, and an answer for the rest
+        problem = sample_problem(s)
+        rows.append({"sample_id": s.sample_id, "source": s.source, "ground_truth": list(s.ground_truth),
+                     "prediction": None if problem else "correct", "raw": None if problem else "correct",
+                     "failure": f"data: {problem}" if problem else None})
+    m = compute_mc_metrics(rows, n_boot=10)
+    assert m["overall"]["n"] == len(samples) - 2 and m["overall"]["n_failed"] == 0
+    assert m["excluded"]["by_reason"] == {"missing annotation field(s) task_id": 1,
+                                          "missing annotation field(s) close_end_answer": 1}

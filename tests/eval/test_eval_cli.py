@@ -232,3 +232,51 @@ def test_rows_with_unusable_labels_are_reported_not_fatal(tmp_path, capsys):
     assert m["overall"]["n"] == 30 and m["excluded"]["ids"] == ["cook/bad-label"]
     report = (tmp_path / "o" / "report.md").read_text()
     assert "Excluded rows" in report and "mine/clip1" in report and "Lenient reading" in report
+
+
+def test_merge_refuses_runs_of_different_identities_unless_allow_mixed(tmp_path, capsys):
+    """Issue 18, item 3: two runs' predictions are not one run; --allow-mixed joins them and says so."""
+    ident = {"model": "m", "mode": "direct", "frames": 8, "shard": "0/2"}
+    folders = []
+    for k, mode in enumerate(("direct", "direct", "shallow")):
+        d = tmp_path / f"run-{k}"
+        d.mkdir()
+        write_jsonl(d / "predictions.jsonl", make_rows(n=8, seed=k, prefix=f"r{k}-"))
+        (d / "identity.json").write_text(json.dumps({**ident, "mode": mode, "shard": f"{k}/2"}))
+        folders.append(d / "predictions.jsonl")
+    out = tmp_path / "merged" / "predictions.jsonl"
+    assert main(["merge", str(out), str(folders[0]), str(folders[1])]) == 0  # shards of one run: joined
+    assert "MIXED" not in capsys.readouterr().out
+    assert main(["merge", str(tmp_path / "m2.jsonl"), str(folders[0]), str(folders[2])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "mode differ" in err and "--allow-mixed" in err
+    assert not (tmp_path / "m2.jsonl").exists()
+    assert main(["merge", str(tmp_path / "m2.jsonl"), str(folders[0]), str(folders[2]), "--allow-mixed"]) == 0
+    assert "MIXED RUNS (--allow-mixed): the inputs differ in mode" in capsys.readouterr().out
+    assert json.loads((tmp_path / "m2.merge.json").read_text())["mixed"] == ["mode"]
+    # an output folder that holds another run is refused too (score as well)
+    (out.parent / "identity.json").write_text(json.dumps({**ident, "mode": "shallow"}))
+    assert main(["merge", str(out), str(folders[0]), str(folders[1])]) == 2
+    assert main(["score", str(folders[0]), "--out", str(out.parent)]) == 2
+    assert "holds a run of other settings" in capsys.readouterr().err
+    # shards differ in their samples' digests; one shard of two runs over different data does not
+    from ego_adr.eval.merge import identity_differences
+
+    assert identity_differences([("a", {**ident, "annotations": "x"}), ("b", {**ident, "shard": "1/2",
+                                                                              "annotations": "y"})]) == []
+    assert identity_differences([("a", {**ident, "annotations": "x"}), ("b", {**ident, "annotations": "y"})]) == [
+        "annotations"]
+
+
+def test_compare_names_run_folders_and_refuses_nothing_in_common(tmp_path, capsys):
+    """Issue 18, item 9: two runs' files are both predictions.jsonl; disjoint files are no comparison."""
+    for d in ("direct", "shallow", "other"):
+        (tmp_path / d).mkdir()
+    a = write_jsonl(tmp_path / "direct" / "predictions.jsonl", make_rows(n=40, seed=1))
+    b = write_jsonl(tmp_path / "shallow" / "predictions.jsonl", make_rows(n=40, seed=2))
+    assert main(["compare", str(a), str(b), "--n-boot", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "direct" in out and "shallow" in out
+    c = write_jsonl(tmp_path / "other" / "predictions.jsonl", make_rows(n=10, seed=3, prefix="zz"))
+    assert main(["compare", str(a), str(c)]) == 2
+    assert "no scorable sample in common" in capsys.readouterr().err

@@ -50,3 +50,27 @@ def test_changed_prompt_version_is_never_served_from_the_cache(tmp_path, demo_ro
     run_experiment(exp, over, tmp_path / "b", progress=False, model=model)
     narrations = [a for a in model.asked[n:] if a[0] == "narrate"]
     assert len(narrations) == 3 and not [a for a in model.asked[n:] if a[0] == "bank"]
+
+
+def test_table3_layout_sources_as_columns_judges_and_average():
+    """Issue 19, item 5: Table 3's layout (Method, frames, Cook, Tent, Toy, Hand, Avg-Sim.), per-judge rows."""
+    from types import SimpleNamespace
+
+    from ego_adr.eval.open_end import score_open_end_rows
+    from ego_adr.run.experiments import load_experiment, table3_rows
+
+    def row(sid, src, a, b):
+        return {"sample_id": sid, "qa_index": 0, "source": src, "score": (a + b) / 2, "failure": None,
+                "judges": {"q": {"method": "json"}, "d": {"method": "json"}}, "judge_scores": {"q": a, "d": b}}
+
+    m = score_open_end_rows([row("c1", "captaincook4d", 4, 2), row("c2", "captaincook4d", 2, 2),
+                             row("t1", "epic_tent", 5, 3)])
+    text = table3_rows([{"cell": {"label": "8f", "method": "Qwen2.5-VL"}, "config": SimpleNamespace(frames=8,
+                         model="qwen2.5-vl"), "metrics": m}])
+    lines = text.splitlines()
+    assert lines[0] == "| Method | frames | Cook | Tent | Toy | Hand | Avg-Sim. | scored |"
+    assert lines[2] == "| Qwen2.5-VL | 8f | 2.50 | 4.00 | - | - | 3.00 | 3 |"  # Avg-Sim.: weighted by pairs
+    assert "| Qwen2.5-VL - judge q | 8f | 3.00 | 5.00 | - | - | 3.67 | 3 |" in lines
+    exp = load_experiment(Path(__file__).resolve().parents[2] / "configs" / "experiments" / "table3.yaml")
+    assert exp["table"] == "table3" and exp["base"]["task"] == "open-end"
+    assert [c["frames"] for c in exp["cells"]] == [8, 16, 24, 32]

@@ -141,3 +141,21 @@ def test_outage_in_the_middle_of_a_run_then_retry_failed(tmp_path, demo_root):
                       cache_dir=str(tmp_path / "cache2")), progress=False, model=ScriptedModelDouble())
     key = lambda r: (r["prediction"], r["failure"], r["raw"], r["stages"])  # noqa: E731
     assert {r["sample_id"]: key(r) for r in _rows(out)} == {r["sample_id"]: key(r) for r in _rows(whole)}
+
+
+def test_a_run_whose_videos_are_all_missing_is_not_a_result(tmp_path):
+    """Issue 18, item 2: one input reason for most rows -> exit 2 with that reason; unparsed replies never count."""
+    from ego_adr.run.failures import EXIT_USER, dominant_line, summarise
+
+    def row(i, **kw):
+        return {"sample_id": f"s{i}", "prediction": None, "raw": None, "failure_kind": "sample", **kw}
+
+    missing = [row(i, failure=f"video: VideoError: /data/v{i}.mp4: file not found") for i in range(4)]
+    s = summarise(missing)
+    assert s["exit_code"] == EXIT_USER and s["dominant_sample_failure"] == {
+        "reason": "video: VideoError: <path>: file not found", "n": 4}
+    assert dominant_line(s, tmp_path).startswith("4 of 4 samples failed for one reason (video: VideoError")
+    answered = [{"sample_id": f"a{i}", "prediction": "correct", "raw": "correct"} for i in range(5)]
+    assert summarise(missing + answered)["exit_code"] == 0  # 4 of 9: most rows have an answer
+    unparsed = [row(i, failure="unparseable", raw="I think so") for i in range(6)]
+    assert summarise(unparsed)["exit_code"] == 0 and summarise(unparsed)["dominant_sample_failure"] is None

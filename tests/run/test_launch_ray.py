@@ -183,3 +183,43 @@ def test_dry_run_through_the_launcher_prints_the_cut_and_the_preflight(tmp_path,
     text = capsys.readouterr().out
     assert f"launch plan: 3 samples in 2 chunks of ~2 into {out}/chunk-*" in text and "| demo | 3 |" in text
     assert not out.exists()
+
+
+def test_a_launch_with_other_settings_than_the_folder_refuses_before_any_chunk(tmp_path, unsharded, capsys):
+    """Issue 18, item 1: a launch into a plain run's folder (the demo's default folder when no --output-dir
+    follows '--') must not merge over its predictions, and a launch folder refuses a launch of other settings."""
+    import shutil
+
+    from ego_adr.run.launch_ray import main
+
+    plain = tmp_path / "plain"
+    shutil.copytree(unsharded, plain)
+    before = (plain / "predictions.jsonl").read_bytes()
+    direct = [a if a != "shallow" else "direct" for a in RUN_ARGS]
+    assert main(["--local", "--num-chunks", "2", "--", *direct, "--output-dir", str(plain)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "plain `python -m ego_adr.run`" in err
+    assert (plain / "predictions.jsonl").read_bytes() == before and not list(plain.glob("chunk-*"))
+
+    launched = tmp_path / "launched"
+    from ego_adr.run.identity import claim
+    from ego_adr.run.launch_ray import claim_folder, resolve_run
+
+    ident = resolve_run(RUN_ARGS)[3]
+    claim(launched, ident)
+    (launched / "launch.json").write_text("{}")
+    (launched / "predictions.jsonl").write_text('{"sample_id": "x"}\n')
+    claim_folder(launched, ident)  # same settings: resumes
+    from ego_adr.errors import UserError
+
+    with pytest.raises(UserError, match=r"other settings \(mode \"shallow\" -> \"direct\""):
+        claim_folder(launched, resolve_run(direct)[3])
+    assert main(["--local", "--", *direct, "--output-dir", str(launched)]) == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+def test_help_hides_the_test_hooks(capsys):
+    from ego_adr.run.launch_ray import build_parser
+
+    text = build_parser().format_help()
+    assert "--test-crash" not in text and "--chunk-size" in text

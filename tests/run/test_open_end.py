@@ -151,9 +151,10 @@ def _answers():
 def test_judge_rows_bookkeeping_resume_and_cache(tmp_path):
     a = ScriptedJudgeDouble("judge-a", {"good": '{"score": 5, "reason": "same"}', "half": '{"score": 3}',
                                         "fine": '```json\n{"score": 5, "reason": "same"}\n```',
-                                        "odd": "no idea", "oom": None})
+                                        "odd": "no idea", "oom": None, "": '{"score": 0, "reason": "no response"}'})
     b = ScriptedJudgeDouble("judge-b", {"good": '{"score": 4}', "fine": 'Here: {"score": 4, "reason": "same"}',
-                                        "half": '{"score": 2}', "odd": '{"score": 9}', "oom": '{"score": 1}'})
+                                        "half": '{"score": 2}', "odd": '{"score": 9}', "oom": '{"score": 1}',
+                                        "": '{"score": 0}'})
     cache = StageCache(tmp_path / "cache")
     path = tmp_path / "judgements.jsonl"
     answers = _answers()
@@ -161,7 +162,7 @@ def test_judge_rows_bookkeeping_resume_and_cache(tmp_path):
         rows = judge_rows(answers[:3], [a, b], store, cache, progress=False)  # "killed" after 3 answers
         assert len(rows) == 3
         rows = judge_rows(answers, [a, b], store, cache, progress=False)  # resumed: only the rest are judged
-    assert a.requests_seen == 5 and b.requests_seen == 5  # 5 non-empty, non-failed answers; none twice
+    assert a.requests_seen == 6 and b.requests_seen == 6  # every answer but the failed one (empty too); none twice
     by = {r["sample_id"]: r for r in rows}
     assert len(rows) == len(answers) and len(by) == len(answers)
     assert by["c1"]["score"] == 4.5 and by["c1"]["judges"]["judge-a"]["reason"] == "same"
@@ -170,18 +171,20 @@ def test_judge_rows_bookkeeping_resume_and_cache(tmp_path):
     assert odd["score"] is None and odd["judges"]["judge-a"]["method"] == "unparseable"
     assert odd["judges"]["judge-b"]["method"] == "out_of_range" and odd["judges"]["judge-b"]["raw"] == '{"score": 9}'
     assert odd["failure"].startswith("no judge score") and set(odd["failed_judges"]) == {"judge-a", "judge-b"}
-    oom = by["h1"]
-    assert oom["score"] == 1.0 and oom["failed_judges"] == ["judge-a"]
+    oom = by["h1"]  # a failed judge call: no one-judge mean, a retryable failure (issue 19)
+    assert oom["score"] is None and oom["failure_kind"] == "infrastructure"
+    assert oom["failure"].startswith("judge call failed (judge-a: CUDA out of memory)")
     assert oom["judges"]["judge-a"]["method"] == "judge_error" and oom["judges"]["judge-a"]["error"]
-    assert by["h2"]["score"] == 0.0 and by["h2"]["judges"]["judge-a"]["method"] == "no_response"
+    assert oom["judge_scores"] == {"judge-a": None, "judge-b": None}
+    assert by["h2"]["score"] == 0.0 and by["h2"]["judges"]["judge-a"]["method"] == "json"  # the empty answer: asked
     assert by["h3"]["score"] is None and by["h3"]["failure"] == "answer failed: video missing"
 
     # Re-scoring into a fresh file with the same judges: the cache answers everything but the failed call.
     a2 = CachedModel(a, cache, "ScriptedJudgeDouble")
     with JsonlStore(tmp_path / "again.jsonl") as store2:
         rows2 = judge_rows(answers, {"judge-a": a2, "judge-b": b}, store2, cache, progress=False)
-    assert a2.model_calls == 1 and a2.cache_hits == 4  # only the OOM is retried
-    assert b.requests_seen == 5
+    assert a2.model_calls == 1 and a2.cache_hits == 5  # only the OOM is retried
+    assert b.requests_seen == 6
     assert [r["score"] for r in rows2] == [r["score"] for r in rows]
 
     with JsonlStore(path) as store3, pytest.raises(ValueError, match="other judges"):
@@ -189,19 +192,19 @@ def test_judge_rows_bookkeeping_resume_and_cache(tmp_path):
         judge_rows(answers, [a, c], store3, cache, progress=False)
 
     m = score_open_end_rows(rows)
-    assert m["n_rows"] == 7 and m["n_scored"] == 5 and m["n_unscored"] == 2
-    assert m["failures"] == {"no_judge_score": 1, "answer_failed": 1}
+    assert m["n_rows"] == 7 and m["n_scored"] == 4 and m["n_unscored"] == 3
+    assert m["failures"] == {"no_judge_score": 1, "answer_failed": 1, "judge_call_failed": 1}
     assert m["per_source"]["captaincook4d"] == {"column": "Cook", "mean": 3.5, "n": 2}
-    assert m["per_source"]["egooops"]["mean"] == 0.5
+    assert m["per_source"]["egooops"]["mean"] == 0.0
     assert "assembly101" not in m["per_source"]
-    assert m["avg_sim"] == pytest.approx((4.5 + 2.5 + 4.5 + 1.0 + 0.0) / 5)  # weighted by scored pairs
-    assert m["macro_avg"] == pytest.approx((3.5 + 4.5 + 0.5) / 3)
+    assert m["avg_sim"] == pytest.approx((4.5 + 2.5 + 4.5 + 0.0) / 4)  # weighted by scored pairs
+    assert m["macro_avg"] == pytest.approx((3.5 + 4.5 + 0.0) / 3)
     assert m["per_judge"]["judge-a"]["parse_failures"] == 1 and m["per_judge"]["judge-a"]["judge_errors"] == 1
-    assert m["per_judge"]["judge-b"]["mean"] == pytest.approx((4 + 2 + 4 + 1 + 0) / 5)
+    assert m["per_judge"]["judge-b"]["mean"] == pytest.approx((4 + 2 + 4 + 0) / 4)
     assert m["qa_selection"] == "all"
     report = render_open_end_report(m)
     assert "| Method | frames | Cook | Tent | Toy | Hand | Avg-Sim. |" in report
-    assert "| 3.50 | 4.50 | - | 0.50 | 2.50 |" in report
+    assert "| 3.50 | 4.50 | - | 0.00 | 2.88 |" in report
     assert "questions: all" in report
 
     dup = score_open_end_rows(rows + rows[:2])

@@ -137,28 +137,38 @@ class PublicJudgeDouble:
 def test_public_judging_scores_unparsed_replies_0_and_counts_them(prompts, tmp_path):
     rows = [{"sample_id": s, "qa_index": 0, "source": "captaincook4d", "question": "What went wrong?",
              "reference": "Salt instead of sugar.", "answer": a} for s, a in
-            (("s1", "good"), ("s2", "prose"), ("s3", "oom"), ("s4", ""))]
+            (("s1", "good"), ("s2", "prose"), ("s3", "oom"), ("s4", ""), ("s6", "qdown"))]
     rows.append({"sample_id": "s5", "qa_index": 0, "source": "epic_tent", "question": "Q?", "reference": "R",
                  "answer": None, "error": "video missing"})
     q = PublicJudgeDouble("qwen", {"good": '{"score": 5, "reason": "same"}', "prose": "It deserves 4 points.",
-                                   "oom": '{"score": 2}', "": '{"score": 0, "reason": "no response"}'})
+                                   "oom": '{"score": 2}', "": '{"score": 0, "reason": "no response"}',
+                                   "qdown": None})
     d = PublicJudgeDouble("deepseek", {"good": '{"score": 4}', "prose": "It deserves 4 points.", "oom": None,
-                                       "": '{"score": 0}'})
+                                       "": '{"score": 0}', "qdown": '{"score": 3}'})
     with JsonlStore(tmp_path / "j.jsonl") as store:
         got = {r["sample_id"]: r for r in judge_rows_public(rows, {"qwen": q, "deepseek": d}, prompts, store)}
     assert got["s1"]["score"] == 4.5
     assert got["s2"]["judges"]["qwen"]["method"] == UNPARSED and got["s2"]["judge_scores"]["qwen"] == 0.0
     assert got["s2"]["judges"]["deepseek"]["method"] == "public-fallback-first-digit"  # public reads the rubric's 0
-    assert "s3" not in got  # a failed judge call: left out of the mean there, not recorded here (asked again)
+    # the public loop (green_agent/agent.py): a failed DeepSeek call scores 0 in the mean, a failed Qwen call
+    # leaves the sample out (DeepSeek is skipped); both recorded as such and retryable
+    assert got["s3"]["score"] == 1.0 and got["s3"]["judges"]["deepseek"]["method"] == "public-deepseek-failed-0"
+    assert got["s3"]["failure_kind"] == "infrastructure" and got["s3"]["failure"] is None
+    assert got["s6"]["score"] is None and got["s6"]["judges"]["qwen"]["method"] == "public-qwen-failed-excluded"
+    assert got["s6"]["judges"]["deepseek"]["method"] == "public-skipped-after-qwen-error"
+    assert got["s6"]["failure_kind"] == "infrastructure" and got["s6"]["failure"].startswith("judge call failed")
     assert got["s4"]["score"] == 0.0 and got["s4"]["judges"]["qwen"]["method"] == "public-json"  # asked, too
     assert got["s5"]["score"] is None and got["s5"]["failure"]  # the public loop leaves a failed answer out
     counts = public_parse_counts(got.values())
-    assert counts["qwen"] == {"unparsed_scored_0": 1, "fallback": 0, "answer_failed_excluded": 1}
+    assert counts["qwen"] == {"unparsed_scored_0": 1, "fallback": 0, "answer_failed_excluded": 1,
+                              "call_failed_excluded": 1, "call_failed_scored_0": 0}
+    assert counts["deepseek"]["call_failed_scored_0"] == 1
     assert counts["deepseek"]["fallback"] == 1
     from ego_adr.eval.open_end import score_open_end_rows
 
     m = score_open_end_rows(list(got.values()))
-    assert m["n_scored"] == 3 and json.dumps(m)  # s1, s2, s4: the failed answer and the failed judge call are out
+    assert m["n_scored"] == 4 and json.dumps(m)  # s1-s4; the failed answer and the failed Qwen call are out
+    assert m["per_judge"]["qwen"]["parse_failures"] == 1  # the unparsed reply is a parse failure (issue 18)
 
 
 def test_public_open_end_run_with_tiny_models(prompts, tmp_path, tiny_model_dir, demo_root):

@@ -34,3 +34,25 @@ def test_durations_parse():
     assert seconds("8s") == 8.0 and seconds("0.5m") == 30.0 and seconds("4") == 4.0
     with pytest.raises(argparse.ArgumentTypeError):
         seconds("fast")
+
+
+def test_procedure_paths_are_read_as_check_reads_them(tmp_path):
+    """Issue 18, item 4: a .md path, an empty .txt and a binary file are files, not the procedure text."""
+    from types import SimpleNamespace
+
+    from ego_adr.errors import UserError
+    from ego_adr.stream.cli import _procedure
+
+    def args(p):
+        return SimpleNamespace(procedure=str(p), data_root=None, task_id=None, video=str(tmp_path / "rec.mp4"))
+
+    md = tmp_path / "steps.md"
+    md.write_text("Boil the water. Pour it into the cup.\n")
+    assert _procedure(args(md)) == ("steps", "Boil the water. Pour it into the cup.")
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "blob.txt").write_bytes(bytes(range(256)))
+    for bad, why in ((tmp_path / "empty.txt", "is empty"), (tmp_path / "missing.md", "not found"),
+                     (tmp_path / "blob.txt", "not UTF-8")):
+        with pytest.raises(UserError, match=why):
+            _procedure(args(bad))
+    assert _procedure(args("Boil the water. Pour it.")) == ("rec", "Boil the water. Pour it.")

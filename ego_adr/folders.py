@@ -1,0 +1,225 @@
+"""Output folders that say what they hold: one identity per folder and one writer at a time, for every entry point
+that writes a folder (the run, the chunk launcher, experiments, stream, check, helpmeout, the green agent,
+``eval score``/``merge``). A shared leaf, so that ``eval/``, ``stream/`` and ``helpmeout/`` use the same rule as
+``run/`` without importing the layer above them; :mod:`ego_adr.run.identity` derives a run's identity and
+re-exports these.
+
+The rule (issue 11, then issue 18 for every entry point):
+
+- an empty or new folder is claimed and its identity written;
+- the same identity resumes;
+- any difference stops at once with one line naming the differing settings and the ways out;
+- a folder with results but no identity (written before identities existed) is treated as different.
+
+:func:`claim` checks before any work; :func:`confirm` adds what is known only once the model is loaded (its
+fingerprint, the probe's route). :class:`FolderLock` (an ``flock`` on ``<folder>/.lock``, released by the kernel
+when the process dies, so a killed run never leaves a stale lock) stops two live writers.
+
+Library API: ``with FolderLock(out): claim(out, my_identity_dict, fresh=...)``, where the identity is any flat
+JSON-serialisable dict, or ``with OutputFolder(out, identity, flag, result_files):``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ego_adr.errors import ConfigError
+from ego_adr.store import check_writable_dir, write_json
+
+IDENTITY_FILE = "identity.json"
+
+
+LOCK_FILE = ".lock"
+
+
+#: What ``--fresh`` removes: only files a run writes, never anything else a user keeps in the folder.
+RUN_FILES = ("predictions.jsonl", "predictions.jsonl.corrupt", "predictions.retried.jsonl", "judgements.jsonl",
+             "judgements.jsonl.corrupt", "metrics.json", "report.md", "run.json", IDENTITY_FILE,
+             "confusion_matrix.png", "per_type_accuracy.png", "per_source_f1.png")
+
+
+#: Result files whose presence means the folder holds results (a run's, and the stream monitor's ticks/alerts).
+RESULT_FILES = ("predictions.jsonl", "judgements.jsonl", "ticks.jsonl", "alerts.jsonl")
+
+
+#: The ways out of a mismatch, as ``ego_adr.run`` spells its flags (other entry points pass their own).
+WAYS_OUT = "use another --output-dir, or --fresh to discard its results and start over"
+
+
+class IdentityMismatch(ConfigError):
+    """The folder holds results of other settings (a user mistake: exit 2 with one line)."""
+
+
+class FolderBusy(ConfigError):
+    """Another live run holds the folder's lock."""
+
+
+def read_identity(out: Path) -> dict | None:
+    p = Path(out) / IDENTITY_FILE
+    if not p.is_file():
+        return None
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {"unreadable": True}
+    return data if isinstance(data, dict) else {"unreadable": True}
+
+
+def has_results(out: Path, result_files: tuple[str, ...] = RESULT_FILES) -> bool:
+    return any((Path(out) / f).is_file() and (Path(out) / f).stat().st_size > 0 for f in result_files)
+
+
+def _short(v) -> str:
+    text = json.dumps(v, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def differences(stored: dict, current: dict) -> list[str]:
+    """Names of the settings whose values differ (a key only one side has counts when it has a value)."""
+    keys = [k for k in dict.fromkeys([*stored, *current])]
+    return [k for k in keys if stored.get(k) != current.get(k)]
+
+
+def describe_difference(out: Path, stored: dict | None, current: dict, ways: str = WAYS_OUT) -> str:
+    """The one-line message of a mismatch: the differing settings (folder's value -> this run's) and the ways out."""
+    if stored is None:
+        return f"{out} holds results written without a run identity (older version); {ways}"
+    if stored.get("unreadable"):
+        return f"{out}/{IDENTITY_FILE} is unreadable, so its results cannot be trusted to match; {ways}"
+    diff = differences(stored, current)
+    shown = ", ".join(f"{k} {_short(stored.get(k))} -> {_short(current.get(k))}" for k in diff[:6])
+    more = f" (+{len(diff) - 6} more)" if len(diff) > 6 else ""
+    return f"{out} holds a run with other settings ({shown}{more}); {ways}"
+
+
+def _write(out: Path, ident: dict) -> None:
+    write_json(Path(out) / IDENTITY_FILE, ident)
+
+
+def discard(out: Path) -> list[str]:
+    """Remove the run files of ``out`` (``--fresh``); returns the names removed."""
+    removed = []
+    for name in RUN_FILES:
+        p = Path(out) / name
+        if p.is_file():
+            p.unlink()
+            removed.append(name)
+    return removed
+
+
+def claim(out: str | os.PathLike, identity: dict, fresh: bool = False, ways: str = WAYS_OUT,
+          result_files: tuple[str, ...] = RESULT_FILES) -> str:
+    """Claim ``out`` for a run of ``identity``: ``"new"`` (identity written) or ``"resume"``; raises
+    :class:`IdentityMismatch` when the folder holds other settings. ``fresh`` discards its results first.
+
+    Keys of ``identity`` the stored one lacks are adopted when the stored values agree on everything else (e.g.
+    ``model_fingerprint`` added by :func:`confirm`), so a stored identity is compared on what it knows.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if fresh:
+        discard(out)
+    stored = read_identity(out)
+    current = json.loads(json.dumps(identity, default=str))  # compare what would be written, not Python types
+    if stored is None or (not stored.get("unreadable") and not has_results(out, result_files)):
+        # no identity yet, or one left by a run that stopped before its first result (a memory-plan refusal, an
+        # unreachable probe): the folder holds nothing, so the corrected command may take it
+        if stored is None and has_results(out, result_files):
+            raise IdentityMismatch(describe_difference(out, None, current, ways))
+        _write(out, current)
+        return "new"
+    if stored.get("unreadable"):
+        raise IdentityMismatch(describe_difference(out, stored, current, ways))
+    common = {k: v for k, v in stored.items() if k in current}
+    if common != {k: current[k] for k in common} or set(current) - set(stored) - _LATE_KEYS:
+        raise IdentityMismatch(describe_difference(out, {k: stored.get(k) for k in current}, current, ways))
+    return "resume"
+
+
+#: Keys known only once the model is loaded (see :func:`confirm`): a claim before loading does not have them.
+_LATE_KEYS = {"model_fingerprint", "route"}
+
+
+def confirm(out: str | os.PathLike, late: dict) -> None:
+    """Second step, once the model is loaded: check (or record) ``late`` keys such as ``model_fingerprint`` and
+    ``route`` against the folder's identity. Raises :class:`IdentityMismatch` on a difference."""
+    out = Path(out)
+    stored = read_identity(out) or {}
+    late = json.loads(json.dumps(late, default=str))
+    known = {k: stored[k] for k in late if k in stored}
+    if known != {k: late[k] for k in known}:
+        raise IdentityMismatch(describe_difference(out, {**stored, **known}, {**stored, **late}))
+    if any(k not in stored for k in late):
+        _write(out, {**stored, **late})
+
+
+class FolderLock:
+    """Exclusive advisory lock on ``<folder>/.lock`` for the lifetime of a run (POSIX ``flock``; where there is
+    no ``fcntl`` the lock is a no-op). The file holds the owner's pid for the error message."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        self._fd: int | None = None
+
+    def acquire(self) -> FolderLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - non-POSIX
+            return self
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.read(fd, 64).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise FolderBusy(f"another run (pid {owner}) is writing to {self.folder}; wait for it to finish "
+                             "or use another --output-dir") from None
+        except OSError as e:  # a filesystem without flock (some network mounts): run unlocked, but say so
+            import logging
+
+            logging.getLogger(__name__).warning("%s: cannot lock (%s); make sure no other run writes here",
+                                                self.folder, e)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+
+    def __enter__(self) -> FolderLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class OutputFolder:
+    """What every entry point that writes a folder does first (``with OutputFolder(out, identity, ...):``): check
+    it can be written (a probe file, since root ignores permission bits), take its lock, and claim it for
+    ``identity`` -- the same settings resume or overwrite their own results, others refuse in one line.
+    ``result_files`` are the files that mean "this folder holds results" for that entry point."""
+
+    def __init__(self, out: str | os.PathLike, identity: dict, flag: str, result_files: tuple[str, ...],
+                 ways: str | None = None) -> None:
+        self.out, self.identity, self.flag, self.result_files = Path(out), identity, flag, result_files
+        self.ways = ways or f"pass another {flag}, or delete that folder's results"
+        self._lock = FolderLock(self.out)
+
+    def __enter__(self) -> Path:
+        check_writable_dir(self.out, self.flag)
+        self._lock.acquire()
+        try:
+            claim(self.out, self.identity, ways=self.ways, result_files=self.result_files)
+        except BaseException:
+            self._lock.release()
+            raise
+        return self.out
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()

@@ -1,0 +1,142 @@
+"""Every entry point of the registry (``ego_adr.__main__``) against the same bad-input table: an output
+folder that is a file or read-only, a read-only cache folder, a bad device, a bad model, a binary and an empty text
+file, a busy port. Each must end with exactly one line on stderr that names the bad value, no traceback, and exit 2
+(a user mistake, ``ego_adr.errors``) -- and before any model is loaded or any result written.
+
+**Read-only folders when the tests run as root** (CI and this machine do): root ignores permission bits, so a
+``chmod 555`` folder is writable for it and would prove nothing. As root the read-only folder is one under
+``/sys``: sysfs refuses to create files for every user, root included, which is exactly what a read-only mount
+does. As any other user it is a real ``chmod 555`` folder. The CLIs themselves never read permission bits; they
+try a probe file (``ego_adr.run.checks.check_writable_dir``), which is why both cases are honest.
+
+The commands are called in this process (their ``main(argv)``, the function ``python -m`` calls): an exception
+escaping them is a traceback, so the test fails on one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from ego_adr.__main__ import ENTRY_POINTS
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = ("out_is_file", "out_readonly", "cache_readonly", "bad_device", "bad_model", "text_binary", "text_empty",
+         "port_busy")
+NEEDS = {"out_is_file": "out", "out_readonly": "out", "cache_readonly": "cache", "bad_device": "device",
+         "bad_model": "model", "text_binary": "text", "text_empty": "text", "port_busy": "port"}
+
+
+def _readonly(tmp: Path) -> Path:
+    if os.geteuid() == 0:
+        return Path("/sys/ego_adr_readonly_test")  # see the module docstring
+    d = tmp / "readonly"
+    d.mkdir()
+    d.chmod(0o555)
+    return d / "sub"
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict:
+    base = tmp_path_factory.mktemp("inputs")
+    (base / "clip.mp4").write_bytes(b"\x00not a video\x00" * 64)
+    (base / "binary.txt").write_bytes(bytes(range(256)) * 8)
+    (base / "empty.txt").write_text("")
+    (base / "a_file").write_text("a file where a folder is expected\n")
+    rows = [{"sample_id": f"s{i}", "source": "demo", "task_id": "t", "ground_truth": ["correct"],
+             "prediction": "correct", "raw": "correct", "failure": None} for i in range(3)]
+    (base / "run").mkdir()
+    (base / "run" / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ev = base / "eval-random"
+    ev.mkdir()
+    (ev / "metrics.json").write_text(json.dumps({"monitor": "random", "M1": 0.5}))
+    from ego_adr.helpmeout.cli import main as helpmeout
+
+    assert helpmeout(["generate", "--episodes", "6", "--test-size", "2", "--out", str(base / "hmo"), "--quiet"]) == 0
+    return {"video": str(base / "clip.mp4"), "root": str(base), "evaldir": str(ev),
+            "predictions": str(base / "run" / "predictions.jsonl"), "episodes": str(base / "hmo" / "test.jsonl"),
+            "binary": str(base / "binary.txt"), "empty": str(base / "empty.txt"), "file": str(base / "a_file")}
+
+
+def _argv(ep, case: str, inputs: dict, tmp: Path) -> tuple[list[str], str]:
+    """The command line of ``ep`` with the bad input of ``case``, and the text the error line must contain."""
+    fill = {**inputs, "out": str(tmp / "out"), "text": ep.defaults.get("text", "{predictions}")}
+    fill["text"] = fill["text"].format(**inputs) if "{" in fill["text"] else fill["text"]
+    flag = ep.flags.get(NEEDS[case])
+    extra: list[str] = []
+    expect = ""
+    if case in ("out_is_file", "out_readonly"):
+        fill["out"] = inputs["file"] if case == "out_is_file" else str(_readonly(tmp))
+        expect = fill["out"]
+    elif case == "cache_readonly":
+        ro = str(_readonly(tmp))
+        extra, expect = [flag, ro], ro
+    elif case == "bad_device":
+        extra, expect = [flag, "gpu"], "gpu"
+    elif case == "bad_model":
+        extra, expect = [flag, "nosuch-model-h18"], "nosuch-model-h18"
+    elif case in ("text_binary", "text_empty"):
+        fill["text"] = inputs["binary" if case == "text_binary" else "empty"]
+        expect = Path(fill["text"]).name
+        if not flag.startswith("{") and flag not in ep.argv:
+            extra = [flag, fill["text"]]
+    argv = [a.format(**fill) if "{" in a else a for a in ep.argv]
+    if "--" in argv:  # the launcher: its run arguments come after '--'
+        argv += extra
+    else:
+        argv += extra
+    return argv, expect
+
+
+def _call(target: str, argv: list[str]) -> int:
+    module, fn = target.split(":")
+    try:
+        return getattr(importlib.import_module(module), fn)(argv)
+    except SystemExit as e:  # argparse: its own exit code
+        return e.code if isinstance(e.code, int) else 2
+
+
+PARAMS = [(ep, case) for ep in ENTRY_POINTS for case in CASES if ep.flags.get(NEEDS[case])]
+
+
+def test_the_registry_covers_every_entry_point_module():
+    """A ``python -m`` package or module with a ``main`` is in the registry (or says why it is not)."""
+    listed = {ep.target.split(":")[0] for ep in ENTRY_POINTS}
+    mains = {f"ego_adr.{p.parent.name}.__main__" for p in (REPO / "ego_adr").glob("*/__main__.py")}
+    dispatchers = {"ego_adr.run.__main__": ["ego_adr.run.cli"], "ego_adr.stream.__main__": ["ego_adr.stream.cli"],
+                   "ego_adr.helpmeout.__main__": ["ego_adr.helpmeout.cli"],
+                   "ego_adr.agents.__main__": ["ego_adr.agents.launch_cli", "ego_adr.agents.white",
+                                               "ego_adr.agents.green"]}  # its three commands
+    missing = {m for m in mains for t in dispatchers.get(m, [m]) if t not in listed}
+    assert missing == set()
+    assert len(PARAMS) >= 40  # the table is walked for real, not skipped into nothing
+
+
+@pytest.mark.parametrize(("ep", "case"), PARAMS, ids=[f"{ep.name}-{case}" for ep, case in PARAMS])
+def test_bad_input_is_one_line_and_exit_2(ep, case, inputs, tmp_path, capsys):
+    argv, expect = _argv(ep, case, inputs, tmp_path)
+    held = None
+    if case == "port_busy":
+        held = socket.socket()
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = str(held.getsockname()[1])
+        argv = [*argv, "--port", port]
+        expect = port
+    try:
+        code = _call(ep.target, argv)
+    finally:
+        if held is not None:
+            held.close()
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip() and " INFO " not in x]  # the agents' startup log lines
+    assert code == 2, f"{ep.name} {argv}: exit {code}\n{err}"
+    assert "Traceback" not in err
+    assert len(lines) == 1 and lines[0].startswith("error:"), err
+    assert expect in lines[0], lines[0]
+    assert not (tmp_path / "out" / "predictions.jsonl").exists()
