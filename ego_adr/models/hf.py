@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ego_adr.models.base import Capabilities, Generation, Request
+from ego_adr.models.compat import is_v4
 from ego_adr.models.families import family_for_model_type, get_family
 from ego_adr.models.hf_inputs import (
     BadRequest,
@@ -33,6 +34,7 @@ from ego_adr.models.hf_inputs import (
 )
 from ego_adr.models.registry import ModelSpec, unknown_model_message
 from ego_adr.store import folder_fingerprint
+from ego_adr.video.public_policy import QVU_0_0_14
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +113,14 @@ class HFVideoLM:
             raise ValueError(f"{unknown_model_message(name_or_path, spec is not None)}\n(cause: {e})") from e
         # every per-family quirk comes from the family (ego_adr.models.families); an unknown architecture goes
         # through the same generic path, as a VLM when transformers lists it as image-text-to-text
-        fam = get_family(spec.family) if spec else family_for_model_type(config.model_type)
+        # the class's own model_type: 4.57's Qwen-VL configs forward attribute reads to their text config
+        model_type = getattr(type(config), "model_type", "") or config.model_type
+        fam = get_family(spec.family) if spec else family_for_model_type(model_type)
         self.family_spec = fam
         self.family = fam.name if fam else None
         from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as ITT
 
-        self.is_vlm = fam.kind == "vlm" if fam else config.model_type in ITT
+        self.is_vlm = fam.kind == "vlm" if fam else model_type in ITT
         self._metadata = fam.video_metadata if fam else video_metadata
         load_kw = dict(common, dtype=self.dtype)
         if attn_implementation:
@@ -263,9 +267,20 @@ class HFVideoLM:
         if videos:
             kw["videos"] = videos
             kw["video_metadata"] = [m for it in items for m in it.metadata]
-            if self._video_kwargs:
-                kw["videos_kwargs"] = dict(self._video_kwargs)
+            video_kwargs = self._video_kwargs_for([r for it in items for r in it.resized_by])
+            if is_v4() and self.family == "qwen2.5-vl":  # 4.57 reads the clip rate from `fps` (default 2.0) only
+                video_kwargs["fps"] = [float(m["fps"]) for m in kw["video_metadata"]]
+            if video_kwargs:
+                kw["videos_kwargs"] = video_kwargs
         return self.processor(**kw)
+
+    def _video_kwargs_for(self, resized_by: list) -> dict:
+        """Our per-frame budget, except for frames already sized by the public white agent's qwen-vl-utils
+        (``Frames.resized_by``): those reach the processor as the public agent sends them, with the processor's
+        own settings (an explicit ``max_pixels_per_frame`` still applies)."""
+        if resized_by and all(r == QVU_0_0_14 for r in resized_by) and self.max_pixels_per_frame is None:
+            return {k: v for k, v in self._video_kwargs.items() if k != "size"}
+        return dict(self._video_kwargs)
 
     def _generate_batch(self, items: list, max_new_tokens: int) -> list[str]:
         import torch

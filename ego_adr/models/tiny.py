@@ -82,9 +82,10 @@ def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int =
 def ensure_tiny(arch: str = "qwen2.5-vl") -> Path:
     """Build the tiny model once into the cache root (atomically, :func:`ego_adr.store.build_once`) and return
     its path."""
+    from ego_adr.models.compat import tiny_suffix
     from ego_adr.store import build_once, cache_root
 
-    final = cache_root() / f"tiny-{arch}-{TINY_VERSION}"
+    final = cache_root() / f"tiny-{arch}-{TINY_VERSION}{tiny_suffix()}"  # one folder per transformers line
     return build_once(final, lambda dest: build_tiny(dest, arch=arch), lambda f: (f / "config.json").exists())
 
 
