@@ -43,11 +43,12 @@ PROBE_TEXT = Prompt(
     "1",
     "In one or two sentences, explain why the order of steps matters when following a cooking recipe.",
 )
+# Appendix G's question is the first sentence; the format line after it is ours (named in every auto report).
+PROBE_FORMAT_LINE = "Reply on one line in the form STEP:<number> RESULT:<value>."
 PROBE_STEP_FORMULA = Prompt(
     "probe_step_formula",
     "1",
-    "Answer STEP:{step}, and compute the formula {formula}. Reply on one line in the form "
-    "STEP:<number> RESULT:<value>.",
+    "Answer STEP:{step}, and compute the formula {formula}. " + PROBE_FORMAT_LINE,
 )
 
 # --- procedure bank (deep mode, Section 5.2) ----------------------------------------------------------------

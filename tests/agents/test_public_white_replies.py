@@ -120,6 +120,6 @@ def test_every_processor_input_and_reply_is_byte_identical(both_sides):
 def test_the_run_names_the_public_runtime_and_claims_identity_only_there(both_sides):
     _, _, _, run, report, _ = both_sides
     assert run["versions"]["transformers"] == "4.57.3" and run["versions"]["qwen-vl-utils"] == "0.0.14"
-    assert run["protocol"]["runtime"]["reply_identity"] is True
+    assert run["protocol"]["public_agent"]["reply_identity"] is True
     assert "Every input equals the public white agent's" in report
     assert "transformers 4.57.3" in report
