@@ -18,7 +18,7 @@ from pathlib import Path
 from ego_adr.data.sample import Sample
 from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request, black_frames
 from ego_adr.reasoning import prompts as P
-from ego_adr.reasoning.answers import Answer, mapped_answer, raw_answer
+from ego_adr.reasoning.answers import Answer, mapped_answer
 from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS, BankStore
 from ego_adr.reasoning.classify import Classification, classify_keywords
 from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
@@ -118,7 +118,8 @@ class EgoADR:
     # ---- model calls ------------------------------------------------------------------------------
     def _gen(self, stage: str = "") -> GenerationConfig:
         one_pass = self.config.one_pass_max_new_tokens
-        if stage in ("direct", "cot") and one_pass:
+        # the public agent's 128 tokens are for its direct question; CoT reasons first: the paper's 256 (App. C)
+        if stage == "direct" and one_pass:
             return GenerationConfig(max_new_tokens=one_pass)
         return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
 
@@ -239,13 +240,13 @@ class EgoADR:
 
     def _one_pass(self, items: list[Item]) -> None:
         """The baselines send the model's raw reply (the public white agent); ``answers=lenient`` maps it."""
-        from ego_adr.reasoning.one_pass import one_pass_requests
+        from ego_adr.reasoning.one_pass import one_pass_answer, one_pass_requests
 
         spec = MODE_SPECS[self.route] if MODE_SPECS[self.route].one_pass else MODE_SPECS["direct"]
         stage = spec.name
         for it, text in zip(items, self._call(items, one_pass_requests(self, items, stage), stage)):
             if text is not None:
-                it.answer = raw_answer(text) if self.config.answers == "raw" else mapped_answer(text)
+                it.answer = one_pass_answer(stage, text, self.config.answers)
                 it.result = Classification(it.answer.option, "llm" if it.answer.option else "unparseable", text)
 
     def _classified(self, item: Item, text: str) -> None:

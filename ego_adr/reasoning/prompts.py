@@ -143,11 +143,16 @@ DIRECT = Prompt(
     "1",
     _ONE_PASS_QUESTION + "Answer with exactly one of: {options}.",
 )
+# CoT (Table 5's baseline; its prompt figure did not survive extraction). Its answer is the option on its final
+# "Answer:" line, read by the method (reasoning/answers.final_line_answer). v2: that extraction (v1 sent the
+# whole reasoning as the answer, which the strict scorer reads as prose).
+COT_INSTRUCTION = ("Let's think step by step: first describe what the person does, then compare it with the "
+                   "current step. End with a last line of the form \"Answer: <option>\", where <option> is "
+                   "exactly one of: {options}.")
 COT = Prompt(
     "cot_mc",
-    "1",
-    _ONE_PASS_QUESTION + "Let's think step by step: first describe what the person does, then compare it with the current step. "
-    "End with a last line of the form \"Answer: <option>\", where <option> is exactly one of: {options}.",
+    "2",
+    _ONE_PASS_QUESTION + COT_INSTRUCTION,
 )
 
 # --- the public evaluator's question (protocol option question=public). Only the way the public green agent
@@ -157,6 +162,13 @@ PUBLIC_MC = Prompt(
     "public_mc",
     "1",
     '{guidance}\n\nTask Procedure: {procedure}\n\nCurrent Step: "{step}"\n\n',
+)
+# CoT under question=public: the public question with its closing instructions ("output ONLY ...") replaced by
+# the CoT instruction (reasoning/public_text.public_cot_question); the error definitions stay the public ones.
+PUBLIC_COT = Prompt(
+    "public_cot",
+    "1",
+    '{definitions}\n\nTask Procedure: {procedure}\n\nCurrent Step: "{step}"\n\n' + COT_INSTRUCTION,
 )
 
 # --- open-ended VQA (Section 3.2) ----------------------------------------------------------------------
@@ -211,6 +223,7 @@ ALL: tuple[Prompt, ...] = (
     DIRECT,
     COT,
     PUBLIC_MC,
+    PUBLIC_COT,
     OPEN_END,
     JUDGE,
     HELPMEOUT_CLASSIFY_PROMPT,
