@@ -24,6 +24,7 @@ from ego_adr.reasoning.classify import Classification, classify_keywords
 from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
 from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
+from ego_adr.reasoning.step_context import step_context
 
 MODES = tuple(MODE_SPECS)
 NARRATION_SOURCES = ("model", "reference")
@@ -203,8 +204,10 @@ class EgoADR:
             for i, text in zip(idx, self._call(sub, reqs, "match", fatal=False)):
                 n = _first_int(text)
                 bank = self.bank_for(items[i].sample.task_id, items[i].sample.procedure)
-                if n is not None and 1 <= n <= len(bank.steps):
-                    matches[i] = self._matcher(bank).at(n - 1, 1.0, "model", matches[i].tfidf_score)
+                if n is not None and 1 <= n <= len(bank.steps):  # its confidence: the action's cosine with it
+                    matcher = self._matcher(bank)
+                    cosine = matcher.tfidf_scores(queries[i])[n - 1] if queries[i].strip() else 0.0
+                    matches[i] = matcher.at(n - 1, cosine, "model", matches[i].tfidf_score)
                 items[i].stages.setdefault("match_model_raw", text)
         return matches
 
@@ -274,13 +277,13 @@ class EgoADR:
                 it.stages["match"] = {**m.to_dict(), "query": it.sample.action and "action" or "narration"}
                 it.timings.setdefault("tfidf_match_s", round((time.perf_counter() - t0) / max(1, len(items)), 5))
             steps = [m.step for m in matches]
-            contexts = [P.CONTEXT_MATCHED.render(action=it.sample.action or "none given (the step was matched "
-                                                 "from a first description of the clip)",
-                                                 previous=m.previous or "none (this is the first step)",
-                                                 step=m.step, next=m.next or "none (this is the last step)")
-                        for it, m in zip(items, matches)]
             objects = [self.bank_for(it.sample.task_id, it.sample.procedure).steps[m.index].objects
                        for it, m in zip(items, matches)]
+            contexts = []
+            for it, m, objs in zip(items, matches, objects):  # deep: objects and confidence too (App. G)
+                text, recorded = step_context(it.sample.action, m, objs, deep=self.route == DEEP)
+                contexts.append(text)
+                it.stages["match"].update(recorded)
             for it in items:
                 bank = self.bank_for(it.sample.task_id, it.sample.procedure)
                 it.stages["bank"] = bank.builder

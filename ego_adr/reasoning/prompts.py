@@ -124,6 +124,16 @@ CONTEXT_MATCHED = Prompt(
     "Annotated action (what the person is said to be doing): {action}\n"
     "Previous step: {previous}\nCurrent step (matched in the procedure): {step}\nNext step: {next}",
 )
+# Deep decoupling (Appendix G): matching also yields the matched step's expected objects/tools (from the
+# procedure bank) and a confidence signal for the classification; both reach the narrator and the classifier.
+CONTEXT_MATCHED_DEEP = Prompt(
+    "context_matched_deep",
+    "1",
+    "Annotated action (what the person is said to be doing): {action}\n"
+    "Previous step: {previous}\nCurrent step (matched in the procedure): {step}\nNext step: {next}\n"
+    "Objects and tools the current step expects: {objects}\n"
+    "Match confidence: {confidence}",
+)
 CONTEXT_FULL = Prompt(
     "context_full",
     "1",
@@ -219,6 +229,7 @@ ALL: tuple[Prompt, ...] = (
     CLASSIFY_DEEP,
     CLASSIFY_FRAMES,
     CONTEXT_MATCHED,
+    CONTEXT_MATCHED_DEEP,
     CONTEXT_FULL,
     DIRECT,
     COT,
