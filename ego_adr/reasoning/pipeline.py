@@ -247,7 +247,10 @@ class EgoADR:
 
         spec = MODE_SPECS[self.route] if MODE_SPECS[self.route].one_pass else MODE_SPECS["direct"]
         stage = spec.name
-        for it, text in zip(items, self._call(items, one_pass_requests(self, items, stage), stage)):
+        reqs = one_pass_requests(self, items, stage)
+        for it, r in zip(items, reqs):  # what was sent (CoT and direct differ in it, under both protocols)
+            it.stages["prompt"] = {"name": r.meta["prompt"], "version": r.meta["prompt_version"]}
+        for it, text in zip(items, self._call(items, reqs, stage)):
             if text is not None:
                 it.answer = one_pass_answer(stage, text, self.config.answers)
                 it.result = Classification(it.answer.option, "llm" if it.answer.option else "unparseable", text)

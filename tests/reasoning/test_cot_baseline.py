@@ -54,6 +54,7 @@ def test_cot_answers_its_final_line_and_keeps_the_reasoning(tmp_path):
     assert {r["answer"] for r in rows} == {"Omission"} and {r["extraction"] for r in rows} == {"final-line"}
     assert {r["raw"] for r in rows} == {REASONING}
     assert all(r["prediction"] == "Omission" for r in rows)
+    assert {r["stages"]["prompt"]["name"] for r in rows} == {"cot_mc"}
     _, direct = _run(tmp_path, "direct")  # the one-pass direct baseline still sends the raw reply
     assert {r["answer"] for r in direct} == {REASONING} and {r["extraction"] for r in direct} == {"raw"}
 
@@ -71,6 +72,7 @@ def test_cot_has_its_own_request_under_the_public_protocol(tmp_path):
         assert d.split("Instructions:")[0].strip() in c  # the public error definitions are kept
         assert d.split("Task Procedure:")[1].split("Current Step")[0] in c
     assert {r["answer"] for r in cot_rows} == {"Omission"} and {r["extraction"] for r in cot_rows} == {"final-line"}
+    assert {r["stages"]["prompt"]["name"] for r in cot_rows} == {"public_cot"}
 
 
 def _options():
