@@ -62,6 +62,19 @@ def rope_config(theta: float, mrope_section: list[int] | None = None, **extra) -
     return out
 
 
+def image_text_model_class(config):
+    """``AutoModelForImageTextToText``, or the config's own model class where 4.57's auto mapping lacks the
+    architecture (Video-LLaVA)."""
+    import transformers as tf
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as ITT
+
+    model_type = getattr(type(config), "model_type", "") or config.model_type
+    if model_type in ITT:
+        return tf.AutoModelForImageTextToText
+    names = getattr(config, "architectures", None) or [type(config).__name__.replace("Config", "ForConditionalGeneration")]
+    return getattr(tf, names[0])
+
+
 def runtime_versions() -> dict:
     """The library versions that decide numbers (what a run records in run.json and its report): transformers,
     torch, torchvision, tokenizers, qwen-vl-utils (when installed: the public white agent's frame resizing) and

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ego_adr.models.base import Capabilities, Generation, Request
-from ego_adr.models.compat import is_v4
+from ego_adr.models.compat import image_text_model_class, is_v4
 from ego_adr.models.families import family_for_model_type, get_family
 from ego_adr.models.hf_inputs import (
     BadRequest,
@@ -131,7 +131,7 @@ class HFVideoLM:
         if self.is_vlm:
             self.processor = tf.AutoProcessor.from_pretrained(name_or_path, **common)
             self.tokenizer = self.processor.tokenizer
-            self.model = tf.AutoModelForImageTextToText.from_pretrained(name_or_path, **load_kw)
+            self.model = image_text_model_class(config).from_pretrained(name_or_path, **load_kw)
             if getattr(self.processor, "chat_template", None) is None:
                 raise ValueError(f"{name_or_path}: the processor has no chat template; this backend needs one")
             vp = getattr(self.processor, "video_processor", None)
@@ -257,7 +257,9 @@ class HFVideoLM:
     def _encode(self, items: list):
         if not self.is_vlm:
             texts = [render_text_prompt(self.tokenizer, c) for c in items]
-            return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+            # 4.57's generic fast tokenizer also returns token_type_ids, which causal LMs' generate refuses
+            return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False,
+                                  return_token_type_ids=False)
         texts = [
             self.processor.apply_chat_template(it.conversation, tokenize=False, add_generation_prompt=True)
             for it in items
@@ -266,13 +268,24 @@ class HFVideoLM:
         videos = [v for it in items for v in it.videos]
         if videos:
             kw["videos"] = videos
-            kw["video_metadata"] = [m for it in items for m in it.metadata]
+            metadata = [m for it in items for m in it.metadata]
+            if self._takes_metadata():
+                kw["video_metadata"] = metadata
             video_kwargs = self._video_kwargs_for([r for it in items for r in it.resized_by])
             if is_v4() and self.family == "qwen2.5-vl":  # 4.57 reads the clip rate from `fps` (default 2.0) only
-                video_kwargs["fps"] = [float(m["fps"]) for m in kw["video_metadata"]]
+                video_kwargs["fps"] = [float(m["fps"]) for m in metadata]
             if video_kwargs:
                 kw["videos_kwargs"] = video_kwargs
         return self.processor(**kw)
+
+    def _takes_metadata(self) -> bool:
+        """5.x processors all take ``video_metadata``; on 4.57 some (Video-LLaVA) take no extra keywords."""
+        if not is_v4():
+            return True
+        import inspect
+
+        params = inspect.signature(self.processor.__call__).parameters.values()
+        return any(p.kind is p.VAR_KEYWORD or p.name == "video_metadata" for p in params)
 
     def _video_kwargs_for(self, resized_by: list) -> dict:
         """Our per-frame budget, except for frames already sized by the public white agent's qwen-vl-utils

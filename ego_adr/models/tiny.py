@@ -62,7 +62,12 @@ def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int =
     text = getattr(config, "text_config", None) or config
     auto = AutoModelForImageTextToText if family.kind == "vlm" else AutoModelForCausalLM
     torch.manual_seed(seed)
-    model = auto.from_config(config, dtype=torch.float32)
+    if family.kind == "vlm" and not _in_auto_mapping(config):  # 4.57's mapping lacks Video-LLaVA: its own class
+        from ego_adr.models.compat import image_text_model_class
+
+        model = image_text_model_class(config)(config)
+    else:
+        model = auto.from_config(config, dtype=torch.float32)
     model.eval()
     model.generation_config = GenerationConfig(
         bos_token_id=text.bos_token_id,
@@ -77,6 +82,12 @@ def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int =
         "Outputs are random text; for tests and demos only.\n"
     )
     return out
+
+
+def _in_auto_mapping(config) -> bool:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as ITT
+
+    return type(config).model_type in ITT
 
 
 def ensure_tiny(arch: str = "qwen2.5-vl") -> Path:
