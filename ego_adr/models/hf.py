@@ -278,6 +278,11 @@ class HFVideoLM:
                 kw["videos_kwargs"] = video_kwargs
         return self.processor(**kw)
 
+    def _forward_takes(self, name: str) -> bool:
+        import inspect
+
+        return name in inspect.signature(self.model.forward).parameters
+
     def _takes_metadata(self) -> bool:
         """5.x processors all take ``video_metadata``; on 4.57 some (Video-LLaVA) take no extra keywords."""
         if not is_v4():
@@ -299,6 +304,8 @@ class HFVideoLM:
         import torch
 
         inputs = self._encode(items).to(self.model.device)
+        if "token_type_ids" in inputs and not self._forward_takes("token_type_ids"):
+            del inputs["token_type_ids"]  # 4.57's Video-LLaVA processor returns them; its generate refuses them
         for k, v in inputs.items():
             # only pixels take the model's dtype: timing tensors such as second_per_grid_ts would lose precision
             # in bf16 (0.5333 s -> 0.5312 s) and shift Qwen-VL's temporal position ids
