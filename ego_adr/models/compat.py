@@ -12,7 +12,7 @@ Why: the public EgoErrorVQA white agent (the paper's Table 4 baselines) runs on 
 * the Qwen2.5-VL rope index: text positions after a video resume at ``start + max(h, w) / merge`` in 5.x and at
   the largest vision position + 1 in 4.57, so identical inputs give different logits (:data:`ROPE_INDEX_NOTE`).
 
-A leaf: importing it imports transformers' version string only.
+A leaf: importing it imports nothing heavy (the version is read from package metadata).
 """
 
 from __future__ import annotations
@@ -27,9 +27,16 @@ ROPE_INDEX_NOTE = ("transformers 5.x places Qwen2.5-VL's text positions after a 
 
 @lru_cache(maxsize=1)
 def transformers_version() -> str:
-    import transformers
+    """From the installed distribution's metadata (first on ``sys.path``, as the import would be), so that asking
+    does not import transformers (``--dry-run`` loads no model library)."""
+    from importlib import metadata
 
-    return str(transformers.__version__)
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        import transformers
+
+        return str(transformers.__version__)
 
 
 def transformers_major() -> int:
@@ -88,8 +95,4 @@ def runtime_versions() -> dict:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = None
-    try:  # a --target install (.ci/public-runtime) is importable but may shadow another dist's metadata
-        out["transformers"] = transformers_version()
-    except ImportError:
-        pass
     return out

@@ -90,13 +90,19 @@ def _in_auto_mapping(config) -> bool:
     return type(config).model_type in ITT
 
 
+def tiny_folder_name(arch: str) -> str:
+    """The cache folder of a tiny model: one per architecture, version and transformers line."""
+    from ego_adr.models.compat import tiny_suffix
+
+    return f"tiny-{arch}-{TINY_VERSION}{tiny_suffix()}"
+
+
 def ensure_tiny(arch: str = "qwen2.5-vl") -> Path:
     """Build the tiny model once into the cache root (atomically, :func:`ego_adr.store.build_once`) and return
     its path."""
-    from ego_adr.models.compat import tiny_suffix
     from ego_adr.store import build_once, cache_root
 
-    final = cache_root() / f"tiny-{arch}-{TINY_VERSION}{tiny_suffix()}"  # one folder per transformers line
+    final = cache_root() / tiny_folder_name(arch)
     return build_once(final, lambda dest: build_tiny(dest, arch=arch), lambda f: (f / "config.json").exists())
 
 
