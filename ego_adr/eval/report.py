@@ -191,6 +191,20 @@ def _screen_part(metrics: dict) -> list[str]:
     return out
 
 
+def runtime_note(versions: dict, decoders: Sequence[str] = ()) -> str:
+    """The report's runtime line: the versions that decide numbers (run.json ``versions``) and the decoders the
+    rows' frames came from (``frames_info.backend``)."""
+    def v(name: str) -> str:
+        return versions.get(name) or "not installed"
+
+    decoder_names = {"decord": "decord", "pyav": "av", "av": "av", "opencv": "opencv-python-headless",
+                     "cv2": "opencv-python-headless"}
+    used = ", ".join(f"{d} {versions.get(decoder_names.get(d, d)) or '?'}" for d in decoders) or "none"
+    return (f"Runtime: transformers {v('transformers')}, torch {v('torch')}, torchvision {v('torchvision')}, "
+            f"tokenizers {v('tokenizers')}, qwen-vl-utils {v('qwen-vl-utils')}, Pillow {v('pillow')}; "
+            f"frames decoded by {used}.")
+
+
 def write_metrics_json(metrics: dict, out_dir: str | Path) -> Path:
     p = Path(out_dir) / "metrics.json"
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ego_adr.models.base import Capabilities, Generation, Request
+from ego_adr.models.compat import image_text_model_class, is_v4
 from ego_adr.models.families import family_for_model_type, get_family
 from ego_adr.models.hf_inputs import (
     BadRequest,
@@ -32,6 +33,7 @@ from ego_adr.models.hf_inputs import (
 )
 from ego_adr.models.registry import ModelSpec, hub_offline, unknown_model_message
 from ego_adr.store import folder_fingerprint
+from ego_adr.video.public_policy import QVU_0_0_14
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +112,14 @@ class HFVideoLM:
             raise ValueError(f"{unknown_model_message(name_or_path, spec is not None)}\n(cause: {e})") from e
         # every per-family quirk comes from the family (ego_adr.models.families); an unknown architecture goes
         # through the same generic path, as a VLM when transformers lists it as image-text-to-text
-        fam = get_family(spec.family) if spec else family_for_model_type(config.model_type)
+        # the class's own model_type: 4.57's Qwen-VL configs forward attribute reads to their text config
+        model_type = getattr(type(config), "model_type", "") or config.model_type
+        fam = get_family(spec.family) if spec else family_for_model_type(model_type)
         self.family_spec = fam
         self.family = fam.name if fam else None
         from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as ITT
 
-        self.is_vlm = fam.kind == "vlm" if fam else config.model_type in ITT
+        self.is_vlm = fam.kind == "vlm" if fam else model_type in ITT
         self._metadata = fam.video_metadata if fam else video_metadata
         load_kw = dict(common, dtype=self.dtype)
         if attn_implementation:
@@ -126,7 +130,7 @@ class HFVideoLM:
         if self.is_vlm:
             self.processor = tf.AutoProcessor.from_pretrained(name_or_path, **common)
             self.tokenizer = self.processor.tokenizer
-            self.model = tf.AutoModelForImageTextToText.from_pretrained(name_or_path, **load_kw)
+            self.model = image_text_model_class(config).from_pretrained(name_or_path, **load_kw)
             if getattr(self.processor, "chat_template", None) is None:
                 raise ValueError(f"{name_or_path}: the processor has no chat template; this backend needs one")
             vp = getattr(self.processor, "video_processor", None)
@@ -252,7 +256,9 @@ class HFVideoLM:
     def _encode(self, items: list):
         if not self.is_vlm:
             texts = [render_text_prompt(self.tokenizer, c) for c in items]
-            return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+            # 4.57's generic fast tokenizer also returns token_type_ids, which causal LMs' generate refuses
+            return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False,
+                                  return_token_type_ids=False)
         texts = [
             self.processor.apply_chat_template(it.conversation, tokenize=False, add_generation_prompt=True)
             for it in items
@@ -261,15 +267,44 @@ class HFVideoLM:
         videos = [v for it in items for v in it.videos]
         if videos:
             kw["videos"] = videos
-            kw["video_metadata"] = [m for it in items for m in it.metadata]
-            if self._video_kwargs:
-                kw["videos_kwargs"] = dict(self._video_kwargs)
+            metadata = [m for it in items for m in it.metadata]
+            if self._takes_metadata():
+                kw["video_metadata"] = metadata
+            video_kwargs = self._video_kwargs_for([r for it in items for r in it.resized_by])
+            if is_v4() and self.family == "qwen2.5-vl":  # 4.57 reads the clip rate from `fps` (default 2.0) only
+                video_kwargs["fps"] = [float(m["fps"]) for m in metadata]
+            if video_kwargs:
+                kw["videos_kwargs"] = video_kwargs
         return self.processor(**kw)
+
+    def _forward_takes(self, name: str) -> bool:
+        import inspect
+
+        return name in inspect.signature(self.model.forward).parameters
+
+    def _takes_metadata(self) -> bool:
+        """5.x processors all take ``video_metadata``; on 4.57 some (Video-LLaVA) take no extra keywords."""
+        if not is_v4():
+            return True
+        import inspect
+
+        params = inspect.signature(self.processor.__call__).parameters.values()
+        return any(p.kind is p.VAR_KEYWORD or p.name == "video_metadata" for p in params)
+
+    def _video_kwargs_for(self, resized_by: list) -> dict:
+        """Our per-frame budget, except for frames already sized by the public white agent's qwen-vl-utils
+        (``Frames.resized_by``): those reach the processor as the public agent sends them, with the processor's
+        own settings (an explicit ``max_pixels_per_frame`` still applies)."""
+        if resized_by and all(r == QVU_0_0_14 for r in resized_by) and self.max_pixels_per_frame is None:
+            return {k: v for k, v in self._video_kwargs.items() if k != "size"}
+        return dict(self._video_kwargs)
 
     def _generate_batch(self, items: list, max_new_tokens: int) -> list[str]:
         import torch
 
         inputs = self._encode(items).to(self.model.device)
+        if "token_type_ids" in inputs and not self._forward_takes("token_type_ids"):
+            del inputs["token_type_ids"]  # 4.57's Video-LLaVA processor returns them; its generate refuses them
         for k, v in inputs.items():
             # only pixels take the model's dtype: timing tensors such as second_per_grid_ts would lose precision
             # in bf16 (0.5333 s -> 0.5312 s) and shift Qwen-VL's temporal position ids

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ego_adr.models.base import BadRequest, Frames, Request  # noqa: F401  (BadRequest: re-exported)
 
 ROLES = ("system", "user", "assistant")
@@ -21,6 +23,18 @@ class ProcessorInput:
     conversation: list[dict]
     videos: list = field(default_factory=list)
     metadata: list[dict] = field(default_factory=list)
+    resized_by: list = field(default_factory=list)  # per video: Frames.resized_by
+
+
+def processor_video(frames: Frames):
+    """What the processor's ``videos`` gets for one clip: the uint8 ``(N, H, W, 3)`` array as it is, or float
+    frames as a float32 ``(T, C, H, W)`` tensor -- the layout and dtype qwen-vl-utils returns and the public
+    white agent passes on."""
+    if frames.array.dtype == np.uint8:
+        return frames.array
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(frames.array)).permute(0, 3, 1, 2).contiguous()
 
 
 def video_metadata(frames: Frames) -> dict:
@@ -68,8 +82,9 @@ def to_processor_input(request: Request, metadata=None) -> ProcessorInput:
                 if role != "user":
                     raise BadRequest(f"message {i}: frames are only accepted in user messages")
                 parts.append({"type": "video"})
-                out.videos.append(part.array)
+                out.videos.append(processor_video(part))
                 out.metadata.append((metadata or video_metadata)(part))
+                out.resized_by.append(part.resized_by)
             else:
                 raise BadRequest(f"message {i} part {j}: expected str or Frames, got {type(part).__name__}")
         out.conversation.append({"role": role, "content": parts})

@@ -109,7 +109,7 @@ def to_openai_messages(
                 parts.append({"type": "text", "text": p})
             elif isinstance(p, Frames):
                 parts.append({"type": "text", "text": frames_note(p.num_frames, p.fps)})
-                for frame in p.array:
+                for frame in p.as_uint8():
                     image_url = {
                         "url": encode_frame(
                             frame, max_side=max_side, image_format=image_format, quality=quality

@@ -62,7 +62,12 @@ def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int =
     text = getattr(config, "text_config", None) or config
     auto = AutoModelForImageTextToText if family.kind == "vlm" else AutoModelForCausalLM
     torch.manual_seed(seed)
-    model = auto.from_config(config, dtype=torch.float32)
+    if family.kind == "vlm" and not _in_auto_mapping(config):  # 4.57's mapping lacks Video-LLaVA: its own class
+        from ego_adr.models.compat import image_text_model_class
+
+        model = image_text_model_class(config)(config)
+    else:
+        model = auto.from_config(config, dtype=torch.float32)
     model.eval()
     model.generation_config = GenerationConfig(
         bos_token_id=text.bos_token_id,
@@ -79,12 +84,25 @@ def build_tiny(out_dir: str | os.PathLike, arch: str = "qwen2.5-vl", seed: int =
     return out
 
 
+def _in_auto_mapping(config) -> bool:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as ITT
+
+    return type(config).model_type in ITT
+
+
+def tiny_folder_name(arch: str) -> str:
+    """The cache folder of a tiny model: one per architecture, version and transformers line."""
+    from ego_adr.models.compat import tiny_suffix
+
+    return f"tiny-{arch}-{TINY_VERSION}{tiny_suffix()}"
+
+
 def ensure_tiny(arch: str = "qwen2.5-vl") -> Path:
     """Build the tiny model once into the cache root (atomically, :func:`ego_adr.store.build_once`) and return
     its path."""
     from ego_adr.store import build_once, cache_root
 
-    final = cache_root() / f"tiny-{arch}-{TINY_VERSION}"
+    final = cache_root() / tiny_folder_name(arch)
     return build_once(final, lambda dest: build_tiny(dest, arch=arch), lambda f: (f / "config.json").exists())
 
 

@@ -85,7 +85,7 @@ def to_vllm_input(
     out: dict = {"prompt": prompt}
     clips = [p for m in request.messages for p in m.content if isinstance(p, Frames)]
     if clips:
-        small = [Frames(np.ascontiguousarray(limit_pixels(c.array, max_pixels_per_frame)), c.fps) for c in clips]
+        small = [Frames(np.ascontiguousarray(limit_pixels(c.as_uint8(), max_pixels_per_frame)), c.fps) for c in clips]
         out["multi_modal_data"] = {"video": [(c.array, video_metadata(c)) for c in small]}
         out["mm_processor_kwargs"] = {"do_sample_frames": False}
         fps = {float(c.fps) for c in clips}

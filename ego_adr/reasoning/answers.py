@@ -9,6 +9,8 @@ every predictions row says which rule did it (``extraction``):
   ends, case ignored);
 * ``exact`` / ``answer-cue`` / ``letter`` / ``single-mention`` / ``last-line`` -- the lenient rules of
   :func:`ego_adr.taxonomy.normalize_option`, in its order; ``none`` -- no rule found an option;
+* ``final-line`` / ``no-final-line`` -- CoT: the option on its last ``Answer:`` line (its prompt asks for one),
+  or, without such a line, the stripped reply (prose: an error prediction matching no option);
 * ``keywords`` / ``no-error-keywords`` -- the shallow classifier decided (no model text to extract from).
 
 Ego-ADR's classifier output is mapped with these rules (method side); a baseline uses them only under the
@@ -17,6 +19,7 @@ explicit option ``answers=lenient``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ego_adr.taxonomy import _ANSWER_CUE, OPTIONS, _exact, _mentions, _single
@@ -87,3 +90,22 @@ def mapped_answer(text: str | None) -> Answer:
         return Answer(None, None, "none")
     option, rule = lenient_option(text)
     return Answer(option if option else text.strip(), option, rule)
+
+
+_FINAL_LINE = re.compile(r"^[\s*_#>`-]*(?:final\s+)?answer[\s*_`]*[:\uff1a]+[\s*_`]*(.*?)[\s*_`]*$", re.IGNORECASE)
+
+
+def final_line_answer(text: str | None) -> Answer:
+    """CoT's answer: the last line of the form ``Answer: <option>`` (markdown and a ``Final`` allowed), the
+    option read strictly from its tail, then by exact mention; a tail naming no option is sent as it is.
+    Without such a line the stripped reply is the answer (``no-final-line``)."""
+    if text is None:
+        return Answer(None, None, "no-final-line")
+    for line in reversed([ln for ln in text.splitlines() if ln.strip()]):
+        m = _FINAL_LINE.match(line)
+        if m:
+            tail = m.group(1).strip()
+            option = strict_option(tail) or _exact(tail)
+            return Answer(option or tail, option, "final-line")
+    wire = text.strip()
+    return Answer(wire, strict_option(wire), "no-final-line")

@@ -22,6 +22,9 @@ class ModeSpec:
     prompt: str | None = None  # one-pass modes: the name of their prompt in ego_adr.reasoning.prompts
     classifier: str | None = None  # decoupled routes: "model" (a text-only call) or "keywords"
     routed: bool = False  # the text-only probe picks the route
+    #: the protocol's one-pass token budget applies (the public agent's 128 tokens are for its direct question; CoT
+    #: reasons first, so it keeps the paper's 256, App. C)
+    protocol_budget: bool = False
 
 
 MODES: dict[str, ModeSpec] = {
@@ -36,7 +39,7 @@ MODES: dict[str, ModeSpec] = {
         ModeSpec("cot", "one-pass baseline: think step by step, then answer with one option",
                  ("cot",), one_pass=True, prompt="COT"),
         ModeSpec("direct", "one-pass baseline: answer with one option (the public white agent's question)",
-                 ("direct",), one_pass=True, prompt="DIRECT"),
+                 ("direct",), one_pass=True, prompt="DIRECT", protocol_budget=True),
     )
 }
 

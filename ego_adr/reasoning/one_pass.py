@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ego_adr.models.base import Message, Request
 from ego_adr.reasoning import prompts as P
+from ego_adr.reasoning.answers import Answer, final_line_answer, mapped_answer, raw_answer
 from ego_adr.reasoning.modes import MODES
 
 if TYPE_CHECKING:
@@ -29,13 +30,24 @@ def public_step(sample: Sample, step: str) -> object:
 def one_pass_requests(pipe: EgoADR, items: list[Item], stage: str) -> list[Request]:
     cfg = pipe.config
     if cfg.question == "public":
-        from ego_adr.reasoning.public_text import public_question
+        from ego_adr.reasoning.public_text import public_cot_question, public_question
 
-        meta = {**P.PUBLIC_MC.meta(stage), "guidance_sha": cfg.guidance_sha}
-        return [Request([Message.user(it.frames, public_question(cfg.guidance, it.sample.procedure,
-                                                                 public_step(it.sample, cfg.step)))],
+        # direct: the public white agent's question; CoT: the same blocks with its own instruction (Table 5)
+        prompt, build = (P.PUBLIC_COT, public_cot_question) if stage == "cot" else (P.PUBLIC_MC, public_question)
+        meta = {**prompt.meta(stage), "guidance_sha": cfg.guidance_sha}
+        return [Request([Message.user(it.frames, build(cfg.guidance, it.sample.procedure,
+                                                       public_step(it.sample, cfg.step)))],
                         pipe._gen(stage), meta) for it in items]
     prompt = getattr(P, MODES[stage].prompt)  # the one-pass mode's own prompt (ego_adr.reasoning.modes)
     return [pipe._video_request(it.frames, prompt, stage, procedure=it.sample.procedure,
                                 step=it.sample.action or "None", definitions=P.DEFINITIONS,
                                 options=P.OPTION_LIST) for it in items]
+
+
+def one_pass_answer(stage: str, text: str, answers: str) -> Answer:
+    """direct: the raw reply (or our lenient reading under answers=lenient); CoT: the method's reading of its
+    final answer line, whatever the protocol (its reasoning is never the answer)."""
+    if stage == "cot":
+        ans = final_line_answer(text)
+        return mapped_answer(text) if ans.extraction == "no-final-line" and answers == "lenient" else ans
+    return raw_answer(text) if answers == "raw" else mapped_answer(text)

@@ -18,12 +18,13 @@ from pathlib import Path
 from ego_adr.data.sample import Sample
 from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request, black_frames
 from ego_adr.reasoning import prompts as P
-from ego_adr.reasoning.answers import Answer, mapped_answer, raw_answer
+from ego_adr.reasoning.answers import Answer, mapped_answer
 from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS, BankStore
 from ego_adr.reasoning.classify import Classification, classify_keywords
 from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
 from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
+from ego_adr.reasoning.step_context import step_context
 
 MODES = tuple(MODE_SPECS)
 NARRATION_SOURCES = ("model", "reference")
@@ -118,7 +119,8 @@ class EgoADR:
     # ---- model calls ------------------------------------------------------------------------------
     def _gen(self, stage: str = "") -> GenerationConfig:
         one_pass = self.config.one_pass_max_new_tokens
-        if stage in MODE_SPECS and MODE_SPECS[stage].one_pass and one_pass:  # a one-pass mode's only call
+        # a one-pass mode's only call, where the protocol's budget applies to it (ModeSpec.protocol_budget)
+        if stage in MODE_SPECS and MODE_SPECS[stage].protocol_budget and one_pass:
             return GenerationConfig(max_new_tokens=one_pass)
         return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
 
@@ -202,8 +204,10 @@ class EgoADR:
             for i, text in zip(idx, self._call(sub, reqs, "match", fatal=False)):
                 n = _first_int(text)
                 bank = self.bank_for(items[i].sample.task_id, items[i].sample.procedure)
-                if n is not None and 1 <= n <= len(bank.steps):
-                    matches[i] = self._matcher(bank).at(n - 1, 1.0, "model", matches[i].tfidf_score)
+                if n is not None and 1 <= n <= len(bank.steps):  # its confidence: the action's cosine with it
+                    matcher = self._matcher(bank)
+                    cosine = matcher.tfidf_scores(queries[i])[n - 1] if queries[i].strip() else 0.0
+                    matches[i] = matcher.at(n - 1, cosine, "model", matches[i].tfidf_score)
                 items[i].stages.setdefault("match_model_raw", text)
         return matches
 
@@ -239,13 +243,16 @@ class EgoADR:
 
     def _one_pass(self, items: list[Item]) -> None:
         """The baselines send the model's raw reply (the public white agent); ``answers=lenient`` maps it."""
-        from ego_adr.reasoning.one_pass import one_pass_requests
+        from ego_adr.reasoning.one_pass import one_pass_answer, one_pass_requests
 
         spec = MODE_SPECS[self.route] if MODE_SPECS[self.route].one_pass else MODE_SPECS["direct"]
         stage = spec.name
-        for it, text in zip(items, self._call(items, one_pass_requests(self, items, stage), stage)):
+        reqs = one_pass_requests(self, items, stage)
+        for it, r in zip(items, reqs):  # what was sent (CoT and direct differ in it, under both protocols)
+            it.stages["prompt"] = {"name": r.meta["prompt"], "version": r.meta["prompt_version"]}
+        for it, text in zip(items, self._call(items, reqs, stage)):
             if text is not None:
-                it.answer = raw_answer(text) if self.config.answers == "raw" else mapped_answer(text)
+                it.answer = one_pass_answer(stage, text, self.config.answers)
                 it.result = Classification(it.answer.option, "llm" if it.answer.option else "unparseable", text)
 
     def _classified(self, item: Item, text: str) -> None:
@@ -273,13 +280,13 @@ class EgoADR:
                 it.stages["match"] = {**m.to_dict(), "query": it.sample.action and "action" or "narration"}
                 it.timings.setdefault("tfidf_match_s", round((time.perf_counter() - t0) / max(1, len(items)), 5))
             steps = [m.step for m in matches]
-            contexts = [P.CONTEXT_MATCHED.render(action=it.sample.action or "none given (the step was matched "
-                                                 "from a first description of the clip)",
-                                                 previous=m.previous or "none (this is the first step)",
-                                                 step=m.step, next=m.next or "none (this is the last step)")
-                        for it, m in zip(items, matches)]
             objects = [self.bank_for(it.sample.task_id, it.sample.procedure).steps[m.index].objects
                        for it, m in zip(items, matches)]
+            contexts = []
+            for it, m, objs in zip(items, matches, objects):  # deep: objects and confidence too (App. G)
+                text, recorded = step_context(it.sample.action, m, objs, deep=self.route == DEEP)
+                contexts.append(text)
+                it.stages["match"].update(recorded)
             for it in items:
                 bank = self.bank_for(it.sample.task_id, it.sample.procedure)
                 it.stages["bank"] = bank.builder

@@ -43,11 +43,12 @@ PROBE_TEXT = Prompt(
     "1",
     "In one or two sentences, explain why the order of steps matters when following a cooking recipe.",
 )
+# Appendix G's question is the first sentence; the format line after it is ours (named in every auto report).
+PROBE_FORMAT_LINE = "Reply on one line in the form STEP:<number> RESULT:<value>."
 PROBE_STEP_FORMULA = Prompt(
     "probe_step_formula",
     "1",
-    "Answer STEP:{step}, and compute the formula {formula}. Reply on one line in the form "
-    "STEP:<number> RESULT:<value>.",
+    "Answer STEP:{step}, and compute the formula {formula}. " + PROBE_FORMAT_LINE,
 )
 
 # --- procedure bank (deep mode, Section 5.2) ----------------------------------------------------------------
@@ -123,6 +124,16 @@ CONTEXT_MATCHED = Prompt(
     "Annotated action (what the person is said to be doing): {action}\n"
     "Previous step: {previous}\nCurrent step (matched in the procedure): {step}\nNext step: {next}",
 )
+# Deep decoupling (Appendix G): matching also yields the matched step's expected objects/tools (from the
+# procedure bank) and a confidence signal for the classification; both reach the narrator and the classifier.
+CONTEXT_MATCHED_DEEP = Prompt(
+    "context_matched_deep",
+    "1",
+    "Annotated action (what the person is said to be doing): {action}\n"
+    "Previous step: {previous}\nCurrent step (matched in the procedure): {step}\nNext step: {next}\n"
+    "Objects and tools the current step expects: {objects}\n"
+    "Match confidence: {confidence}",
+)
 CONTEXT_FULL = Prompt(
     "context_full",
     "1",
@@ -142,11 +153,16 @@ DIRECT = Prompt(
     "1",
     _ONE_PASS_QUESTION + "Answer with exactly one of: {options}.",
 )
+# CoT (Table 5's baseline; its prompt figure did not survive extraction). Its answer is the option on its final
+# "Answer:" line, read by the method (reasoning/answers.final_line_answer). v2: that extraction (v1 sent the
+# whole reasoning as the answer, which the strict scorer reads as prose).
+COT_INSTRUCTION = ("Let's think step by step: first describe what the person does, then compare it with the "
+                   "current step. End with a last line of the form \"Answer: <option>\", where <option> is "
+                   "exactly one of: {options}.")
 COT = Prompt(
     "cot_mc",
-    "1",
-    _ONE_PASS_QUESTION + "Let's think step by step: first describe what the person does, then compare it with the current step. "
-    "End with a last line of the form \"Answer: <option>\", where <option> is exactly one of: {options}.",
+    "2",
+    _ONE_PASS_QUESTION + COT_INSTRUCTION,
 )
 
 # --- the public evaluator's question (protocol option question=public). Only the way the public green agent
@@ -156,6 +172,13 @@ PUBLIC_MC = Prompt(
     "public_mc",
     "1",
     '{guidance}\n\nTask Procedure: {procedure}\n\nCurrent Step: "{step}"\n\n',
+)
+# CoT under question=public: the public question with its closing instructions ("output ONLY ...") replaced by
+# the CoT instruction (reasoning/public_text.public_cot_question); the error definitions stay the public ones.
+PUBLIC_COT = Prompt(
+    "public_cot",
+    "1",
+    '{definitions}\n\nTask Procedure: {procedure}\n\nCurrent Step: "{step}"\n\n' + COT_INSTRUCTION,
 )
 
 # --- open-ended VQA (Section 3.2) ----------------------------------------------------------------------
@@ -206,10 +229,12 @@ ALL: tuple[Prompt, ...] = (
     CLASSIFY_DEEP,
     CLASSIFY_FRAMES,
     CONTEXT_MATCHED,
+    CONTEXT_MATCHED_DEEP,
     CONTEXT_FULL,
     DIRECT,
     COT,
     PUBLIC_MC,
+    PUBLIC_COT,
     OPEN_END,
     JUDGE,
     HELPMEOUT_CLASSIFY_PROMPT,

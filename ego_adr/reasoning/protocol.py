@@ -135,15 +135,71 @@ def describe(protocol: str, settings: ProtocolSettings) -> dict:
             "deviations_from_preset": {k: a for k, (a, _) in differences(settings, protocol).items()}}
 
 
-def report_notes(protocol: str, settings: ProtocolSettings, sources: list[str] | None) -> list[str]:
-    """The report's protocol paragraph(s)."""
+#: The case the public white agent exists for: Qwen2.5-VL, 8 frames, one direct question, one request at a time,
+#: bf16, on transformers 4.57.x (its uv.lock pins 4.57.3; src/white_agent/agent.py).
+PUBLIC_CASE = {"family": "qwen2.5-vl", "frames": 8, "mode": "direct", "batch_size": 1, "backend": "hf",
+               "dtype": "bfloat16", "transformers": "4.57."}
+
+
+def case_of(cfg, run_info: dict) -> dict:
+    """What, beside the protocol settings, decides whether a run's inputs and replies can be the public agent's."""
+    model = run_info.get("model") or {}
+    return {"family": model.get("family"), "frames": cfg.frames, "mode": cfg.mode, "batch_size": cfg.batch_size,
+            "backend": cfg.backend, "dtype": (model.get("dtype") or "").removeprefix("torch.") or None,
+            "transformers": (run_info.get("versions") or {}).get("transformers")}
+
+
+def case_differences(case: dict) -> dict:
+    """{what: "here (public: there)"} for every way ``case`` is not :data:`PUBLIC_CASE`; the runtime entry
+    names the known rope-index difference of transformers 5.x."""
+    from ego_adr.models.compat import ROPE_INDEX_NOTE
+
+    ref, out = PUBLIC_CASE, {}
+    if case.get("family") != ref["family"]:
+        out["family"] = f"{case.get('family') or 'unknown'} (public: Qwen2.5-VL)"
+    if case.get("frames") != ref["frames"]:
+        out["frames"] = f"{case.get('frames')} (public: 8)"
+    if case.get("mode") != ref["mode"]:
+        out["mode"] = f"{case.get('mode')} (public: one direct question)"
+    if case.get("backend") != ref["backend"]:
+        out["backend"] = f"{case.get('backend')} (public: transformers generate)"
+    if (case.get("batch_size") or 1) > 1:
+        out["batch_size"] = (f"{case['batch_size']} (public: one request at a time; a left-padded batch can "
+                             "change the numbers)")
+    if case.get("dtype") and case["dtype"] != ref["dtype"]:
+        out["dtype"] = f"{case['dtype']} (public: bfloat16)"
+    tv = case.get("transformers")
+    if tv and not tv.startswith(ref["transformers"]):
+        out["runtime"] = f"transformers {tv} (public: 4.57.3): {ROPE_INDEX_NOTE}"
+    return out
+
+
+def public_agent_record(settings: ProtocolSettings, case: dict) -> dict:
+    """What run.json records about the public white agent: whether every input is its input, and the rest."""
+    differs = case_differences(case)
+    same = not differences(settings, PUBLIC) and not {k: v for k, v in differs.items() if k != "runtime"}
+    return {"case": case, "differs_in": differs, "same_inputs": same, "reply_identity": same and not differs,
+            "known_runtime_difference": differs.get("runtime")}
+
+
+def report_notes(protocol: str, settings: ProtocolSettings, sources: list[str] | None,
+                 case: dict | None = None) -> list[str]:
+    """The report's protocol paragraph(s). ``case`` (:func:`case_of`): the model family, frames, mode, runtime;
+    without it only the protocol settings are compared."""
     diffs = differences(settings, PUBLIC)
-    notes = [f"Protocol `{protocol}`"
-             + (f" with {', '.join(f'{k}={v}' for k, (v, _) in differences(settings, protocol).items())}"
-                if differences(settings, protocol) else "") + ". "
-             + ("Every input equals the public white agent's." if not diffs else
-                "Differs from the public white agent in: "
-                + "; ".join(f"{k} = {a} (public: {b})" for k, (a, b) in diffs.items()) + ".")]
+    others = case_differences(case) if case is not None else {}
+    items = [f"{k} = {a} (public: {b})" for k, (a, b) in diffs.items()]
+    items += [f"{k} = {v}" for k, v in others.items()]
+    own = differences(settings, protocol)
+    head = f"Protocol `{protocol}`" + (f" with {', '.join(f'{k}={v}' for k, (v, _) in own.items())}" if own else "")
+    if not items:
+        claim = "Every input equals the public white agent's (Qwen2.5-VL, 8 frames, direct, transformers 4.57.x)."
+    elif not diffs and set(others) == {"runtime"}:
+        claim = ("The inputs are the public white agent's, but not its runtime, so replies can differ: "
+                 + others["runtime"] + ".")
+    else:
+        claim = "Differs from the public white agent in: " + "; ".join(items) + "."
+    notes = [f"{head}. {claim}"]
     if settings.step == "raw" and (sources is None or "egooops" in sources):
         notes.append("Label leak reproduced: with step=raw the EgoOops step is its stored `action_annotation`, "
                      "which is null on exactly the error clips, so the question itself says `Current Step: "

@@ -49,3 +49,14 @@ def public_question(guidance: str, procedure: str | None, action_annotation: obj
 
     return PUBLIC_MC.render(guidance=guidance, procedure=procedure or "No procedure available.",
                             step=action_annotation).strip()
+
+
+def public_cot_question(guidance: str, procedure: str | None, action_annotation: object) -> str:
+    """CoT's question under ``question=public`` (:data:`prompts.PUBLIC_COT`): the public guidance up to its
+    ``Instructions:`` block (the error types and their definitions, as read at run time), the procedure and step
+    as the green agent prints them, then our CoT instruction instead of "output ONLY one option"."""
+    from ego_adr.reasoning.prompts import OPTION_LIST, PUBLIC_COT
+
+    head = guidance.split("\nInstructions:", 1)[0].rstrip()
+    return PUBLIC_COT.render(definitions=head.strip(), procedure=procedure or "No procedure available.",
+                             step=action_annotation, options=OPTION_LIST).strip()

@@ -91,11 +91,17 @@ def load_vlm(cfg: RunConfig, model=None):
 
 
 def versions() -> dict:
+    """The versions a run records (run.json ``versions``, the report's runtime line): the libraries that decide
+    numbers (transformers, torch, torchvision, tokenizers, qwen-vl-utils, Pillow, the decoders; None when not
+    installed), whether imported or not, plus the other imported modules of interest."""
+    from ego_adr.models.compat import runtime_versions
+
     out = {"ego_adr": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
     for mod in ("torch", "transformers", "sklearn", "decord", "av", "cv2", "a2a"):
         m = sys.modules.get(mod)
         if m is not None:
             out[mod] = getattr(m, "__version__", "?")
+    out.update(runtime_versions())
     return out
 
 

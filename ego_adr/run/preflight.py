@@ -100,10 +100,10 @@ def _memory(cfg) -> tuple[object | None, str]:
     name = cfg.model or "tiny"
     spec = ALIASES.get(name.lower())
     if spec is not None and spec.tiny:  # the tiny model's own config, if it was ever built (never built here)
-        from ego_adr.models.tiny import TINY_VERSION
+        from ego_adr.models.tiny import tiny_folder_name
         from ego_adr.store import cache_root
 
-        folder = cache_root() / f"tiny-{spec.family}-{TINY_VERSION}"
+        folder = cache_root() / tiny_folder_name(spec.family)
         arch = planner.arch_from_folder(folder) if (folder / "config.json").is_file() else None
         if arch is None:
             return None, f"{name}: a random tiny model, not built yet (it is built on the first run)"

@@ -76,7 +76,7 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
             confirm(out, {"model_fingerprint": model.fingerprint if model else None, "route": pipe.route})
             run_info["identity"] = read_identity(out)
             run_info["pipeline"] = {**pipe.describe(), "bank_model": bank_name}
-            run_info["model"] = {"id": model.model_id, "fingerprint": model.fingerprint} if model else None
+            run_info["model"] = _model_facts(model)
             runinfo.carry_over(run_info, prev)
             write_json(out / "run.json", run_info)
             t_loop = time.perf_counter()
@@ -89,12 +89,9 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
         store.close()
     metrics = compute_mc_metrics(rows)
     write_metrics_json(metrics, out)
-    from ego_adr.reasoning.protocol import describe, settings_of
-
-    run_info["protocol"] = describe(cfg.protocol, settings_of(cfg))
-    failures = summarise(rows)
-    title, notes = _title_and_notes(cfg, info, failures, out)
+    title, notes = _title_and_notes(cfg, info, run_info, rows, out)
     write_report(metrics, out, title=title, notes=notes)
+    failures = summarise(rows)
     stats = model.stats() if model is not None and hasattr(model, "stats") else {}
     this = {"started": started, "finished": datetime.now(timezone.utc).isoformat(), "processed": len(pending),
             "retried": info.get("retried", 0), "model_calls": getattr(model, "model_calls", 0),
@@ -114,15 +111,33 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
     return metrics
 
 
-def _title_and_notes(cfg: RunConfig, info: dict, failures: dict, out: Path) -> tuple[str, list[str]]:
-    """The report's title and its notes: the protocol's, a diagnostic's, the demo model's, infrastructure failures,
-    a limit; one that makes the table not a result (most rows failed for one input reason) leads."""
-    from ego_adr.reasoning.protocol import report_notes, settings_of
+def _model_facts(model) -> dict | None:
+    """What run.json says about the loaded model: id, fingerprint, and (HF backend) family and dtype, which
+    decide whether the run can be the public white agent's (reasoning/protocol.case_of)."""
+    if model is None:
+        return None
+    inner = getattr(model, "model", model)
+    dtype = getattr(inner, "dtype", None)
+    return {"id": model.model_id, "fingerprint": model.fingerprint, "family": getattr(inner, "family", None),
+            "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None}
+
+
+def _title_and_notes(cfg: RunConfig, info: dict, run_info: dict, rows: list[dict], out: Path) -> tuple[str, list[str]]:
+    """The report's title and notes (the protocol's, a diagnostic's, the demo model's, failures, a limit, the
+    probe's format line, the runtime; one that makes the table not a result leads); also records the protocol
+    (and how the run relates to the public white agent) in ``run_info``."""
+    from ego_adr.eval.report import runtime_note
+    from ego_adr.reasoning.prompts import PROBE_FORMAT_LINE
+    from ego_adr.reasoning.protocol import case_of, describe, public_agent_record, report_notes, settings_of
+    from ego_adr.run.failures import summarise
 
     model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
     label = "no model" if model_free else (cfg.model or "embedded tiny model (random weights)")
     title = f"{label} - {cfg.mode} - {'reference narration' if model_free else f'{cfg.frames} frames'}"
-    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"))
+    case = case_of(cfg, run_info)
+    run_info["protocol"] = {**describe(cfg.protocol, settings_of(cfg)),
+                            "public_agent": public_agent_record(settings_of(cfg), case)}
+    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"), case if not model_free else None)
     if cfg.narration_source == "reference":
         notes.append("Diagnostic, tuned to annotation style, not an upper bound: narration replaced by the "
                      "annotations' reference descriptions, whose wording the shallow vocabularies were written "
@@ -131,6 +146,7 @@ def _title_and_notes(cfg: RunConfig, info: dict, failures: dict, out: Path) -> t
                      "samples; never a label field), so only the classification stage is measured.")
     if cfg.model is None and not model_free:
         notes.append("Demo model has random weights: these numbers only show that the machinery works.")
+    failures = summarise(rows)
     if failures["n_infrastructure"]:
         notes.append(f"{failures['n_infrastructure']} of {failures['n_rows']} samples failed on infrastructure "
                      "(model or decoder unreachable / out of memory); they count as failures here and are rerun "
@@ -139,6 +155,11 @@ def _title_and_notes(cfg: RunConfig, info: dict, failures: dict, out: Path) -> t
         notes.append(info["limit_note"] + ".")
     if info.get("frames_note"):
         notes.append(info["frames_note"][0].upper() + info["frames_note"][1:] + ".")
+    if cfg.mode == "auto":
+        notes.append("The routing probe (Appendix G) asks the paper's question plus one format line of ours: "
+                     f"\"{PROBE_FORMAT_LINE}\"")
+    decoders = sorted({(r.get("frames_info") or {}).get("backend") for r in rows} - {None})
+    notes.append(runtime_note(run_info.get("versions") or {}, decoders))
     if failures["dominant_sample_failure"]:  # the report leads with it: the table measures the mistake
         from ego_adr.run.failures import dominant_line
 

@@ -49,7 +49,8 @@ class ProtocolSampler(FrameSampler):
         notes = [f"sampling={self.sampling}"]
         if self.resize == QVU_0_0_14:
             n_in = int(frames.array.shape[0])
-            frames.array = resize_like_qwen_vl_utils(frames.array)
+            frames.array = resize_like_qwen_vl_utils(frames.array)  # float32, as qwen-vl-utils returns
+            frames.resized_by = QVU_0_0_14
             notes.append(f"resize={QVU_0_0_14} -> {frames.array.shape[2]}x{frames.array.shape[1]}")
             n_out = int(frames.array.shape[0])
             if n_out != n_in:  # qwen-vl-utils pads an odd clip to its frame factor 2 by repeating the last frame

@@ -132,20 +132,30 @@ def pad_even(array: np.ndarray) -> np.ndarray:
 
 
 def resize_like_qwen_vl_utils(array: np.ndarray) -> np.ndarray:
-    """Apply :func:`qwen_vl_utils_list_size` to uint8 ``(N, H, W, 3)`` frames (bicubic, as both passes use;
-    Pillow instead of torchvision for the second pass, so pixel values may differ by rounding)."""
+    """uint8 ``(N, H, W, 3)`` frames -> what qwen-vl-utils 0.0.14 hands the processor for a frame list, as
+    float32 ``(N', H', W', 3)`` (``N'`` = ``N`` padded to even).
+
+    Its arithmetic and interpolation, restated: pass 1 resizes each frame as a Pillow image (``Image.resize``
+    with its default filter, bicubic for RGB) to :func:`qwen_vl_utils_list_size`'s first size; the list is
+    padded to an even length with the last frame and stacked into a uint8 ``(T, C, H, W)`` tensor; pass 2 is
+    torchvision's ``resize`` on that stack (bicubic, ``antialias=True``; torchvision rounds and clamps uint8
+    results), converted to float32. The float dtype matters: a processor that resizes again gives other pixels
+    for float input than for uint8 (docs/stack-notes.md), so the frames reach it as floats, like the public agent's.
+    """
+    import torch
     from PIL import Image
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms import functional as tvf
 
     n, h, w = array.shape[:3]
-    sizes = qwen_vl_utils_list_size(h, w, n)
-    out = []
+    (h1, w1), (h2, w2) = qwen_vl_utils_list_size(h, w, n)
+    first = []
     for frame in pad_even(array):
-        img = Image.fromarray(frame)
-        for hh, ww in sizes:
-            if img.size != (ww, hh):
-                img = img.resize((ww, hh), Image.BICUBIC)
-        out.append(np.asarray(img, dtype=np.uint8))
-    return np.stack(out)
+        img = Image.fromarray(frame).convert("RGB")
+        first.append(np.asarray(img.resize((w1, h1)), dtype=np.uint8))
+    stack = torch.from_numpy(np.stack(first)).permute(0, 3, 1, 2).contiguous()
+    video = tvf.resize(stack, [h2, w2], interpolation=InterpolationMode.BICUBIC, antialias=True).float()
+    return np.ascontiguousarray(video.permute(0, 2, 3, 1).numpy())
 
 
 def _has_decord() -> bool:

@@ -168,7 +168,9 @@ def test_tiny_alias_builds_offline(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("EGO_ADR_CACHE", str(tmp_path))
     m = load_model("tiny", device="cpu")
-    assert m.model_id == str(tmp_path / "tiny-qwen2.5-vl-v1")
+    from ego_adr.models.compat import tiny_suffix
+
+    assert m.model_id == str(tmp_path / f"tiny-qwen2.5-vl-v1{tiny_suffix()}")
     assert m.generate([Request([Message.user("hi")], GenerationConfig(4))])[0].ok
 
 

@@ -19,9 +19,17 @@ def pixel_kwargs(video_processor, max_pixels_per_frame: int | None, cap: int | N
     return qwen_pixel_kwargs(video_processor, max_pixels_per_frame, cap)
 
 
+def video_processor_extra() -> dict:
+    """5.x's Qwen-VL video processors cap each frame like qwen-vl-utils only when asked; 4.57's have no switch."""
+    from ego_adr.models.compat import is_v4
+
+    return {} if is_v4() else {"cap_pixels_per_frame": True}
+
+
 def text_config(tokenizer, **extra) -> dict:
     """The tiny language model of a Qwen-VL family (docs/stack-notes.md: hidden 64, 2 layers, 4 heads, 2 KV heads);
     mrope_section must sum to head_dim / 2 = 8."""
+    from ego_adr.models.compat import rope_config
     from ego_adr.models.families.tokenizer import SPECIAL_TOKENS, TINY_TEXT_DIMS, tiny_vocab_size
 
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
@@ -29,7 +37,7 @@ def text_config(tokenizer, **extra) -> dict:
         vocab_size=tiny_vocab_size(tokenizer),
         **TINY_TEXT_DIMS,
         max_position_embeddings=8192,
-        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [2, 3, 3], **extra},
+        **rope_config(1_000_000.0, [2, 3, 3], **extra),
         bos_token_id=ids["<|endoftext|>"],
         eos_token_id=ids["<|im_end|>"],
         pad_token_id=ids["<|endoftext|>"],

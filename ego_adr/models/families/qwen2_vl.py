@@ -9,7 +9,7 @@ from ego_adr.models.families.spec import Arch, Family, HubModel, qwen_vl_arch
 def tiny_parts():
     from transformers import Qwen2VLConfig, Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
 
-    from ego_adr.models.families._qwen import text_config, vision_token_ids
+    from ego_adr.models.families._qwen import text_config, video_processor_extra, vision_token_ids
     from ego_adr.models.families.tokenizer import CHAT_TEMPLATE, build_tokenizer
 
     tok = build_tokenizer()
@@ -18,7 +18,7 @@ def tiny_parts():
     config = Qwen2VLConfig(text_config=text_config(tok), vision_config=vision, **vision_token_ids(tok))
     size = {"shortest_edge": TINY_MIN_PIXELS, "longest_edge": TINY_MAX_PIXELS}
     proc = Qwen2VLProcessor(image_processor=Qwen2VLImageProcessor(size=size), tokenizer=tok,
-                            video_processor=Qwen2VLVideoProcessor(size=size, cap_pixels_per_frame=True),
+                            video_processor=Qwen2VLVideoProcessor(size=size, **video_processor_extra()),
                             chat_template=CHAT_TEMPLATE)
     return config, proc
 

@@ -89,7 +89,13 @@ def build_tokenizer(vocab_size: int = 1500, *, special_tokens=SPECIAL_TOKENS, eo
     tokens and chat template; ``named`` gives model-specific token attributes that a processor reads from the
     tokenizer (e.g. InternVL's ``start_image_token``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+
+    from ego_adr.models.compat import is_v4
+
+    if is_v4() and "<|im_start|>" in special_tokens:  # 4.57's Qwen processors accept only a Qwen2 tokenizer
+        from transformers import Qwen2TokenizerFast as PreTrainedTokenizerFast
+    else:
+        from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
