@@ -64,6 +64,14 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
     EntryPoint("models.serve", "ego_adr.models.serve:main", ("--model", "tiny", "--port", "0"),
                {"device": "--device", "model": "--model"}),
     EntryPoint("models.tiny", "ego_adr.models.tiny:main", ("{out}",), {"out": "{out}"}),
+    EntryPoint("data stats", "ego_adr.data.__main__:main", ("stats", "--data-root", "{root}"), {}),
+    EntryPoint("data build", "ego_adr.data.__main__:main",
+               ("build", "--annotations", "{text}", "--out", "{out}", "--model", "tiny"),
+               {"out": "--out", "cache": "--cache-dir", "device": "--device", "model": "--model",
+                "text": "--annotations"}, {"text": "{annotations}"}),
+    EntryPoint("build", "ego_adr.build.__main__:main",
+               ("--annotations", "{text}", "--out", "{out}", "--model", "tiny"),
+               {"out": "--out", "text": "--annotations"}, {"text": "{annotations}"}),
 )
 
 

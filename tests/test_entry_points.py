@@ -48,6 +48,8 @@ def inputs(tmp_path_factory) -> dict:
     (base / "binary.txt").write_bytes(bytes(range(256)) * 8)
     (base / "empty.txt").write_text("")
     (base / "a_file").write_text("a file where a folder is expected\n")
+    (base / "annotations.csv").write_text("source,recording,task,step,start,end,labels,description\n"
+                                          "mykitchen,tea_01,make tea,Fill the kettle with water,1.0,4.0,correct,\n")
     rows = [{"sample_id": f"s{i}", "source": "demo", "task_id": "t", "ground_truth": ["correct"],
              "prediction": "correct", "raw": "correct", "failure": None} for i in range(3)]
     (base / "run").mkdir()
@@ -60,7 +62,7 @@ def inputs(tmp_path_factory) -> dict:
     assert helpmeout(["generate", "--episodes", "6", "--test-size", "2", "--out", str(base / "hmo"), "--quiet"]) == 0
     return {"video": str(base / "clip.mp4"), "root": str(base), "evaldir": str(ev),
             "predictions": str(base / "run" / "predictions.jsonl"), "episodes": str(base / "hmo" / "test.jsonl"),
-            "binary": str(base / "binary.txt"), "empty": str(base / "empty.txt"), "file": str(base / "a_file")}
+            "annotations": str(base / "annotations.csv"), "binary": str(base / "binary.txt"), "empty": str(base / "empty.txt"), "file": str(base / "a_file")}
 
 
 def _argv(ep, case: str, inputs: dict, tmp: Path) -> tuple[list[str], str]:

@@ -4,7 +4,6 @@ from this layer (docs/build.md)."""
 import sys
 
 from ego_adr.build.cli import main
-from ego_adr.errors import run_cli
 
 if __name__ == "__main__":
-    sys.exit(run_cli(lambda: main(sys.argv[1:])))
+    sys.exit(main(sys.argv[1:]))

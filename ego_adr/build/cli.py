@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from ego_adr.errors import EXIT_INFRASTRUCTURE, OneLineParser, UserError
@@ -19,6 +20,18 @@ def _print_summary(s: dict) -> None:
     )
     for p in s.get("issues", [])[:20] + s.get("problems", [])[:20]:
         print(f"  {p}")
+
+
+def _check_up_front(a) -> None:
+    """The output and cache folders are writable and the device exists, before a model is loaded (issue 18)."""
+    from ego_adr.models.loading import check_device
+    from ego_adr.store import check_writable_dir
+
+    check_writable_dir(a.out, "--out")
+    if a.cache_dir:
+        check_writable_dir(a.cache_dir, "--cache-dir")
+    if a.device:
+        check_device(a.device, "hf")
 
 
 def _build(argv: list[str]) -> int:
@@ -44,6 +57,7 @@ def _build(argv: list[str]) -> int:
         "--fresh", action="store_true", help="start the folder over (its review decisions are lost)"
     )
     a = p.parse_args(argv)
+    _check_up_front(a)
     try:
         s = build(
             a.annotations,
@@ -117,7 +131,14 @@ def _merge(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    """``build`` / ``build review`` / ``build merge`` through the one CLI wrapper (one line, exit 2 / 3 / 130)."""
+    from ego_adr.errors import run_cli
+
+    return run_cli(lambda: _dispatch(list(sys.argv[1:] if argv is None else argv)))
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] == "review":
         return _review(argv[1:])
     if argv and argv[0] == "merge":

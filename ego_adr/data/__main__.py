@@ -73,6 +73,11 @@ COMMANDS = {"stats": _stats, "convert": _convert, "build": _build}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every subcommand through the one CLI wrapper: one line and exit 2 / 3 / 130 (ego_adr.errors)."""
+    return run_cli(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -84,4 +89,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_cli(main))
+    sys.exit(main())
