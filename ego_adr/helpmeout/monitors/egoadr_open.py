@@ -48,6 +48,14 @@ def _mentions(text: str) -> set[str]:
     return {t for t in onto.TYPE_CLASS if f" {t.replace('_', ' ')} " in low}
 
 
+
+def end_of_task(n_steps: int, started, texts: list[str], t: int) -> StepOutput:
+    """The end-of-task check both procedure-reading monitors make: a step never matched is an omission."""
+    never = [i for i in range(n_steps) if i not in started]
+    if never:
+        return StepOutput(0.9, t, "omission", {"never_matched": [texts[i] for i in never]})
+    return StepOutput(0.05)
+
 class EgoADROpenMonitor(Monitor):
     name = "egoadr-knowledge"
 
@@ -127,10 +135,7 @@ class EgoADROpenMonitor(Monitor):
 
     def step(self, t: int, action: str) -> StepOutput:
         if action == TASK_END:
-            never = [i for i in range(len(self.blocks)) if i not in self.started]
-            if never:
-                return StepOutput(0.9, t, "omission", {"never_matched": [self.texts[i] for i in never]})
-            return StepOutput(0.05)
+            return end_of_task(len(self.blocks), self.started, self.texts, t)
         act = parse_action(action)
         narration = words(act)
         m = self.matcher.match(narration)

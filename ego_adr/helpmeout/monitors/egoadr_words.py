@@ -28,7 +28,7 @@ from __future__ import annotations
 from ego_adr.helpmeout import ontology as onto
 from ego_adr.helpmeout.domain import TASK_END, Action, parse_action
 from ego_adr.helpmeout.monitors.base import EpisodeContext, StepOutput
-from ego_adr.helpmeout.monitors.egoadr_open import EgoADROpenMonitor, _verb
+from ego_adr.helpmeout.monitors.egoadr_open import EgoADROpenMonitor, _verb, end_of_task
 from ego_adr.helpmeout.monitors.egoadr_stream import words
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE
 
@@ -114,10 +114,7 @@ class EgoADRWordsMonitor(EgoADROpenMonitor):
     def step(self, t: int, action: str) -> StepOutput:
         self.t = t
         if action == TASK_END:
-            never = [i for i in range(len(self.blocks)) if i not in self.started]
-            if never:
-                return StepOutput(0.9, t, "omission", {"never_matched": [self.texts[i] for i in never]})
-            return StepOutput(0.05)
+            return end_of_task(len(self.blocks), self.started, self.texts, t)
         act = parse_action(action)
         narration = words(act)
         m = self.matcher.match(narration)
