@@ -109,6 +109,7 @@ class _PyAVReader(_Reader):
     def __init__(self, path: str):
         super().__init__(path)
         import av
+        from av.video.reformatter import VideoReformatter
 
         self._c = av.open(path)
         st = self._c.streams.video[0]
@@ -136,6 +137,10 @@ class _PyAVReader(_Reader):
         self.declared_frames = int(st.frames) if st.frames else None
         self._gen = None
         self._last_pts: int | None = None
+        # One converter for the file's frames: ``VideoFrame.to_ndarray(format=...)`` builds a new swscale context
+        # for every frame (~0.3 ms at 640x360, a tenth of a 32-frame sample); a reused one gives the same pixels
+        # (tests/video/test_readers.py) from a cached context (scripts/bench_frames.py, issue 17 item 6).
+        self._rgb = VideoReformatter()
 
     def _seek(self, key_pts: int):
         self._c.seek(int(key_pts), backward=True, any_frame=False, stream=self._st)
@@ -171,7 +176,7 @@ class _PyAVReader(_Reader):
             nxt = int(self._pts[i + 1]) if i + 1 < self.num_frames else None
             got = i if nxt is None or int(frame.pts) < nxt else int(
                 np.searchsorted(self._pts, int(frame.pts), side="right") - 1)
-            out.append(Decoded(got, transform(frame.to_ndarray(format="rgb24"))))
+            out.append(Decoded(got, transform(self._rgb.reformat(frame, format="rgb24").to_ndarray())))
         return out
 
     def close(self):
