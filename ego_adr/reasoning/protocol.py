@@ -283,11 +283,9 @@ def run_folder_tag(cfg) -> str:
 
 
 def policy_for(cfg) -> str:
-    """The sampling policy name (:mod:`ego_adr.video.policies`) a run's configuration resolves to: ``public`` when
-    its protocol settings sample like the public white agent, else the default (``bin-centre``)."""
-    from ego_adr.video.policies import DEFAULT_POLICY
-
+    """The sampling policy name (:mod:`ego_adr.video.policies`) a run's configuration resolves to: its protocol
+    settings' sampling rule (``public-linspace`` or ``bin-centre``; a policy and a rule share one name)."""
     try:
-        return "public" if settings_of(cfg).sampling == PUBLIC_LINSPACE else DEFAULT_POLICY
+        return settings_of(cfg).sampling
     except (AttributeError, ValueError, TypeError):  # a config object without protocol fields
-        return "public" if getattr(cfg, "protocol", "ego-adr") == "public" else DEFAULT_POLICY
+        return PUBLIC_LINSPACE if getattr(cfg, "protocol", "ego-adr") == PUBLIC else BIN_CENTRE

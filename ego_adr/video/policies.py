@@ -22,8 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ego_adr.data.window import WindowError, normalise_window
+from ego_adr.video.public_policy import BIN_CENTRE, PUBLIC_LINSPACE, public_indices
 
-DEFAULT_POLICY = "bin-centre"
+DEFAULT_POLICY = BIN_CENTRE
 
 
 @dataclass
@@ -77,18 +78,14 @@ def from_rule(rule: Callable) -> Callable[..., Plan]:
 
 
 def _public(total_frames: int, fps: float, start, end, num_frames: int) -> Plan:
-    """The public white agent's index rule, :func:`ego_adr.video.public_policy.public_indices`."""
-    try:
-        from ego_adr.video import public_policy
-    except ImportError as e:
-        raise WindowError(f"sampling policy 'public' is not available here ({e})") from e
+    """The public white agent's index rule, :func:`ego_adr.video.public_policy.public_indices`, under the one name
+    the protocol options, ``SampleInfo.policy`` and the reports use (``public-linspace``)."""
     s = -1.0 if start is None else float(start)  # the loader's None means "no segment"; the agent sees -1
     e = -1.0 if end is None else float(end)
-    return as_plan(public_policy.public_indices(total_frames, fps, s, e, num_frames))
+    return as_plan(public_indices(total_frames, fps, s, e, num_frames))
 
 
-# "public-linspace" is the same rule under the name the protocol options use (ego_adr.reasoning.protocol).
-_POLICIES: dict[str, Callable[..., Plan]] = {"bin-centre": bin_centre, "public": _public, "public-linspace": _public}
+_POLICIES: dict[str, Callable[..., Plan]] = {BIN_CENTRE: bin_centre, PUBLIC_LINSPACE: _public}
 
 
 def register_policy(name: str, fn: Callable[..., Plan]) -> None:

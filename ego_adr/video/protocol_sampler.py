@@ -13,7 +13,6 @@ from ego_adr.video.public_policy import (
     RESIZE_RULES,
     SAMPLING_RULES,
     _has_decord,
-    public_indices,
     resize_like_qwen_vl_utils,
 )
 from ego_adr.video.sampler import FrameSampler
@@ -36,7 +35,7 @@ class ProtocolSampler(FrameSampler):
         if clip_fps != "true":
             float(clip_fps)  # raises on a bad value
         if sampling == PUBLIC_LINSPACE:
-            kw["index_rule"], kw["policy"] = public_indices, "public"
+            kw["policy"] = PUBLIC_LINSPACE
             # the white agent reads frame count and rate with decord; other readers may count a frame more or
             # round the rate differently, which moves int(t * fps) by a frame
             kw.setdefault("backend", "decord" if _has_decord() else "auto")

@@ -101,7 +101,7 @@ def test_window_rule_notes():
 
 def test_policy_is_recorded_and_pluggable(tmp_path):
     path = make_test_video(tmp_path / "v.mp4", 4, fps=8)
-    assert {"bin-centre", "public"} <= set(policy_names())
+    assert set(policy_names()) == {"bin-centre", "public-linspace"}  # one name per rule
     register_policy("first-frames-test", lambda total, fps, s, e, n: Plan(list(range(n)), (0.0, n / fps)))
     with FrameSampler(policy="first-frames-test") as fs:
         arr, info = fs.sample_with_info(path, 1.0, 2.0, 3)
