@@ -55,7 +55,7 @@ def bench_overlap(root: Path, n: int, latency: float, frames: int) -> str:
         cfg = RunConfig(model="scripted-double", mode="direct", frames=frames, batch_size=1,
                         decode_workers=max(1, workers), prefetch=4, use_cache=False, cache_dir=str(root / "cache"),
                         output_dir=str(root / label))
-        cfg.validate()
+        cfg = cfg.validate()
         # the serial baseline (decoding in the caller's thread, Prefetcher workers=0) is this benchmark's
         # reference point, not a user setting: --decode-workers rejects 0, so it is set after validation
         cfg.decode_workers = workers

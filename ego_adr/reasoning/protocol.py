@@ -259,16 +259,19 @@ def pipeline_fields(cfg) -> dict:
 
 
 def check(cfg) -> None:
-    """Validate the protocol of ``cfg`` and fill ``cfg.max_new_tokens`` from it when unset; raises
-    :class:`ProtocolError` (or PublicSourceMissing) with what to do."""
+    """Validate the protocol of ``cfg`` (it is not changed); raises :class:`ProtocolError` (or
+    PublicSourceMissing) with what to do."""
     s = resolve(cfg.protocol, cfg.protocol_options, cfg.max_new_tokens)
-    if cfg.max_new_tokens is None:
-        cfg.max_new_tokens = s.max_new_tokens
-        cfg.extra = {**(cfg.extra or {}), "max_new_tokens_from": f"protocol {cfg.protocol}"}
     if s.question == "public":
         from ego_adr.reasoning.public_text import find_green_agent
 
         find_green_agent(cfg.data_root, (cfg.protocol_options or {}).get("public_source"))
+
+
+def token_budget(cfg) -> int:
+    """The reply budget of ``cfg``'s protocol: its ``max_new_tokens`` when set, else the preset's (ego-adr 256,
+    public 128)."""
+    return resolve(cfg.protocol, cfg.protocol_options, cfg.max_new_tokens).max_new_tokens
 
 
 def run_folder_tag(cfg) -> str:

@@ -183,7 +183,7 @@ def _run(argv: list[str]) -> int:
     cfg, args = config_from_args(argv)
     from ego_adr.run.runner import default_output_dir, execute
 
-    cfg.validate()  # before the folder name is derived from the settings
+    cfg = cfg.validate()  # before the folder name is derived from the settings
     where = cfg.output_dir or default_output_dir(cfg)
     try:
         out, metrics = execute(cfg, progress=not args.quiet, fresh=args.fresh, retry_failed=args.retry_failed)

@@ -7,7 +7,7 @@ what to do (a :class:`ConfigError`), before any model is loaded.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ego_adr.data import sources as source_registry
@@ -63,6 +63,11 @@ class RunConfig:
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> RunConfig:
+        """Check every setting and return a resolved copy; ``self`` is left as given.
+
+        The copy fills what the backend and protocol decide when a setting is unset (``gpu_memory``,
+        ``batch_size``, ``max_new_tokens`` with ``extra["max_new_tokens_from"]``), so a caller uses what it
+        returns: ``cfg = cfg.validate()``. Validating a resolved copy again returns an equal one."""
         if self.task not in TASKS:
             raise ConfigError(f"--task must be one of {TASKS}, got {self.task!r}")
         if self.mode not in MODES:
@@ -73,11 +78,13 @@ class RunConfig:
             raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
         if self.frames < 1:
             raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
-        if self.gpu_memory is None and BACKENDS[self.backend].plans_memory:
-            self.gpu_memory = DEFAULT_GPU_MEMORY
-        if self.batch_size is None:
-            self.batch_size = BACKENDS[self.backend].default_batch_size
-        if self.batch_size < 1:
+        spec = BACKENDS[self.backend]
+        resolved: dict = {}
+        if self.gpu_memory is None and spec.plans_memory:
+            resolved["gpu_memory"] = DEFAULT_GPU_MEMORY
+        batch_size = spec.default_batch_size if self.batch_size is None else self.batch_size
+        resolved["batch_size"] = batch_size
+        if batch_size < 1:
             raise ConfigError("--batch-size must be >= 1")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("--limit must be >= 1")
@@ -85,11 +92,14 @@ class RunConfig:
             raise ConfigError("--num-shards must be >= 1")
         if not 0 <= self.shard_index < self.num_shards:
             raise ConfigError(f"--shard-index must be in 0..{self.num_shards - 1} for --num-shards {self.num_shards}")
-        from ego_adr.reasoning.protocol import ProtocolError, check
+        from ego_adr.reasoning.protocol import ProtocolError, check, token_budget
         from ego_adr.reasoning.public_text import PublicSourceMissing
 
         try:
             check(self)
+            if self.max_new_tokens is None:
+                resolved["max_new_tokens"] = token_budget(self)
+                resolved["extra"] = {**(self.extra or {}), "max_new_tokens_from": f"protocol {self.protocol}"}
         except (ProtocolError, PublicSourceMissing) as e:
             raise ConfigError(str(e)) from None
         if self.qa_selection not in QA_SELECTIONS:
@@ -115,8 +125,9 @@ class RunConfig:
             raise ConfigError(f"--video-root {self.video_root} is not a folder (see README: 'Getting the videos')")
         from ego_adr.run.checks import check_environment
 
-        check_environment(self)
-        return self
+        out = replace(self, **resolved)
+        check_environment(out)
+        return out
 
     @staticmethod
     def from_yaml(path: str | Path) -> dict:

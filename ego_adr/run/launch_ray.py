@@ -101,7 +101,7 @@ def resolve_run(run_args: list[str]):
         lines = [x for x in err.getvalue().splitlines() if x.strip()]
         raise LaunchError(f"ego_adr.run arguments: {lines[-1] if lines else e}") from None
     try:
-        cfg.validate()
+        cfg = cfg.validate()
         from ego_adr.run.checks import check_model_name
 
         check_model_name(cfg.model, cfg.backend)  # here, not three failed attempts per chunk

@@ -137,7 +137,7 @@ def preflight(cfg) -> dict:
     """Everything the dry run reports, as data (the tests read it; :func:`render` prints it)."""
     from ego_adr.run.runner import cache_scope
 
-    cfg.validate()
+    cfg = cfg.validate()
     with cache_scope(cfg):  # --cache-dir: where the demo set and tiny models are
         return _preflight(cfg)
 

@@ -226,7 +226,7 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
     from ego_adr.run.failures import drop_retryable
     from ego_adr.run.identity import FolderLock, claim, run_identity
 
-    cfg.validate()
+    cfg = cfg.validate()
     if model is None:
         check_model_name(cfg.model, cfg.backend)
     out = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg)

@@ -152,3 +152,14 @@ def test_every_run_setting_is_in_the_identity_or_named_as_not():
         derived = {"base_url", "sources"}  # recorded in their own form (the served URL, the resolved sources)
         assert wanted <= set(ident) and not (set(NOT_IDENTITY) - derived) & set(ident)
     assert run_identity(RunConfig(seed=1), [], {}) != run_identity(RunConfig(seed=2), [], {})
+
+
+def test_validate_returns_a_resolved_copy_and_leaves_the_config_as_given():
+    cfg = RunConfig(mode="direct", protocol="public")
+    before = dict(vars(cfg))
+    got = cfg.validate()
+    assert vars(cfg) == before  # nothing filled in place
+    assert got is not cfg and got.batch_size == 1 and got.max_new_tokens == 128  # hf default, public budget
+    assert got.extra["max_new_tokens_from"] == "protocol public" and got.gpu_memory == "24GB"
+    assert got.validate() == got  # resolving twice changes nothing
+    assert RunConfig(max_new_tokens=40).validate().max_new_tokens == 40  # an explicit budget wins
