@@ -74,7 +74,7 @@ _SPECS = (
     MonitorSpec("egoadr-deep", _M + "egoadr_words:EgoADRWordsMonitor",
                 "Ego-ADR streaming, alarms typed by a model call (--model)",
                 WORDS, (("mode", "deep"),), needs_model=True),
-    MonitorSpec("egoadr-online", "ego_adr.stream.helpmeout_adapter:EgoADROnlineMonitor",
+    MonitorSpec("egoadr-online", _M + "egoadr_online:EgoADROnlineMonitor",
                 "the video streaming monitor (python -m ego_adr.stream) fed each action in words as its narration",
                 WORDS, (("mode", "shallow"),)),
     MonitorSpec("llm", _M + "llm:LLMPromptMonitor",

@@ -11,7 +11,9 @@ counterpart give no category). Unlike the rule-based ``egoadr`` HelpMeOut monito
 PDDL semantics: it is the video monitor, fed text.
 
 Registered as ``egoadr-online`` in :mod:`ego_adr.helpmeout.monitors.registry` (it reads the task input and the
-template's procedure in words: not privileged).
+template's procedure in words: not privileged). It lives here, beside the other monitors, because all it wraps is
+the reasoning layer's :class:`~ego_adr.reasoning.stream.StreamMonitor`, which the video command
+(``python -m ego_adr.stream``) wraps too: ``helpmeout/`` needs nothing from ``stream/``.
 """
 
 from __future__ import annotations
