@@ -214,7 +214,7 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     """Answer (resumable ``predictions.jsonl``), free the answering model, judge (resumable ``judgements.jsonl``),
     score and report. ``--retry-failed`` has already dropped the retryable rows (:func:`drop_retryable_open_end`)."""
     from ego_adr.eval.open_end import score_open_end_rows, select_qa, selection_label
-    from ego_adr.eval.report import write_metrics_json
+    from ego_adr.eval.report import runtime_note, write_metrics_json
     from ego_adr.models.cache import StageCache
     from ego_adr.run.common import versions, write_json
     from ego_adr.store import JsonlStore
@@ -245,7 +245,8 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     rows = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
     metrics = score_open_end_rows(rows, selection=selection)
     metrics["judges_note"] = judge_note
-    _report(cfg, out, rows, metrics, judge_note, public)
+    decoders = sorted({(r.get("frames_info") or {}).get("backend") for r in answer_rows} - {None})
+    _report(cfg, out, rows, metrics, judge_note, public, runtime_note(run_info["versions"], decoders))
     write_metrics_json(metrics, out)
     run_info.update({"finished": datetime.now(timezone.utc).isoformat(), "wall_s": round(time.perf_counter() - t0, 3),
                      **answer_calls, "judges": judge_note, "judge_calls": judge_stats,
@@ -299,7 +300,8 @@ def _answer(cfg: RunConfig, out: Path, samples, todo: dict, answers, selection: 
     return {"model_calls": getattr(model, "model_calls", 0), "cache_hits": getattr(model, "cache_hits", 0)}
 
 
-def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_note: str, public: bool) -> None:
+def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_note: str, public: bool,
+            runtime: str) -> None:
     from ego_adr.eval.open_end import render_open_end_report
 
     notes = [f"Judges: {judge_note}."]
@@ -325,6 +327,7 @@ def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_no
                                                         if failed else "."))
     if _is_tiny(cfg.model):
         notes.append("Demo model and judges have random weights: these numbers only show the machinery works.")
+    notes.append(runtime)  # the multiple-choice report's runtime line (issue 19 item 7): run.json's versions
     (out / "report.md").write_text("# Open-ended VQA results\n\n" + lead + render_open_end_report(metrics) + "\n\n"
                                    + "\n".join(f"- {n}" for n in notes) + "\n")
 

@@ -70,7 +70,10 @@ def test_text_only_and_video_generation(model):
         assert isinstance(g, Generation) and g.ok, g.error
         assert isinstance(g.text, str) and g.text == g.text.strip()
         assert g.seconds > 0
-    assert len(model.tokenizer(text.text)["input_ids"]) <= CFG.max_new_tokens + 2  # new tokens only
+    # New tokens only: the prompt is not echoed. (Counting the reply's tokens again is no test of that: decoding
+    # and re-encoding a random model's byte-level tokens may give a few more, e.g. 36 for 32 under 4.57.)
+    for g in (text, video):
+        assert "List the steps" not in g.text and "What happens?" not in g.text and "<|im_start|>" not in g.text
 
 
 def test_batched_equals_unbatched_with_left_padding(model):

@@ -188,3 +188,10 @@ def test_public_open_end_run_with_tiny_models(prompts, tmp_path, tiny_model_dir,
     assert set(m["public_parse"]) == {"tiny-judge-a", "tiny-judge-b"}
     report = (tmp_path / "pub" / "report.md").read_text()
     assert "Protocol public" in report and "unparsed (0)" in report and prompts[0].sha in report
+    import transformers
+
+    runtime = next(line for line in report.splitlines() if line.startswith("- Runtime: "))
+    assert f"transformers {transformers.__version__}," in runtime  # the versions that decide numbers (issue 19)
+    backends = {json.loads(x)["frames_info"]["backend"] for x in (tmp_path / "pub" / "predictions.jsonl")
+                .read_text().splitlines()}
+    assert all(f"{b} " in runtime.split("frames decoded by ")[1] for b in backends)
