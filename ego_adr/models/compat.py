@@ -9,6 +9,10 @@ Why: the public EgoErrorVQA white agent (the paper's Table 4 baselines) runs on 
   one line does not load in the other, so the tiny models are built per line (``tiny_suffix``);
 * the Qwen2.5-VL clip rate: 4.57 reads ``fps`` from the processor call (default 2.0), 5.x the video metadata's
   ``sampled_fps`` (24 when absent);
+* Qwen3-VL's video processor: 4.57 has no per-frame cap (``cap_pixels_per_frame``, ``max_video_tokens``) and
+  bounds the whole clip; the family's ``v4_clips`` resizes each clip as 5.x would (``families/qwen3_vl.py``);
+* flat processor keywords: once a ``videos_kwargs`` dict is given, 4.57 drops a flat ``video_metadata`` (so
+  Qwen3-VL's timestamps fell back to 24 fps); on 4.57 it goes inside that dict (``models/hf.py``);
 * the Qwen2.5-VL rope index: text positions after a video resume at ``start + max(h, w) / merge`` in 5.x and at
   the largest vision position + 1 in 4.57, so identical inputs give different logits (:data:`ROPE_INDEX_NOTE`).
 

@@ -271,8 +271,15 @@ class HFVideoLM:
             if self._takes_metadata():
                 kw["video_metadata"] = metadata
             video_kwargs = self._video_kwargs_for([r for it in items for r in it.resized_by])
-            if is_v4() and self.family == "qwen2.5-vl":  # 4.57 reads the clip rate from `fps` (default 2.0) only
-                video_kwargs["fps"] = [float(m["fps"]) for m in metadata]
+            if is_v4():
+                if self.family == "qwen2.5-vl":  # 4.57 reads the clip rate from `fps` (default 2.0) only
+                    video_kwargs["fps"] = [float(m["fps"]) for m in metadata]
+                if self.family_spec is not None and self.family_spec.v4_clips is not None:
+                    kw["videos"], video_kwargs = self.family_spec.v4_clips(self.processor.video_processor, videos,
+                                                                           video_kwargs)
+                if video_kwargs and "video_metadata" in kw:
+                    # 4.57 reads no flat video keyword once a videos_kwargs dict is given: the metadata goes in it
+                    video_kwargs["video_metadata"] = kw.pop("video_metadata")
             if video_kwargs:
                 kw["videos_kwargs"] = video_kwargs
         return self.processor(**kw)

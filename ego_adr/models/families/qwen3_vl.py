@@ -39,6 +39,41 @@ def pixel_kwargs(video_processor, max_pixels_per_frame: int | None, cap: int | N
     return kw
 
 
+def v4_clips(video_processor, clips: list, kwargs: dict) -> tuple[list, dict]:
+    """transformers 4.57's Qwen3-VL video processor predates the per-frame cap: ``cap_pixels_per_frame`` and
+    ``max_video_tokens`` came with 5.x, and 4.57 bounds the *whole clip* by ``size.longest_edge``, one value for
+    every clip of a call. So on 4.57 each clip is resized here to the size 5.x's capped resize gives it (the
+    processor's own ``smart_resize`` with 5.x's per-frame share, an antialiased bicubic resize), and the processor
+    gets a clip budget that keeps that size. Token counts, and with them the planner's numbers and the timestamp
+    layout, are then the same on both lines (tests/models/test_families.py runs under both)."""
+    if "max_video_tokens" not in kwargs:
+        return clips, kwargs
+    import numpy as np
+    import torch
+    from torchvision.transforms.v2 import InterpolationMode
+    from torchvision.transforms.v2.functional import resize
+    from transformers.models.qwen3_vl.video_processing_qwen3_vl import smart_resize
+
+    unit = int(video_processor.patch_size) * int(video_processor.merge_size)
+    size = dict(video_processor.size)
+    shortest, longest = int(size["shortest_edge"]), int(size["longest_edge"])
+    frame_cap = int(kwargs["max_video_tokens"]) * unit * unit
+    out = []
+    for clip in clips:  # (T, H, W, 3), uint8 or float32 (see hf_inputs)
+        n, h, w = (int(x) for x in clip.shape[:3])
+        per_frame = max(min(frame_cap, longest // n), int(shortest * 1.05))  # 5.x's share per frame
+        rh, rw = smart_resize(n, h, w, temporal_factor=int(video_processor.temporal_patch_size), factor=unit,
+                              min_pixels=shortest, max_pixels=per_frame * n)
+        if (rh, rw) != (h, w):
+            t = torch.from_numpy(np.ascontiguousarray(clip)).permute(0, 3, 1, 2)
+            t = resize(t, [rh, rw], interpolation=InterpolationMode.BICUBIC, antialias=True)
+            clip = t.permute(0, 2, 3, 1).numpy()
+        out.append(clip)
+    kw = {k: v for k, v in kwargs.items() if k not in ("cap_pixels_per_frame", "max_video_tokens")}
+    kw["size"] = {"shortest_edge": shortest, "longest_edge": 1 << 40}  # keep the size set here
+    return out, kw
+
+
 def tiny_parts():
     from transformers import Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
@@ -78,5 +113,6 @@ FAMILY = Family(
     tiny_parts=tiny_parts,
     arch_from_config=qwen_vl_arch,
     video_kwargs=pixel_kwargs,
+    v4_clips=v4_clips,
     pixel_budget=True,
 )

@@ -68,6 +68,9 @@ class Family:
     arch_from_config: Callable[[dict, float], Arch | None]  # planner numbers from a folder's config.json
     video_kwargs: Callable[[object, int | None, int | None], dict] = no_video_kwargs
     video_metadata: Callable = field(default=video_metadata)
+    # transformers 4.57 only: (video processor, clips, video kwargs) -> (clips, kwargs) doing what the family's 5.x
+    # processor does with those kwargs and 4.57's does not (models/compat.py lists the differences)
+    v4_clips: Callable | None = None
     pixel_budget: bool = False  # frames are resized to a per-frame pixel budget (else: a fixed resolution)
     # the processor stacks a batch's clips into one tensor, so clips batched together need equal frame counts
     equal_frames_in_batch: bool = False
