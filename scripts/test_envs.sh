@@ -17,7 +17,8 @@ fi
 [ -d .ci/a2a03/a2a ] || python3 -m pip install --no-deps --target .ci/a2a03 'a2a-sdk==0.3.21' 'httpx-sse>=0.4'
 
 # The public white agent's runtime (its uv.lock: transformers 4.57.3, qwen-vl-utils 0.0.14; the system torch) for
-# the reply-identity test (tests/agents/test_public_white_replies.py), which runs both sides in a subprocess.
+# the reply-identity test (tests/agents/test_public_white_replies.py), which runs both sides in a subprocess, and
+# the model tests run again on that line (tests/test_public_runtime.py).
 [ -d .ci/public-runtime/transformers ] || python3 -m pip install --no-deps --target .ci/public-runtime \
   'transformers==4.57.3' 'tokenizers==0.22.1' 'huggingface-hub==0.36.0' 'qwen-vl-utils==0.0.14'
 

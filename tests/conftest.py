@@ -47,6 +47,20 @@ def shared_data() -> Path:
     return SHARED
 
 
+def _missing_environment(what: str) -> None:
+    """A test environment of scripts/test_envs.sh is missing: skip here, fail under ``CI=true`` (``.ci/run`` builds
+    every one, so a test that needs one can never silently stop running there)."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI=true but {what} is missing (bash scripts/test_envs.sh builds it)")
+    pytest.skip(f"{what} is missing (bash scripts/test_envs.sh builds it)")
+
+
+@pytest.fixture(scope="session")
+def missing_environment():
+    """:func:`_missing_environment`, for the tests whose environment is a folder under ``.ci/``."""
+    return _missing_environment
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Debian's chromium driven by Playwright's Python package (the pages' browser tests, issue 21).

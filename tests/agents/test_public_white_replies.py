@@ -64,11 +64,10 @@ def _run(cmd: list, env: dict, timeout: int = 600) -> None:
 
 
 @pytest.fixture(scope="module")
-def both_sides(tmp_path_factory):
+def both_sides(tmp_path_factory, missing_environment):
     if not (RUNTIME / "transformers").is_dir() or not (RUNTIME / "qwen_vl_utils").is_dir():
-        pytest.skip(f"needs the public runtime in {RUNTIME} (.ci/run installs it: pip install --no-deps --target "
-                    ".ci/public-runtime transformers==4.57.3 tokenizers==0.22.1 huggingface-hub==0.36.0 "
-                    "qwen-vl-utils==0.0.14)")
+        missing_environment(f"the public runtime in {RUNTIME} (pip install --no-deps --target .ci/public-runtime "
+                            "transformers==4.57.3 tokenizers==0.22.1 huggingface-hub==0.36.0 qwen-vl-utils==0.0.14)")
     if not (PUBLIC / "src" / "white_agent" / "agent.py").is_file() or not DATA.is_dir() or not A2A03.is_dir():
         pytest.skip("needs ../shared/public-evaluator, ../shared/egoerrorvqa and a2a-sdk 0.3.21 in .ci/a2a03")
     from ego_adr.data.egoerrorvqa import load_samples
