@@ -89,9 +89,8 @@ async def run_mc(client, sem, samples, messages, store, white_url, wording, prog
 
 
 def score_mc(rows: list[dict], samples, out: Path, white_url: str, cfg, guidance_file: str | None) -> dict:
-    from ego_adr.eval.__main__ import exclusion_line
     from ego_adr.eval.mc import compute_mc_metrics
-    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
+    from ego_adr.eval.report import exclusion_line, summary_table, write_metrics_json, write_report
 
     wanted = {s.sample_id for s in samples}
     rows = [r for r in rows if r.get("sample_id") in wanted]

@@ -83,7 +83,7 @@ def _check_score_target(predictions: Path, out: Path) -> None:
 
 def _score(args, rows: list[dict], out: Path) -> int:
     from ego_adr.eval.mc import compute_mc_metrics, is_open_end_rows, is_open_row
-    from ego_adr.eval.report import summary_table, write_metrics_json, write_report
+    from ego_adr.eval.report import exclusion_line, summary_table, write_metrics_json, write_report
 
     title = args.title or Path(args.predictions).stem
     if is_open_end_rows(rows):
@@ -126,16 +126,6 @@ def _score(args, rows: list[dict], out: Path) -> int:
             print(f"{kind}: {exclusion_line(metrics[kind])}")
     print(f"wrote {out / 'metrics.json'}, " + ", ".join(str(p) for p in paths.values()))
     return 0
-
-
-def exclusion_line(block: dict, max_ids: int = 8) -> str:
-    """``3 rows (unknown ground-truth label 2, no source 1): id1, id2, id3`` for an excluded/unscored block."""
-    if not block.get("n"):
-        return "0 rows"
-    reasons = ", ".join(f"{r} {c}" for r, c in block["by_reason"].items())
-    ids = block["ids"][:max_ids]
-    more = " ..." if len(block["ids"]) > max_ids or block.get("ids_truncated") else ""
-    return f"{block['n']} rows ({reasons}): {', '.join(ids)}{more}"
 
 
 def cmd_compare(args) -> int:

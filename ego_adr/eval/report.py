@@ -191,6 +191,16 @@ def _screen_part(metrics: dict) -> list[str]:
     return out
 
 
+def exclusion_line(block: dict, max_ids: int = 8) -> str:
+    """``3 rows (unknown ground-truth label 2, no source 1): id1, id2, id3`` for an excluded/unscored block."""
+    if not block.get("n"):
+        return "0 rows"
+    reasons = ", ".join(f"{r} {c}" for r, c in block["by_reason"].items())
+    ids = block["ids"][:max_ids]
+    more = " ..." if len(block["ids"]) > max_ids or block.get("ids_truncated") else ""
+    return f"{block['n']} rows ({reasons}): {', '.join(ids)}{more}"
+
+
 def runtime_note(versions: dict, decoders: Sequence[str] = ()) -> str:
     """The report's runtime line: the versions that decide numbers (run.json ``versions``) and the decoders the
     rows' frames came from (``frames_info.backend``)."""
