@@ -148,7 +148,7 @@ def _preflight(cfg) -> dict:
     from ego_adr.run.checks import check_model_name
     from ego_adr.run.config import ConfigError
     from ego_adr.run.runner import load_dataset
-    from ego_adr.video.policies import as_plan, get_policy
+    from ego_adr.video.policies import get_policy
 
     samples, info = load_dataset(cfg)
     from ego_adr.reasoning.protocol import apply_to_samples, settings_of
@@ -195,7 +195,7 @@ def _preflight(cfg) -> dict:
         src["fps"][round(pr["fps"], 3)] += 1
         src["sizes"][tuple(pr["size"])] += 1
         try:  # the run's own rule: the window normalisation and the sampling policy
-            p = as_plan(rule(pr["frames"], pr["fps"], s.start, s.end, cfg.frames))
+            p = rule(pr["frames"], pr["fps"], s.start, s.end, cfg.frames)
         except WindowError as e:  # the run records this sample as a failure with this reason
             src["refused"].append((s.sample_id, str(e)))
             continue

@@ -54,8 +54,10 @@ def bin_centre(total_frames: int, fps: float, start, end, num_frames: int) -> Pl
 
 
 def as_plan(result) -> Plan:
-    """A policy's result as a :class:`Plan`: a Plan, or :func:`ego_adr.video.sampler.plan_indices`' triple
-    ``(indices, window, flags)``, or a bare list of indices."""
+    """An index rule's result as a :class:`Plan`. A policy returns a Plan; a rule with
+    :func:`ego_adr.video.sampler.plan_indices`' signature (``index_rule=``, :func:`public_indices`) returns its
+    triple ``(indices, window, flags)``. Anything else is refused: a bare index list says nothing of the window
+    used, and a Plan made up for it would record one that was not."""
     if isinstance(result, Plan):
         return result
     if isinstance(result, tuple) and len(result) == 3 and isinstance(result[2], dict):
@@ -63,8 +65,7 @@ def as_plan(result) -> Plan:
         return Plan([int(i) for i in idx], (float(window[0]), float(window[1])),
                     bool(flags.get("whole_video")), bool(flags.get("clamped")), bool(flags.get("duplicated")),
                     list(flags.get("notes", [])))
-    idx = [int(i) for i in result]
-    return Plan(idx, (0.0, 0.0), duplicated=len(set(idx)) < len(idx))
+    raise TypeError(f"an index rule returns a Plan or (indices, window, flags), not {type(result).__name__}")
 
 
 def from_rule(rule: Callable) -> Callable[..., Plan]:

@@ -115,6 +115,9 @@ def test_policy_is_recorded_and_pluggable(tmp_path):
     with FrameSampler(index_rule=last_frames_rule) as fs:
         arr, info = fs.sample_with_info(path, 1.0, 2.0, 3)
     assert info.policy == "last_frames_rule" and shown(arr) == [29, 30, 31] and info.notes == ["test rule"]
+    with FrameSampler(index_rule=lambda total, fps, s, e, n: list(range(n))) as fs:  # no window said: refused
+        with pytest.raises(VideoError, match="index rule returns a Plan or"):
+            fs.sample_with_info(path, 1.0, 2.0, 3)
 
 
 @pytest.mark.skipif(len(available_backends()) < 2, reason="needs two video backends")
