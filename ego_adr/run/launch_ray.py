@@ -35,7 +35,9 @@ file system every node can write and ego_adr must be installed on every node.
 its lock while chunks run: a launch with other settings than the folder's refuses in one line (issue 18: it used
 to replace a direct run's predictions with shallow ones), and a plain run of the same settings resumes from the
 merged file. A folder holding a plain run's results (the demo's default folder, when no ``--output-dir`` is
-given after ``--``) is refused rather than merged into.
+given after ``--``) is refused rather than merged into. ``--fresh`` (the launcher's own, before ``--``) discards
+the launch -- its merged results, chunk folders, logs and plan -- and starts over; after ``--`` it is refused,
+since every chunk (and every retry of a crashed one) would discard its own progress.
 
 Test hook (hidden from ``--help``): ``--test-crash-chunk I`` kills chunk ``I``'s process (SIGKILL, like an OOM
 kill) as soon as it has written its first prediction, on its first ``--test-crash-attempts`` attempts (default 1);
@@ -70,6 +72,9 @@ def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
         name = a.split("=", 1)[0]
         if name in ("--num-shards", "--shard-index"):
             raise LaunchError(f"do not pass {name} after '--': the launcher sets it (use --num-chunks before '--')")
+        if name == "--fresh":
+            raise LaunchError("put --fresh before '--': the launcher discards the whole launch (after '--' every "
+                              "chunk, and every retry of a crashed one, would discard its own progress)")
         if name == "--output-dir":
             if "=" in a:
                 out = a.split("=", 1)[1]
@@ -115,15 +120,40 @@ def resolve_run(run_args: list[str]):
     return cfg, len(samples), Path(default_output_dir(cfg)), run_identity(cfg, samples, info)
 
 
-def claim_folder(out: Path, identity: dict) -> None:
+WAYS_OUT = "use another --output-dir after '--', or --fresh before '--' to discard the launch and start over"
+
+
+def claim_folder(out: Path, identity: dict, fresh: bool = False) -> None:
     """The launch folder holds one run: refuse a plain run's results (the launcher would replace them) and any
-    other identity; see the module docstring ("One folder, one run")."""
+    other identity; see the module docstring ("One folder, one run"). ``fresh`` discards the launch first."""
     from ego_adr.run.identity import claim, has_results
 
     if has_results(out) and not (out / "launch.json").is_file():
         raise LaunchError(f"{out} holds the results of a plain `python -m ego_adr.run` (not a chunked launch); "
                           "give the launch its own folder with --output-dir after '--'")
-    claim(out, identity)
+    if fresh:
+        discard_launch(out)
+    claim(out, identity, ways=WAYS_OUT)
+
+
+def discard_launch(out: Path) -> list[str]:
+    """Remove what a launch wrote in ``out`` (the merged run files, ``chunk-<i>/`` folders, their logs and attempt
+    counts, ``launch.json``, the evidence page); anything else a user keeps there stays. Returns the names."""
+    import re
+    import shutil
+
+    from ego_adr.run.identity import discard
+
+    removed = discard(out)
+    for p in sorted(out.iterdir()) if out.is_dir() else []:
+        if re.fullmatch(r"chunk-\d+", p.name) and p.is_dir():
+            shutil.rmtree(p)
+        elif re.fullmatch(r"chunk-\d+\.(log|attempts)", p.name) or p.name in ("launch.json", "report.html"):
+            p.unlink()
+        else:
+            continue
+        removed.append(p.name)
+    return removed
 
 
 def chunk_command(run_args: list[str], out: Path, num_chunks: int, index: int,
@@ -176,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
       help="--local: chunks at once (default: the number of --devices, else 2)")
     a("--devices", default=None, help="--local: GPU ids, one per running chunk, e.g. 0,1,2,3")
     a("--no-score", action="store_true", help="merge only, do not score")
+    a("--fresh", action="store_true",
+      help="discard the launch already in the output folder (merged results, chunk folders, logs) and start over")
     # test hooks (module docstring), hidden from --help
     a("--test-crash-chunk", type=int, default=None, help=argparse.SUPPRESS)
     a("--test-crash-attempts", type=int, default=1, help=argparse.SUPPRESS)
@@ -194,12 +226,12 @@ def _check_plan(out: Path, plan: dict) -> None:
             raise LaunchError(
                 f"{out} holds a launch of {old.get('n_samples')} samples in {old.get('num_chunks')} chunks, this "
                 f"one is {plan['n_samples']} samples in {plan['num_chunks']} chunks; use the same --chunk-size / "
-                "--num-chunks to resume it, or another --output-dir")
+                f"--num-chunks to resume it, or {WAYS_OUT.removeprefix('use ')}")
         if old and old.get("run_args") != plan["run_args"]:
             raise LaunchError(
                 f"{out} holds a launch of `ego_adr.run {' '.join(old.get('run_args') or [])}`, this one is "
-                f"`ego_adr.run {' '.join(plan['run_args'])}`; rerun with the same arguments to resume it, or use "
-                "another --output-dir")
+                f"`ego_adr.run {' '.join(plan['run_args'])}`; rerun with the same arguments to resume it, or "
+                f"{WAYS_OUT.removeprefix('use ')}")
     path.write_text(json.dumps(plan, indent=1))
 
 
@@ -240,7 +272,7 @@ def launch(argv: list[str]) -> int:
 
     check_writable_dir(out, "the launch's output folder (choose another with --output-dir after '--')")
     with FolderLock(out):
-        claim_folder(out, identity)
+        claim_folder(out, identity, fresh=args.fresh)
         _check_plan(out, {"num_chunks": k, "n_samples": n, "run_args": rest})
         results = _run_chunks(args, rest, out, k, n)
     failed = [r["index"] for r in results if r["rc"] != 0]

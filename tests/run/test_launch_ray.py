@@ -114,6 +114,23 @@ def test_local_processes_retry_a_crashed_chunk_and_equal_the_unsharded_run(tmp_p
     assert r.returncode == 0, r.stdout + r.stderr
     assert "chunk 1/2: ok" in r.stdout and "attempt 2" in r.stdout
     _assert_same_as_unsharded(out, unsharded, 2)
+    (out / "notes.txt").write_text("mine")  # a user's file in the launch folder
+
+    # other settings into that folder: refused in one line that names the launcher's own --fresh
+    other = [a if a != "4" else "6" for a in RUN_ARGS]  # --frames 6
+    r = _launch(["--local", "--num-chunks", "2", "--", *other, "--output-dir", str(out)])
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0, r.stdout + r.stderr
+    assert "frames" in r.stderr and "--fresh before '--'" in r.stderr
+    r = _launch(["--local", "--num-chunks", "2", "--", *other, "--fresh", "--output-dir", str(out)])
+    assert r.returncode == 2 and "put --fresh before '--'" in r.stderr, r.stdout + r.stderr
+    # --fresh before '--': the launch is discarded and rerun with the new settings; the user's file stays
+    r = _launch(["--local", "--num-chunks", "2", "--fresh", "--", *other, "--output-dir", str(out)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads((out / "launch.json").read_text())["run_args"] == other
+    assert (out / "chunk-1.attempts").read_text() == "1"  # the crashed first launch's count is gone
+    rows = _rows(out / "predictions.jsonl")
+    assert len(rows) == 3 and {len(r["frames_info"]["indices"]) for r in rows.values()} == {6}
+    assert (out / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.slow
