@@ -21,6 +21,7 @@ JSON-serialisable dict, or ``with OutputFolder(out, identity, flag, result_files
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -157,11 +158,16 @@ def confirm(out: str | os.PathLike, late: dict) -> None:
 
 class FolderLock:
     """Exclusive advisory lock on ``<folder>/.lock`` for the lifetime of a run (POSIX ``flock``; where there is
-    no ``fcntl`` the lock is a no-op). The file holds the owner's pid for the error message."""
+    no ``fcntl`` the lock is a no-op). The file holds the owner's pid for the error message.
+
+    The holder removes the file when it lets go, so a finished run (or ``eval merge`` into a shared folder) leaves
+    no ``.lock`` behind. That is safe because a taker checks, once it holds the lock, that the path still names the
+    file it locked (a file removed by the previous holder in between is retried with the new one)."""
 
     def __init__(self, folder: str | os.PathLike) -> None:
         self.folder = Path(folder)
         self._fd: int | None = None
+        self._owns_file = False  # locked, and the file at the path is the one locked: removed on release
 
     def acquire(self) -> FolderLock:
         try:
@@ -169,19 +175,30 @@ class FolderLock:
         except ImportError:  # pragma: no cover - non-POSIX
             return self
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.read(fd, 64).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise FolderBusy(f"another run (pid {owner}) is writing to {self.folder}; wait for it to finish "
-                             "or use another --output-dir") from None
-        except OSError as e:  # a filesystem without flock (some network mounts): run unlocked, but say so
-            import logging
+        path = self.folder / LOCK_FILE
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = os.read(fd, 64).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                raise FolderBusy(f"another run (pid {owner}) is writing to {self.folder}; wait for it to finish "
+                                 "or use another --output-dir") from None
+            except OSError as e:  # a filesystem without flock (some network mounts): run unlocked, but say so
+                import logging
 
-            logging.getLogger(__name__).warning("%s: cannot lock (%s); make sure no other run writes here",
-                                                self.folder, e)
+                logging.getLogger(__name__).warning("%s: cannot lock (%s); make sure no other run writes here",
+                                                    self.folder, e)
+                break
+            try:  # still the file at the path? (the previous holder may have removed it meanwhile)
+                same = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._owns_file = True
+                break
+            os.close(fd)
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
@@ -189,6 +206,10 @@ class FolderLock:
 
     def release(self) -> None:
         if self._fd is not None:
+            if self._owns_file:
+                self._owns_file = False
+                with contextlib.suppress(OSError):
+                    os.unlink(self.folder / LOCK_FILE)  # while still holding it: see the class docstring
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
 

@@ -3,6 +3,7 @@ live runs never share a folder. The runs use a scripted model double (the code u
 model) on the embedded demo set with real decoded videos."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,33 @@ def test_validate_returns_a_resolved_copy_and_leaves_the_config_as_given():
     assert got.extra["max_new_tokens_from"] == "protocol public" and got.gpu_memory == "24GB"
     assert got.validate() == got  # resolving twice changes nothing
     assert RunConfig(max_new_tokens=40).validate().max_new_tokens == 40  # an explicit budget wins
+
+
+def test_lock_file_goes_with_its_holder_and_a_removed_one_is_not_trusted(tmp_path, monkeypatch):
+    from ego_adr import folders
+
+    a = FolderLock(tmp_path).acquire()
+    assert (tmp_path / ".lock").read_text() == str(os.getpid())
+    with pytest.raises(FolderBusy):
+        FolderLock(tmp_path).acquire()
+    a.release()
+    assert not (tmp_path / ".lock").exists()  # a finished run leaves no lock file behind
+
+    # The race the check closes: a taker opened the file just before its holder removed it and let go. Locking
+    # that removed file would let a third process lock a new one at the same time.
+    holder = FolderLock(tmp_path).acquire()
+    stale = os.open(tmp_path / ".lock", os.O_RDWR)
+    holder.release()
+    real_open, opened = os.open, []
+
+    def open_first_the_stale_file(path, *args, **kw):  # the taker's first open happened before the removal
+        opened.append(path)
+        return stale if len(opened) == 1 else real_open(path, *args, **kw)
+
+    monkeypatch.setattr(folders.os, "open", open_first_the_stale_file)
+    taker = FolderLock(tmp_path).acquire()
+    monkeypatch.undo()
+    assert len(opened) == 2 and (tmp_path / ".lock").exists()  # retried on the file now at the path
+    with pytest.raises(FolderBusy):
+        FolderLock(tmp_path).acquire()  # and that one really is held
+    taker.release()
