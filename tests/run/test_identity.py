@@ -156,12 +156,12 @@ def test_every_run_setting_is_in_the_identity_or_named_as_not():
 
 
 def test_validate_returns_a_resolved_copy_and_leaves_the_config_as_given():
-    cfg = RunConfig(mode="direct", protocol="public")
+    cfg = RunConfig(mode="direct")  # (the public protocol would need ../shared's public source)
     before = dict(vars(cfg))
     got = cfg.validate()
     assert vars(cfg) == before  # nothing filled in place
-    assert got is not cfg and got.batch_size == 1 and got.max_new_tokens == 128  # hf default, public budget
-    assert got.extra["max_new_tokens_from"] == "protocol public" and got.gpu_memory == "24GB"
+    assert got is not cfg and got.batch_size == 1 and got.max_new_tokens == 256  # hf default, ego-adr budget
+    assert got.extra["max_new_tokens_from"] == "protocol ego-adr" and got.gpu_memory == "24GB"
     assert got.validate() == got  # resolving twice changes nothing
     assert RunConfig(max_new_tokens=40).validate().max_new_tokens == 40  # an explicit budget wins
 
