@@ -7,6 +7,7 @@ what to do (a :class:`ConfigError`), before any model is loaded.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -125,7 +126,7 @@ class RunConfig:
             raise ConfigError(f"--video-root {self.video_root} is not a folder (see README: 'Getting the videos')")
         from ego_adr.run.checks import check_environment
 
-        out = replace(self, **resolved)
+        out = replace(copy.deepcopy(self), **resolved)  # its lists and dicts are its own, too
         check_environment(out)
         return out
 

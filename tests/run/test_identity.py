@@ -163,6 +163,8 @@ def test_validate_returns_a_resolved_copy_and_leaves_the_config_as_given():
     assert got is not cfg and got.batch_size == 1 and got.max_new_tokens == 256  # hf default, ego-adr budget
     assert got.extra["max_new_tokens_from"] == "protocol ego-adr" and got.gpu_memory == "24GB"
     assert got.validate() == got  # resolving twice changes nothing
+    got.judges.append("x")
+    assert "x" not in cfg.judges  # the copy's lists are its own
     assert RunConfig(max_new_tokens=40).validate().max_new_tokens == 40  # an explicit budget wins
 
 
