@@ -47,13 +47,10 @@ def call_record(text: str, videos, output) -> dict:
 
 def run_public(public_root: str, job_path: str, out_path: str, scratch: str) -> None:
     import asyncio
-    import builtins
-    import importlib.util
-    import os
     import re
-    import types
 
     import torch
+    from public_stand_ins import install_my_util, load_public, redirect_results  # beside this script
 
     torch.set_num_threads(1)
     job = json.load(open(job_path))
@@ -96,21 +93,9 @@ def run_public(public_root: str, job_path: str, out_path: str, scratch: str) -> 
                          end_ts=tags.get("end_ts"), reply=reply.parts[0].root.text)
         return SendMessageResponse(root=SendMessageSuccessResponse(id="1", result=reply))
 
-    my_a2a = types.ModuleType("src.my_util.my_a2a")
-    my_a2a.create_a2a_client, my_a2a.send_message_with_client = create_a2a_client, send_message_with_client
-    src, util = types.ModuleType("src"), types.ModuleType("src.my_util")
-    src.__path__, util.__path__ = [], []
-    util.my_a2a, util.parse_tags = my_a2a, parse_tags
-    sys.modules.update({"src": src, "src.my_util": util, "src.my_util.my_a2a": my_a2a})
-
-    def load(name, rel):
-        spec = importlib.util.spec_from_file_location(name, os.path.join(public_root, rel))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-
-    white = load("public_white", "src/white_agent/agent.py")
-    green = load("public_green", "src/green_agent/agent.py")
+    install_my_util(create_a2a_client, send_message_with_client, parse_tags)
+    white = load_public(public_root, "public_white", "src/white_agent/agent.py")
+    green = load_public(public_root, "public_green", "src/green_agent/agent.py")
     executor = white.Qwen25VLWhiteAgentExecutor(job["model"], device="cpu")
 
     class ProcessorSpy:
@@ -127,17 +112,7 @@ def run_public(public_root: str, job_path: str, out_path: str, scratch: str) -> 
 
     executor.processor = ProcessorSpy(executor.processor)
     holder["executor"] = executor
-    prefix = "/home/junlong_li/egoerrorbench/results"
-
-    def redirect(p):
-        p = os.fspath(p)
-        return scratch + p[len(prefix):] if p.startswith(prefix) else p
-
-    shim = types.ModuleType("os")
-    shim.__dict__.update(os.__dict__)
-    shim.makedirs = lambda p, exist_ok=False: os.makedirs(redirect(p), exist_ok=exist_ok)
-    green.os = shim
-    green.open = lambda f, *a, **k: builtins.open(redirect(f), *a, **k)
+    redirect_results(green, scratch)
     asyncio.run(green.evaluate_with_white_agent_multiple_choice("http://in-process", job["config"]))
     json.dump({"calls": calls, "torch_threads": torch.get_num_threads()}, open(out_path, "w"))
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent  # public_stand_ins.py, imported by the harness
 SHARED = REPO.parent / "shared"
 PUBLIC = SHARED / "public-evaluator"
 DATA = SHARED / "egoerrorvqa"
@@ -52,7 +53,8 @@ def from_gt(gt, k: int) -> str:
 
 
 HARNESS = r'''
-import asyncio, builtins, importlib.util, json, os, sys, types
+import asyncio, json, os, sys, types
+from public_stand_ins import install_my_util, load_public, redirect_results
 public_root, job_path, out_path, scratch = sys.argv[1:5]
 job = json.load(open(job_path))
 for name in ("torch", "transformers"):  # used only by the open-ended judges, which multiple choice never builds
@@ -78,26 +80,9 @@ async def send_message_with_client(client, message, task_id=None, context_id=Non
     msg = Message(role=Role.agent, parts=[Part(root=TextPart(text=text))], message_id="m")
     return SendMessageResponse(root=SendMessageSuccessResponse(id="1", result=msg))
 
-my_a2a = types.ModuleType("src.my_util.my_a2a")
-my_a2a.create_a2a_client, my_a2a.send_message_with_client = create_a2a_client, send_message_with_client
-src, util = types.ModuleType("src"), types.ModuleType("src.my_util")
-src.__path__, util.__path__ = [], []
-util.my_a2a, util.parse_tags = my_a2a, (lambda text: {})
-sys.modules.update({"src": src, "src.my_util": util, "src.my_util.my_a2a": my_a2a})
-spec = importlib.util.spec_from_file_location("public_green", os.path.join(public_root, "src/green_agent/agent.py"))
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
-PREFIX = "/home/junlong_li/egoerrorbench/results"
-
-def redirect(p):
-    p = os.fspath(p)
-    return scratch + p[len(PREFIX):] if p.startswith(PREFIX) else p
-
-shim = types.ModuleType("os")
-shim.__dict__.update(os.__dict__)
-shim.makedirs = lambda p, exist_ok=False: os.makedirs(redirect(p), exist_ok=exist_ok)
-mod.os = shim
-mod.open = lambda f, *a, **k: builtins.open(redirect(f), *a, **k)
+install_my_util(create_a2a_client, send_message_with_client, lambda text: {})
+mod = load_public(public_root, "public_green", "src/green_agent/agent.py")
+redirect_results(mod, scratch)
 
 cfg = job["config"]
 if job.get("task") == "open-end":
@@ -188,7 +173,7 @@ def parity(tmp_path_factory):
     job = base / "job.json"
     job.write_text(json.dumps({"config": cfg, "replies": replies, "files": FILES}))
     r = subprocess.run([sys.executable, "-W", "ignore", "-c", HARNESS, str(PUBLIC), str(job), str(base / "pub.json"),
-                        str(base / "scratch")], env=dict(os.environ, PYTHONPATH=str(lib)), capture_output=True,
+                        str(base / "scratch")], env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(lib), str(HERE)])), capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-4000:]
     public = json.loads((base / "pub.json").read_text())
@@ -340,7 +325,7 @@ def test_open_ended_messages_equal_the_public_green_agents(tmp_path):
     job = tmp_path / "job.json"
     job.write_text(json.dumps({"config": cfg, "replies": {}, "files": OPEN_FILES, "task": "open-end"}))
     r = subprocess.run([sys.executable, "-W", "ignore", "-c", HARNESS, str(PUBLIC), str(job), str(tmp_path / "p.json"),
-                        str(tmp_path / "scratch")], env=dict(os.environ, PYTHONPATH=str(lib)), capture_output=True,
+                        str(tmp_path / "scratch")], env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(lib), str(HERE)])), capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-4000:]
     sent = json.loads((tmp_path / "p.json").read_text())["sent"]
