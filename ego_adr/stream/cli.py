@@ -134,7 +134,8 @@ def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings
            end_labels) -> int:
     from ego_adr.reasoning.stream import StreamMonitor
     from ego_adr.stream.runner import format_alert, reference_narrator, stream_recording
-    from ego_adr.stream.timeline import write_html, write_png
+    from ego_adr.stream.timeline import write_png
+    from ego_adr.stream.timeline_html import write_html
     from ego_adr.video.sampler import FrameSampler, VideoError
 
     monitor = StreamMonitor(pipe, args.threshold)

@@ -26,7 +26,6 @@ from ego_adr.stream.timeline_data import (
     segment_label,
     title,
 )
-from ego_adr.stream.timeline_html import write_html  # noqa: F401  (the callers import both from here)
 
 
 def _segments(ax, segments, spans, end_labels) -> set[str]:

@@ -4,7 +4,8 @@ in their own band at any recording length, P(error) with axis values and the end
 
 import pytest
 
-from ego_adr.stream.timeline import write_html, write_png
+from ego_adr.stream.timeline import write_png
+from ego_adr.stream.timeline_html import write_html
 
 STEPS = ["Fill the kettle", "Boil the water", "Put a tea bag in the cup", "Pour the water", "Stir the tea"]
 
