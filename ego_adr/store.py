@@ -202,13 +202,16 @@ class JsonlStore:
 # ---- the one cache root, the one build-once routine, the one folder fingerprint ------------------------------
 
 
-def write_json(path: str | os.PathLike, data: dict) -> None:
-    """``data`` as indented JSON at ``path``, atomically (written beside it, then renamed): a reader never sees a
-    half-written ``run.json`` or ``identity.json``."""
+def write_json(path: str | os.PathLike, data) -> Path:
+    """``data`` as indented UTF-8 JSON at ``path`` (its folder made if missing), atomically (written beside it,
+    then renamed): a reader never sees a half-written ``run.json``, ``identity.json`` or built annotation file.
+    The one writer of the package's JSON files (runs, the stream monitor, the benchmark builder)."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
     tmp.replace(path)
+    return path
 
 
 _SCOPED: list[Path] = []  # the folders of the open cache_scope() blocks, innermost last

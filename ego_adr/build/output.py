@@ -9,23 +9,14 @@ renamed, so an interrupted build never leaves half a file.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 from ego_adr.data import sources as registry
 from ego_adr.data.build_input import Row
 from ego_adr.data.sources import built
+from ego_adr.store import write_json
 
 MC, OE = "multiple-choice", "open-end"
-
-
-def write_json(path: Path, data) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
 
 
 def is_registered(source: str) -> bool:

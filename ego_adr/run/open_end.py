@@ -13,16 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ego_adr.data.sample import Sample
+from ego_adr.models.registry import is_tiny
 from ego_adr.run.config import RunConfig
 
 DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
-
-
-def _is_tiny(name: str | None) -> bool:
-    """The embedded demo model or a ``tiny*`` alias: the run is offline (so are its judges and bank)."""
-    from ego_adr.models.registry import is_tiny
-
-    return is_tiny(name)
 
 
 def _hub_offline() -> bool:
@@ -55,7 +49,7 @@ def judge_specs(cfg: RunConfig):
     from ego_adr.eval.judges import DEFAULT_JUDGES, JudgeSpec
     from ego_adr.run.config import ConfigError
 
-    if _is_tiny(cfg.model) and list(cfg.judges) == DEFAULT_JUDGE_NAMES:
+    if is_tiny(cfg.model) and list(cfg.judges) == DEFAULT_JUDGE_NAMES:
         return None
     defaults = {j.name: j for j in DEFAULT_JUDGES}
     try:
@@ -325,7 +319,7 @@ def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_no
                          f"{n}: {c['call_failed_excluded']} left out, {c['call_failed_scored_0']} scored 0"
                          for n, c in counts.items()) + (f". {failed} such row(s) are retryable (--retry-failed)."
                                                         if failed else "."))
-    if _is_tiny(cfg.model):
+    if is_tiny(cfg.model):
         notes.append("Demo model and judges have random weights: these numbers only show the machinery works.")
     notes.append(runtime)  # the multiple-choice report's runtime line (issue 19 item 7): run.json's versions
     (out / "report.md").write_text("# Open-ended VQA results\n\n" + lead + render_open_end_report(metrics) + "\n\n"

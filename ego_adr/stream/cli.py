@@ -22,13 +22,13 @@ from ego_adr.errors import OneLineParser
 from ego_adr.models.backends import names as backend_names
 from ego_adr.reasoning.modes import MODES
 from ego_adr.reasoning.pipeline import NARRATION_SOURCES
+from ego_adr.store import write_json
 from ego_adr.stream.common import (
     UserError,
     check_identity,
     load_pipeline,
     model_label,
     narration_tag,
-    write_json,
 )
 
 

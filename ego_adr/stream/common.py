@@ -3,11 +3,11 @@ output folder's identity check and naming."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from ego_adr.errors import UserError as _UserErrorBase
+from ego_adr.store import write_json
 
 DEMO_MAX_NEW_TOKENS = 64  # the random tiny model never stops; the run CLI's demo budget (run/cli.py)
 
@@ -61,8 +61,3 @@ def folder_lock(out: Path):
     check_writable_dir(out, "--out")
     return FolderLock(out)
 
-
-def write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
-    tmp.replace(path)

@@ -159,13 +159,13 @@ def _report(results: dict, notes: list[str]) -> tuple[str, str]:
 
 
 def run_evaluation(args) -> int:
+    from ego_adr.store import write_json
     from ego_adr.stream.common import (
         UserError,
         check_identity,
         load_pipeline,
         model_label,
         narration_tag,
-        write_json,
     )
     from ego_adr.stream.metrics import scored_subsets
     from ego_adr.stream.runner import StreamSettings
