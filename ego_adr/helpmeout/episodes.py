@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -288,14 +288,6 @@ def write_jsonl(path: Path, rows: Iterable[dict]) -> None:
             f.write(json.dumps(r, sort_keys=True) + "\n")
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"episodes file {p} not found; create it with `python -m ego_adr.helpmeout generate`")
-    with open(p) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def write_release(episodes: list[dict], out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     for split in SPLITS:
@@ -342,10 +334,5 @@ def validate_episode(ep: dict) -> list[str]:
         if e["category"] == "omission" and e["onset"] != len(ep["observed"]) - 1:
             problems.append("omission onset is not the task-end step")
     return problems
-
-
-def validate_file(path: str | Path) -> Iterator[tuple[str, list[str]]]:
-    for ep in read_jsonl(path):
-        yield ep["id"], validate_episode(ep)
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.templates import Block, Subgoal, Template
+from ego_adr.helpmeout.templates import Subgoal, Template
 
 # Types whose operators are special-cased by name (the kettle boils, the washer washes): never re-grounded.
 NO_LIFT = frozenset({"kettle", "washing_machine", "dryer", "sink", "stove", "toaster", "microwave", "oven",
@@ -189,8 +189,3 @@ def ground(t: Template, rng: random.Random, cfg: LiftConfig | None = None) -> tu
     variant = restrict(t, keep)
     mapping, moved = draw_grounding(variant, rng, cfg)
     return apply_grounding(variant, mapping, moved), mapping, moved, keep
-
-
-def lifted_text(b: Block) -> str:
-    """A block's procedure text (the template's words; they name default objects, as a recipe would)."""
-    return b.text
