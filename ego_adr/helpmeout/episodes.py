@@ -334,5 +334,3 @@ def validate_episode(ep: dict) -> list[str]:
         if e["category"] == "omission" and e["onset"] != len(ep["observed"]) - 1:
             problems.append("omission onset is not the task-end step")
     return problems
-
-
