@@ -75,10 +75,6 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
 )
 
 
-def by_name(name: str) -> EntryPoint:
-    return next(e for e in ENTRY_POINTS if e.name == name)
-
-
 def _command(e: EntryPoint) -> str:
     if " " in e.name:  # a subcommand: "helpmeout generate" is python -m ego_adr.helpmeout generate
         package, sub = e.name.split(" ", 1)
