@@ -5,7 +5,7 @@ imports inside functions counted, since they run too; ``if TYPE_CHECKING:`` bloc
 annotations only), and a registry's ``"module:attr"`` factory strings count as imports of that module. Checked:
 
 - no import circle between modules;
-- layers point down: data < video < models < reasoning < eval < run < the entry points (agents, stream, check,
+- layers point down: data < video < models < reasoning < eval < monitoring < run < the entry points (agents, stream, check,
   helpmeout, integrations, build); no layer imports one above it, ``eval/`` never imports ``models/``, and of the entry
   points only ``agents/`` (which launches runs) and ``integrations/`` (RUN_DRIVERS) import ``run/``;
 - a package's ``__main__`` is a command line, and nothing imports one (only ``ego_adr/__main__``, the command
@@ -26,7 +26,9 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "ego_adr"
 
 #: bottom to top; the entry points share the top rank
-LAYERS = {"data": 0, "video": 1, "models": 2, "reasoning": 3, "eval": 4, "run": 5,
+#: monitoring/ (the layer every online benchmark shares, and the step-stream benchmarks on it) sits above the
+#: method and the scoring it may call (a model-backed monitor, Ego-ADR's progress logic), below the entry points.
+LAYERS = {"data": 0, "video": 1, "models": 2, "reasoning": 3, "eval": 4, "monitoring": 4.5, "run": 5,
           "agents": 6, "stream": 6, "check": 6, "helpmeout": 6, "integrations": 6, "build": 6}
 SHARED_LEAVES = ("errors", "folders", "store", "taxonomy")
 #: Entry points that drive runs of another harness and so may import run/: agents/ (the green agent launches

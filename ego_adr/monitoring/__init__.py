@@ -1,0 +1,18 @@
+"""The monitoring layer: what every online mistake-detection benchmark shares.
+
+A *monitor* watches a procedure as it happens: it is reset with what the benchmark gives before the first step
+(the task, an initial scene, a step taxonomy) and then fed one observation at a time (one action, one recognised
+step, one video window), returning for each the probability that an error has happened by now, the error type
+where it has one, the onset it blames and its evidence. It never sees a later observation: the harness in
+:mod:`ego_adr.monitoring.protocol` hands them over one by one and checks what comes back.
+
+Benchmarks on this layer (each supplies its episodes, its context and its registry of monitors):
+
+- HelpMeOut (``ego_adr.helpmeout``): symbolic household episodes, metrics M1-M4 and delay;
+- Ego-ADR over whole video recordings (``ego_adr.stream``);
+- the field's public step streams Assembly101-O and EPIC-Tent-O (PREGO, TI-PREGO, DTGL).
+
+The metrics are pure functions of a per-step file (one row per observed step: its episode, index, label,
+``p_error``, ``flagged``, type, evidence); the registry (:mod:`ego_adr.monitoring.registry`) records what each
+monitor reads, so a monitor that reads more than the task input is reported apart as *privileged*.
+"""
