@@ -25,7 +25,11 @@ def is_registered(source: str) -> bool:
     return spec is not None and not spec.extras.get("built")
 
 
-def _window(t: float | None) -> float:
+def _window(given: float | int | None, t: float | None) -> float | int:
+    """The stored time: the number the annotation file gave, verbatim (``-1.0``, ``777``, ``-3661.033``: the public
+    protocol sends it as written, ``Sample.wire``); ``-1`` (the public "no segment") when it gave none."""
+    if given is not None:
+        return given
     return -1 if t is None else t
 
 
@@ -34,13 +38,15 @@ def record(row: Row) -> dict:
     unified = {
         "video_id": row.recording,
         "task_id": row.task,
-        "start_time": _window(row.start),
-        "end_time": _window(row.end),
+        "start_time": _window(row.start_given, row.start),
+        "end_time": _window(row.end_given, row.end),
         "close_end_answer": list(row.labels),
     }
     if is_registered(row.source):
-        if row.start is None and row.native.get("start_time") is not None:
+        if row.start_given is None and row.native.get("start_time") is not None:
             unified["start_time"], unified["end_time"] = row.native["start_time"], row.native.get("end_time")
+        if row.labels_text and len(row.labels) == 1:  # the dataset's own form: one label as a text
+            unified["close_end_answer"] = row.labels[0]
         return {**row.native, **unified}
     rec = {
         **unified,

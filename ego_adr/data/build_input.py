@@ -63,6 +63,11 @@ class Row:
     video: str | None = None
     native: dict = field(default_factory=dict)
     warning: str | None = None  # kept but worth a look (an inverted window)
+    # the times as the file gave them (int or float, -3661.033 included): written back verbatim, so a converted
+    # release rebuilt stores the very values the public protocol puts on the wire (``Sample.wire``)
+    start_given: float | int | None = None
+    end_given: float | int | None = None
+    labels_text: bool = False  # the labels cell was one text, not a list (Epic-Tent stores "correct" so)
 
     @property
     def correct(self) -> bool:
@@ -141,16 +146,26 @@ def _records(path: Path) -> list[tuple[int, dict | str]]:
     return [(reader.line_num, {k.strip(): v for k, v in rec.items() if k}) for rec in reader]
 
 
-def _seconds(value, name: str) -> tuple[float | None, str | None]:
+def _number(value) -> float | int:
+    """The number a cell holds, as the file wrote it: JSON numbers stay ``int`` or ``float``; a CSV text that is
+    an integer literal is an ``int`` (``-1``), any other a ``float`` (``-1.0``, ``757.8``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+
+
+def _seconds(value, name: str) -> tuple[float | None, float | int | None, str | None]:
+    """(the time in seconds or None for "no time", the number as given, the problem)."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        return None, None
+        return None, None, None
     try:
-        v = float(value)
+        given = _number(value)
     except (TypeError, ValueError):
-        return None, f"{name} {value!r} is not a number of seconds"
-    if not math.isfinite(v):
-        return None, f"{name} {value!r} is not a number of seconds"
-    return (None if v < 0 else v), None
+        return None, None, f"{name} {value!r} is not a number of seconds"
+    if not math.isfinite(given):
+        return None, None, f"{name} {value!r} is not a number of seconds"
+    return (None if given < 0 else float(given)), given, None
 
 
 def _labels(value, mapping: dict[str, list[str]]) -> tuple[list[str], str | None]:
@@ -194,8 +209,8 @@ def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
     source = _text(rec, "source") or ""
     if not _NAME.match(source):
         return BadRow(n, f"source {source!r} must be lower-case letters, digits and _")
-    start, p1 = _seconds(rec.get("start"), "start")
-    end, p2 = _seconds(rec.get("end"), "end")
+    start, start_given, p1 = _seconds(rec.get("start"), "start")
+    end, end_given, p2 = _seconds(rec.get("end"), "end")
     if p1 or p2:
         return BadRow(n, p1 or p2 or "")
     if (start is None) != (end is None):
@@ -226,6 +241,9 @@ def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
         video=_text(rec, "video"),
         native=native,
         warning=warning,
+        start_given=start_given,
+        end_given=end_given,
+        labels_text=isinstance(rec.get("labels"), str),
     )
 
 
