@@ -13,16 +13,19 @@ task            yes       the task (recipe, assembly, ...): one ``task_id``, one
 step            yes       the step the person was supposed to do, as text
 step_id         no        the step's number within the task (orders the procedure; part of the sample id)
 start, end      no        the segment in seconds; both empty or both ``-1``: the whole recording (an omission)
-labels          no        error type(s): our option strings, or the dataset's own labels with ``--labels``;
-                          ``|``-separated in CSV, a list in JSONL; empty or ``correct``: the step was correct
+labels          no        error type(s): our option strings, or the dataset's own labels with ``--labels``
+                          (else the LLM types them); ``|``-separated in CSV, a list in JSONL; empty or
+                          ``correct``: the step was correct
 description     no        what went wrong and why, in words (the LLM writes its QA pairs from it)
 video           no        the video's path under the video root (default ``{source}/{recording}.mp4``)
 native          no        JSONL only: the source dataset's own fields, kept verbatim in the output record
 ==============  ========  ====================================================================================
 
-A bad row (a missing column, a time that is not a number, an unknown label, one end of a window only) is reported
-with its line number and left out; it never stops the build (:func:`read_rows`). An inverted window is reported
-too but kept, as the loader keeps one: the window rule fails that sample with its reason when it is run.
+A bad row (a missing column, a time that is not a number, one end of a window only; an unknown label when the
+LLM does not label) is reported with its line number and left out; it never stops the build (:func:`read_rows`).
+A label that is neither an option nor in the mapping (``error``, a dataset's own ``spilled``) makes the row an
+error whose type the build's LLM names (paper Section 3.3, :mod:`ego_adr.build.labelling`). An inverted window is
+reported too but kept, as the loader keeps one: the window rule fails that sample with its reason when it is run.
 """
 
 from __future__ import annotations
@@ -68,6 +71,12 @@ class Row:
     start_given: float | int | None = None
     end_given: float | int | None = None
     labels_text: bool = False  # the labels cell was one text, not a list (Epic-Tent stores "correct" so)
+    # the row's labels that are neither an option nor mapped (e.g. ``error``, or the dataset's own ``spilled``):
+    # the build's LLM names their error type (paper Section 3.3; ego_adr.build.labelling)
+    own_labels: list[str] = field(default_factory=list)
+    #: label -> where it came from: ``given`` (an option string), ``mapped`` (``--labels``), ``llm-labelled``,
+    #: ``human-revised`` (a reviewer's correction of an LLM label)
+    label_provenance: dict[str, str] = field(default_factory=dict)
 
     @property
     def correct(self) -> bool:
@@ -168,7 +177,9 @@ def _seconds(value, name: str) -> tuple[float | None, float | int | None, str | 
     return (None if given < 0 else float(given)), given, None
 
 
-def _labels(value, mapping: dict[str, list[str]]) -> tuple[list[str], str | None]:
+def _labels(value, mapping: dict[str, list[str]], pending: bool = False) -> tuple[list[str], dict, list, str | None]:
+    """(options, label -> provenance, the labels left for the LLM, the problem). ``pending``: an unknown label is
+    left for the LLM to type instead of making the row bad."""
     if value is None:
         items: list = []
     elif isinstance(value, list):
@@ -176,21 +187,29 @@ def _labels(value, mapping: dict[str, list[str]]) -> tuple[list[str], str | None
     else:
         items = str(value).split("|")
     out: list[str] = []
+    prov: dict[str, str] = {}
+    own: list[str] = []
     for item in (str(i).strip() for i in items):
         if not item:
             continue
-        mapped = mapping.get(item.lower())
+        mapped, how = mapping.get(item.lower()), "mapped"
         if mapped is None:
             try:
-                mapped = [canonical(item)]
+                mapped, how = [canonical(item)], "given"
             except ValueError:
-                return [], f"label {item!r} is neither one of our options nor in the label mapping"
-        out += [m for m in mapped if m not in out]
-    if not out:
-        out = [CORRECT]
-    if CORRECT in out and len(out) > 1:
-        return [], f"labels {out} mix 'correct' with error types"
-    return out, None
+                if not pending:
+                    return [], {}, [], f"label {item!r} is neither one of our options nor in the label mapping"
+                own += [item] if item not in own else []
+                continue
+        for m in mapped:
+            if m not in out:
+                out.append(m)
+                prov[m] = how
+    if not out and not own:
+        out, prov = [CORRECT], {CORRECT: "given"}
+    if CORRECT in out and (len(out) > 1 or own):
+        return [], {}, [], f"labels {out + own} mix 'correct' with error types"
+    return out, prov, own, None
 
 
 def _text(rec: dict, key: str) -> str | None:
@@ -201,8 +220,9 @@ def _text(rec: dict, key: str) -> str | None:
     return s or None
 
 
-def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
-    """One record as a :class:`Row`, or the :class:`BadRow` saying what is wrong with it."""
+def parse_row(n: int, rec: dict, mapping: dict[str, list[str]], pending: bool = False) -> Row | BadRow:
+    """One record as a :class:`Row`, or the :class:`BadRow` saying what is wrong with it. ``pending``: labels that
+    are neither options nor mapped are kept in ``own_labels`` for the LLM to type."""
     missing = [c for c in REQUIRED if not _text(rec, c)]
     if missing:
         return BadRow(n, f"missing {', '.join(missing)}")
@@ -221,7 +241,7 @@ def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
         if start is not None and end is not None and end <= start
         else None
     )
-    labels, problem = _labels(rec.get("labels"), mapping)
+    labels, provenance, own, problem = _labels(rec.get("labels"), mapping, pending)
     if problem:
         return BadRow(n, problem)
     native = rec.get("native") or {}
@@ -244,17 +264,20 @@ def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
         start_given=start_given,
         end_given=end_given,
         labels_text=isinstance(rec.get("labels"), str),
+        own_labels=own,
+        label_provenance=provenance,
     )
 
 
 def read_rows(
-    path: str | Path, mapping: dict[str, list[str]] | None = None
+    path: str | Path, mapping: dict[str, list[str]] | None = None, pending: bool = False
 ) -> tuple[list[Row], list[BadRow]]:
-    """The good rows of an annotation file, in file order, and every bad one with its line number."""
+    """The good rows of an annotation file, in file order, and every bad one with its line number. ``pending``:
+    see :func:`parse_row` (``data build`` passes it unless ``--no-llm-labels``)."""
     good: list[Row] = []
     bad: list[BadRow] = []
     for n, rec in _records(Path(path)):
-        parsed = BadRow(n, rec) if isinstance(rec, str) else parse_row(n, rec, mapping or {})
+        parsed = BadRow(n, rec) if isinstance(rec, str) else parse_row(n, rec, mapping or {}, pending)
         (bad if isinstance(parsed, BadRow) else good).append(parsed)
     return good, bad
 
