@@ -28,6 +28,39 @@ def _share(counts: dict) -> str:
     )
 
 
+def _options(out: Path, ident: dict, summary: dict) -> list[str]:
+    """The card's lines for the build's options (Section 3.1 subsample, 3.3 labels and misleading questions)."""
+    opt = ident.get("options") or {}
+    lab = summary.get("labels") or {}
+    sub = out / "build" / "subsample.json"
+    lines = []
+    if opt.get("subsample") is not None and sub.is_file():
+        d = json.loads(sub.read_text(encoding="utf-8"))
+        lines.append(
+            f"- subsample (Section 3.1): {d['kept']} of {d['rows']} segments, proportionally per source and "
+            f"correct/error (largest remainder), seed {d['seed']} (`build/subsample.json`)"
+        )
+    if opt.get("llm_labels", False):
+        lines.append(
+            f"- labels (Section 3.3): {lab.get('given', 0)} given, {lab.get('mapped', 0)} mapped, "
+            f"{lab.get('llm-labelled', 0)} typed by the model (`llm-labelled`), {lab.get('human-revised', 0)} "
+            f"revised by reviewers ({lab.get('segments_reviewed', 0)} segments reviewed; `build/labels.jsonl`)"
+        )
+    else:
+        lines.append("- labels: the annotation's only (`--no-llm-labels`: rows without one were left out)")
+    if opt.get("llm_misleading"):
+        lines.append(
+            "- misleading questions about correct steps: **written by the model** (`--llm-misleading`, a "
+            "deviation: in the paper the final annotator writes them, Section 3.3)"
+        )
+    else:
+        lines.append(
+            f"- misleading questions about correct steps: the adder's (Section 3.3); "
+            f"{summary.get('added_on_correct', 0)} pairs added on correct steps"
+        )
+    return lines
+
+
 def write_card(out: Path, info: dict, summary: dict, generated: list[dict]) -> Path:
     c, ident = summary["counts"], info["identity"]
     procs = json.loads((out / "build" / "procedures.json").read_text(encoding="utf-8"))
@@ -55,6 +88,7 @@ def write_card(out: Path, info: dict, summary: dict, generated: list[dict]) -> P
         f"- procedures: {methods['llm']} condensed by the model, {methods['rule']} by the rule fallback, "
         f"{methods['given']} given (`build/procedures.json` says which and why)",
         f"- segments without generated pairs: {failed} ({outages} for an outage: rerun the build)",
+        *_options(out, ident, summary),
         "",
         "## QA pairs (Figure 2e)",
         "",
@@ -64,8 +98,9 @@ def write_card(out: Path, info: dict, summary: dict, generated: list[dict]) -> P
         f"{c.get('unreviewed', 0)} | {c.get('added', 0)} | {c.get('final', 0)} |",
         "",
         f"Final set: {_share(c)}.",
-        f"Reviewers: {', '.join(summary['reviewers'])}; imports: {summary['imports']}; agreement on keep / revise / "
-        f"remove: Fleiss' kappa {'-' if kappa is None else f'{kappa:.3f}'} over {agree.get('n_items', 0)} pairs "
+        f"Reviewers: {', '.join(summary['reviewers'])}; adder: {summary.get('adder', '-')}; imports: "
+        f"{summary['imports']}; agreement on keep / revise / remove: Fleiss' kappa "
+        f"{'-' if kappa is None else f'{kappa:.3f}'} over {agree.get('n_items', 0)} pairs "
         "(`review/agreement.json`).",
         "",
         "## Table 2",

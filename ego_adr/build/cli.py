@@ -34,8 +34,30 @@ def _check_up_front(a) -> None:
         check_device(a.device, "hf")
 
 
+def _options(p) -> None:
+    p.add_argument(
+        "--no-llm-labels",
+        action="store_true",
+        help="a label that is neither one of our options nor in --labels makes a bad row (default: the LLM "
+        "names its error type, provenance llm-labelled; Section 3.3)",
+    )
+    p.add_argument(
+        "--llm-misleading",
+        action="store_true",
+        help="the LLM also writes misleading questions about correct steps (a deviation, named in the card: "
+        "in the paper the final annotator writes them, Section 3.3)",
+    )
+    p.add_argument(
+        "--subsample",
+        type=int,
+        metavar="N",
+        help="keep N segments, proportionally per source and correct/error (Section 3.1, Table 2)",
+    )
+    p.add_argument("--subsample-seed", type=int, default=0, help="the draw's seed (default 0)")
+
+
 def _build(argv: list[str]) -> int:
-    from ego_adr.build.builder import build
+    from ego_adr.build.builder import Options, build
     from ego_adr.build.llm import DEFAULT_MODEL
     from ego_adr.data.build_input import InputError
 
@@ -56,8 +78,15 @@ def _build(argv: list[str]) -> int:
     p.add_argument(
         "--fresh", action="store_true", help="start the folder over (its review decisions are lost)"
     )
+    _options(p)
     a = p.parse_args(argv)
     _check_up_front(a)
+    options = Options(
+        llm_labels=not a.no_llm_labels,
+        llm_misleading=a.llm_misleading,
+        subsample=a.subsample,
+        subsample_seed=a.subsample_seed,
+    )
     try:
         s = build(
             a.annotations,
@@ -68,6 +97,7 @@ def _build(argv: list[str]) -> int:
             cache_dir=a.cache_dir,
             device=a.device,
             fresh=a.fresh,
+            options=options,
         )
     except InputError as e:
         raise UserError(str(e)) from None
@@ -76,6 +106,16 @@ def _build(argv: list[str]) -> int:
         f"  procedures: {json.dumps(s['procedures'])}; bad rows {s['bad_rows']}; unparseable replies "
         f"{s['unparseable']}; outages {s['outages']}"
     )
+    lab = s["labels"]
+    print(
+        f"  labels: given {lab['given']}, mapped {lab['mapped']}, llm-labelled {lab['llm-labelled']} "
+        f"(rows the LLM could not type, left out: {s['label_failures']})"
+    )
+    calls = s["calls"]
+    print(f"  model calls {calls['model_calls']}, stage-cache hits {calls['cache_hits']}")
+    if s["subsample"]:
+        sub = s["subsample"]
+        print(f"  subsample: {sub['kept']} of {sub['rows']} rows, seed {sub['seed']} (build/subsample.json)")
     if s["outages"]:
         print(f"  {s['outages']} segments got no pair because the model failed; rerun the same command")
         return EXIT_INFRASTRUCTURE
@@ -84,13 +124,19 @@ def _build(argv: list[str]) -> int:
 
 
 def _review(argv: list[str]) -> int:
-    from ego_adr.build.final import DEFAULT_REVIEWERS, load_state
+    from ego_adr.build.final import DEFAULT_REVIEWERS, load_state, write_roles
+    from ego_adr.build.merge import DEFAULT_ADDER
     from ego_adr.build.review import write_review
 
     p = OneLineParser(prog=f"{PROG} review", description="Write the review sheet (CSV) and page (HTML).")
     p.add_argument("dir", help="a build folder")
     p.add_argument("--video-root", help="where the videos are (for the frames on the page)")
     p.add_argument("--reviewers", default=",".join(DEFAULT_REVIEWERS), help="comma-separated (default A,B,C)")
+    p.add_argument(
+        "--adder",
+        default=DEFAULT_ADDER,
+        help=f"the one person who adds pairs (Appendix A; default {DEFAULT_ADDER})",
+    )
     p.add_argument("--frames", type=int, default=4, help="frames per segment on the page (default 4)")
     a = p.parse_args(argv)
     out = Path(a.dir)
@@ -98,16 +144,21 @@ def _review(argv: list[str]) -> int:
     reviewers = [r.strip() for r in a.reviewers.split(",") if r.strip()]
     if not reviewers or any(":" in r for r in reviewers):
         raise UserError("--reviewers: give comma-separated names without ':'")
-    (out / "review").mkdir(parents=True, exist_ok=True)
-    (out / "review" / "reviewers.json").write_text(json.dumps(reviewers), encoding="utf-8")
+    adder = a.adder.strip()
+    if not adder or ":" in adder or adder in reviewers:
+        raise UserError(f"--adder {a.adder!r}: give one name without ':' that is not one of the --reviewers")
+    write_roles(out, reviewers, adder)
     res = write_review(
-        out, segments, {g["sample_id"]: g for g in generated}, reviewers, a.video_root, a.frames
+        out, segments, {g["sample_id"]: g for g in generated}, reviewers, a.video_root, a.frames, adder
     )
     print(
         f"wrote {res['sheet']} ({res['lines']} lines) and {res['page']} ({res['segments_with_frames']} of "
         f"{res['segments']} segments with frames)"
     )
-    print(f"  next: each reviewer fills their columns, then {PROG} merge {a.dir} SHEET.csv [SHEET.csv ...]")
+    print(
+        f"  next: reviewers {','.join(reviewers)} decide each pair, adder {adder} adds pairs on new lines, then "
+        f"{PROG} merge {a.dir} SHEET.csv [SHEET.csv ...]"
+    )
     return 0
 
 

@@ -14,6 +14,9 @@ from ego_adr.store import cache_root
 DEFAULT_MODEL = "qwen2.5-7b"  # Qwen/Qwen2.5-7B-Instruct, Section 3.3
 TINY = "tiny"  # a tiny random text Qwen2 built offline (tests, CI): its text is random
 GENERATION = GenerationConfig(max_new_tokens=300, do_sample=False)  # Appendix A
+# The labelling pass (Section 3.3) answers with one or two error-type names: greedy as Appendix A; 32 new tokens
+# is our choice (the paper gives no budget for it): a few names, one per line, and room for a bullet each
+LABEL_GENERATION = GenerationConfig(max_new_tokens=32, do_sample=False)
 
 
 def model_name(name: str | None) -> str:

@@ -1,9 +1,15 @@
 """People in the loop, second half: ``build merge DIR SHEET.csv ...`` imports reviewers' decisions and writes the
 final set (paper Section 3.3, Appendix A: three annotators remove or revise generated pairs, one adds the missing).
 
-Decisions (one per reviewer and pair; columns ``R:decision``, ``R:question``, ``R:answer``, ``R:note`` of the
-sheet :mod:`.review` writes): ``keep``, ``revise`` (with the new question and/or answer), ``remove``, ``add`` (a new
-row: ``sample_id`` and the reviewer's question and answer). They are kept in ``review/decisions.json``, keyed by
+Two roles, as in Appendix A: the reviewers (A, B, C by default) decide each generated pair, and one adder (D by
+default; ``build review --adder``) adds the pairs the model did not cover, such as the deliberately misleading
+questions about correct steps (Section 3.3: "a final annotator adds QA-pairs ... and introduces deliberately
+misleading questions"). A reviewer's ``add`` and the adder's keep / revise / remove are reported and skipped.
+
+Decisions (one per person and pair; columns ``R:decision``, ``R:question``, ``R:answer``, ``R:note`` of the
+sheet :mod:`.review` writes): ``keep``, ``revise`` (with the new question and/or answer), ``remove`` (reviewers);
+``add`` (the adder, on a new row: ``sample_id`` and the adder's question and answer). Reviewers' verdicts on the
+LLM's labels (``R:labels``) are :mod:`.label_review`'s. They are kept in ``review/decisions.json``, keyed by
 reviewer and pair: importing a sheet again changes nothing, an edited sheet changes only what was edited, an
 empty cell never erases an earlier decision, and a sheet that lacks a reviewer's columns leaves that reviewer's
 decisions as they were. Every import is logged (file, digest, what changed).
@@ -25,10 +31,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from ego_adr.build.label_review import import_labels
 from ego_adr.build.qa import pair_id
 from ego_adr.errors import UserError
 
 DECISIONS = ("keep", "revise", "remove", "add")
+DEFAULT_ADDER = "D"  # Appendix A: "a single annotator added additional QA-pairs that the model had not covered"
 CODES = {"keep": 0, "revise": 1, "remove": 2}
 
 
@@ -39,7 +47,7 @@ def store_path(out: Path) -> Path:
 def load_store(out: Path) -> dict:
     p = store_path(out)
     if not p.is_file():
-        return {"imports": [], "decisions": {}}
+        return {"imports": [], "decisions": {}, "labels": {}}
     return json.loads(p.read_text(encoding="utf-8"))
 
 
@@ -71,14 +79,18 @@ def _cell(rec: dict, key: str) -> str:
 
 
 def parse_decision(
-    rec: dict, reviewer: str, known: dict[str, dict], segments: set[str]
+    rec: dict, reviewer: str, known: dict[str, dict], segments: set[str], adder: str = DEFAULT_ADDER
 ) -> tuple[str, dict] | str | None:
-    """(store key, decision) for one reviewer's cells of one sheet line; a problem text; None when undecided."""
+    """(store key, decision) for one person's cells of one sheet line; a problem text; None when undecided."""
     d = _cell(rec, f"{reviewer}:decision").lower()
     if not d:
         return None
     if d not in DECISIONS:
         return f"{reviewer}:decision {d!r} is not one of {', '.join(DECISIONS)}"
+    if d == "add" and reviewer != adder:
+        return f"{reviewer}:decision add: only the adder ({adder}) adds pairs (Appendix A); skipped"
+    if d != "add" and reviewer == adder:
+        return f"{adder}:decision {d}: {adder} is the adder, who only adds pairs (Appendix A); skipped"
     pid, sid = _cell(rec, "pair_id"), _cell(rec, "sample_id")
     q, a = _cell(rec, f"{reviewer}:question"), _cell(rec, f"{reviewer}:answer")
     entry = {
@@ -104,8 +116,11 @@ def parse_decision(
     return f"{reviewer}\x1f{pid}", entry
 
 
-def import_sheets(out: Path, sheets: list[Path], generated: list[dict]) -> tuple[dict, list[str]]:
-    """Merge the sheets' decisions into the store (see module docstring); the store and every problem line."""
+def import_sheets(
+    out: Path, sheets: list[Path], generated: list[dict], adder: str = DEFAULT_ADDER, labelled: set | None = None
+) -> tuple[dict, list[str]]:
+    """Merge the sheets' decisions into the store (see module docstring); the store and every problem line.
+    ``labelled``: the segments with an LLM label (the ones that take ``R:labels`` verdicts)."""
     store = load_store(out)
     known = {p["id"]: {**p, "sample_id": g["sample_id"]} for g in generated for p in g["pairs"]}
     segments = {g["sample_id"] for g in generated}
@@ -116,7 +131,7 @@ def import_sheets(out: Path, sheets: list[Path], generated: list[dict]) -> tuple
         changed = 0
         for line, rec in rows:
             for r in reviewers:
-                got = parse_decision(rec, r, known, segments)
+                got = parse_decision(rec, r, known, segments, adder)
                 if isinstance(got, str):
                     problems.append(f"{sheet.name} line {line}: {got}")
                 elif got is not None:
@@ -132,13 +147,16 @@ def import_sheets(out: Path, sheets: list[Path], generated: list[dict]) -> tuple
                     if old is None or {k: old.get(k) for k in entry} != entry:
                         store["decisions"][key] = {**entry, "sheet": sheet.name, "line": line}
                         changed += 1
+        n_labels, found = import_labels(store, sheet.name, rows, [r for r in reviewers if r != adder],
+                                        labelled or set())
+        problems += found
         store["imports"].append(
             {
                 "sheet": str(sheet),
                 "sha256": digest,
                 "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "reviewers": reviewers,
-                "changed": changed,
+                "changed": changed + n_labels,
             }
         )
     store_path(out).parent.mkdir(parents=True, exist_ok=True)

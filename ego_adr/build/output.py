@@ -25,22 +25,35 @@ def is_registered(source: str) -> bool:
     return spec is not None and not spec.extras.get("built")
 
 
-def _window(t: float | None) -> float:
+def _window(given: float | int | None, t: float | None) -> float | int:
+    """The stored time: the number the annotation file gave, verbatim (``-1.0``, ``777``, ``-3661.033``: the public
+    protocol sends it as written, ``Sample.wire``); ``-1`` (the public "no segment") when it gave none."""
+    if given is not None:
+        return given
     return -1 if t is None else t
 
 
+#: label provenances that are not the user's annotation: a record names them (``label_provenance``)
+NOT_GIVEN = ("llm-labelled", "human-revised")
+
+
 def record(row: Row) -> dict:
-    """The multiple-choice record of a row (``close_end_answer`` included)."""
+    """The multiple-choice record of a row (``close_end_answer`` included; ``label_provenance`` when a label is
+    the LLM's or a reviewer's, so that a user of the data can tell them from the annotation's)."""
     unified = {
         "video_id": row.recording,
         "task_id": row.task,
-        "start_time": _window(row.start),
-        "end_time": _window(row.end),
+        "start_time": _window(row.start_given, row.start),
+        "end_time": _window(row.end_given, row.end),
         "close_end_answer": list(row.labels),
     }
+    if any(v in NOT_GIVEN for v in row.label_provenance.values()):
+        unified["label_provenance"] = {x: row.label_provenance.get(x, "given") for x in row.labels}
     if is_registered(row.source):
-        if row.start is None and row.native.get("start_time") is not None:
+        if row.start_given is None and row.native.get("start_time") is not None:
             unified["start_time"], unified["end_time"] = row.native["start_time"], row.native.get("end_time")
+        if row.labels_text and len(row.labels) == 1:  # the dataset's own form: one label as a text
+            unified["close_end_answer"] = row.labels[0]
         return {**row.native, **unified}
     rec = {
         **unified,
@@ -77,16 +90,21 @@ def manifest(sources: list[str], labels: dict[str, str] | None = None) -> dict:
     return {"format": built.FORMAT, "sources": entries}
 
 
-def write_multiple_choice(out: Path, rows: list[Row], procedures: dict[str, str]) -> dict[str, list[Row]]:
-    """``procedure.json``, ``sources.json`` and each source's multiple-choice file; rows grouped by source."""
+def write_mc_files(out: Path, rows: list[Row]) -> dict[str, list[Row]]:
+    """Each source's multiple-choice file (the build, then each merge with the reviewed labels); rows by source."""
     by_source: dict[str, list[Row]] = {}
     for r in rows:
         by_source.setdefault(r.source, []).append(r)
-    write_json(out / "procedure.json", procedures)
-    write_json(out / built.MANIFEST, manifest(list(by_source)))
     for source, rs in by_source.items():
         write_json(out / files_of(source)[MC], [record(r) for r in rs])
     return by_source
+
+
+def write_multiple_choice(out: Path, rows: list[Row], procedures: dict[str, str]) -> dict[str, list[Row]]:
+    """``procedure.json``, ``sources.json`` and each source's multiple-choice file; rows grouped by source."""
+    write_json(out / "procedure.json", procedures)
+    write_json(out / built.MANIFEST, manifest(list(dict.fromkeys(r.source for r in rows))))
+    return write_mc_files(out, rows)
 
 
 def sample_ids(out: Path, by_source: dict[str, list[Row]]) -> list[tuple[str, Row]]:
@@ -111,6 +129,7 @@ def write_open_end(out: Path, segments: list[tuple[str, Row]], final: dict[str, 
             continue
         rec = record(row)
         rec.pop("close_end_answer")
+        rec.pop("label_provenance", None)
         rec["qa_pairs"] = pairs
         per[row.source].append(rec)
         n += len(pairs)

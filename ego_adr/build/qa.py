@@ -2,8 +2,9 @@
 
 The message holds the task, its procedure, the step, and for an error segment the error type(s) and the free-text
 description of what went wrong and why (App. A: "the step description, the erroneous action, and an explanation of
-the error and its cause"); a correct segment's prompt asks for at least one deliberately misleading question
-(Section 3.3). The reply must be the JSON list the prompt asks for (or ``Q:``/``A:`` lines); anything else is
+the error and its cause"). A correct segment's prompt asks for plain pairs about the step: the deliberately
+misleading questions about correct steps are the final annotator's in the paper (Section 3.3; the sheet's adder
+role), and only ``misleading=True`` (``data build --llm-misleading``, named in the card) asks the LLM for them. The reply must be the JSON list the prompt asks for (or ``Q:``/``A:`` lines); anything else is
 recorded as unparseable for that segment, never guessed into a pair. An outage (a retryable failure) is recorded
 as such and never becomes a pair: a rerun asks again (the stage cache keeps only successful calls).
 
@@ -19,7 +20,7 @@ import re
 
 from ego_adr.data.build_input import Row
 from ego_adr.models.base import Message, Request
-from ego_adr.reasoning.prompts import BUILD_QA_CORRECT, BUILD_QA_ERROR
+from ego_adr.reasoning.prompts import BUILD_QA_CORRECT, BUILD_QA_CORRECT_MISLEADING, BUILD_QA_ERROR
 
 MIN_PAIRS, MAX_PAIRS = 2, 3  # Appendix A: "two or three QA-pairs for the same step segment"
 _QA_LINES = re.compile(
@@ -33,12 +34,14 @@ def pair_id(sample_id: str, question: str, answer: str, prefix: str = "g") -> st
     return f"{prefix}-{h}"
 
 
-def prompt_for(row: Row):
-    return BUILD_QA_CORRECT if row.correct else BUILD_QA_ERROR
+def prompt_for(row: Row, misleading: bool = False):
+    if not row.correct:
+        return BUILD_QA_ERROR
+    return BUILD_QA_CORRECT_MISLEADING if misleading else BUILD_QA_CORRECT
 
 
-def request(row: Row, procedure: str, config) -> Request:
-    prompt = prompt_for(row)
+def request(row: Row, procedure: str, config, misleading: bool = False) -> Request:
+    prompt = prompt_for(row, misleading)
     text = prompt.render(
         task=row.task,
         procedure=procedure or "(none)",
@@ -84,9 +87,9 @@ def parse_pairs(text: str | None) -> list[tuple[str, str]]:
     return out[:MAX_PAIRS]
 
 
-def outcome(sample_id: str, row: Row, gen, model_fingerprint: str) -> dict:
+def outcome(sample_id: str, row: Row, gen, model_fingerprint: str, misleading: bool = False) -> dict:
     """One segment's generation record: its pairs, or why it has none (``failure`` + ``failure_kind``)."""
-    prompt = prompt_for(row)
+    prompt = prompt_for(row, misleading)
     rec = {
         "sample_id": sample_id,
         "source": row.source,

@@ -1,10 +1,12 @@
 """People in the loop, first half: ``build review DIR`` writes the review sheet and a static page for reviewers.
 
 ``review/sheet.csv``: one line per pair (generated, and added ones after a merge), beside its segment (source,
-task, step, window, labels, error description) and, for each reviewer ``R`` (three by default, as the paper's
-annotators A, B, C), the columns ``R:decision`` (keep / revise / remove; ``add`` on a new line), ``R:question``,
-``R:answer`` (the revision, or the added pair) and ``R:note``, filled with what was imported before so that a sheet
-exported again carries every earlier decision. ``review/index.html``: each segment with its step, error
+task, step, window, labels with their provenance and the annotation's own labels, error description) and, for
+each reviewer ``R`` (three by default, as the paper's annotators A, B, C), the columns ``R:decision`` (keep /
+revise / remove), ``R:question``, ``R:answer`` (the revision), ``R:note`` and ``R:labels`` (a verdict on the LLM's
+labels, first line of a segment: :mod:`.label_review`); for the one adder (``D`` by default, Appendix A) the
+columns ``D:decision`` (``add``, on a new line), ``D:question``, ``D:answer``, ``D:note``. Every cell is filled
+with what was imported before, so that a sheet exported again carries every earlier decision. ``review/index.html``: each segment with its step, error
 description, a few frames of the segment (JPEGs under ``review/frames/``, when the video is found) and its pairs.
 """
 
@@ -15,6 +17,7 @@ import hashlib
 import html
 from pathlib import Path
 
+from ego_adr.build import label_review
 from ego_adr.build.merge import load_store
 
 BASE = [
@@ -26,12 +29,19 @@ BASE = [
     "start",
     "end",
     "labels",
+    "label_provenance",
+    "own_labels",
     "error_description",
     "provenance",
     "question",
     "answer",
 ]
 FIELDS = ("decision", "question", "answer", "note")
+REVIEWER_FIELDS = FIELDS + ("labels",)
+
+
+def columns(reviewers: list[str], adder: str) -> list[str]:
+    return BASE + [f"{r}:{x}" for r in reviewers for x in REVIEWER_FIELDS] + [f"{adder}:{x}" for x in FIELDS]
 
 
 def _segment_cells(seg: dict) -> dict:
@@ -44,14 +54,16 @@ def _segment_cells(seg: dict) -> dict:
         "start": "" if r["start"] is None else r["start"],
         "end": "" if r["end"] is None else r["end"],
         "labels": "|".join(r["labels"]),
+        **label_review.cells(r),
         "error_description": r.get("description") or "",
     }
 
 
 def sheet_rows(
-    segments: list[dict], generated: dict[str, dict], store: dict, reviewers: list[str]
+    segments: list[dict], generated: dict[str, dict], store: dict, reviewers: list[str], adder: str = "D"
 ) -> list[dict]:
-    """The sheet's lines: every generated and every added pair with the reviewers' stored decisions."""
+    """The sheet's lines: every generated and every added pair with the stored decisions and label verdicts."""
+    verdicts = store.get("labels") or {}
     mine: dict[tuple[str, str], dict] = {
         (d["reviewer"], d["pair_id"]): d for d in store["decisions"].values()
     }
@@ -68,12 +80,15 @@ def sheet_rows(
         pairs += [
             (d["pair_id"], d["question"], d["answer"], "human-added") for d in added.get(seg["sample_id"], [])
         ]
-        for pid, q, a, prov in pairs or [("", "", "", "")]:
+        for i, (pid, q, a, prov) in enumerate(pairs or [("", "", "", "")]):
             line = {**_segment_cells(seg), "pair_id": pid, "provenance": prov, "question": q, "answer": a}
-            for r in reviewers:
+            for r in [*reviewers, adder]:
                 d = mine.get((r, pid), {})
                 for f in FIELDS:
                     line[f"{r}:{f}"] = d.get(f, "")
+            for r in reviewers:
+                v = verdicts.get(f"{r}\x1f{seg['sample_id']}") if i == 0 else None
+                line[f"{r}:labels"] = "|".join(v["labels"]) if v else ""
             lines.append(line)
     return lines
 
@@ -97,6 +112,12 @@ def _frames(sample, out: Path, n: int, sampler) -> list[str]:
     return names
 
 
+def _labels_html(r: dict) -> str:
+    prov, own = r.get("label_provenance") or {}, r.get("own_labels") or []
+    text = ", ".join(f"{x} ({prov[x]})" if prov.get(x) not in (None, "given") else x for x in r["labels"])
+    return text + (f"; the annotation's own label(s): {', '.join(own)}" if own else "")
+
+
 def _section(seg: dict, lines: list[dict], frames: list[str]) -> str:
     r, e = seg["row"], html.escape
     window = "whole recording" if r["start"] is None else f"{r['start']:.2f}-{r['end']:.2f} s"
@@ -112,7 +133,7 @@ def _section(seg: dict, lines: list[dict], frames: list[str]) -> str:
     )
     return (
         f"<section><h2>{e(r['task'])} &middot; {e(r['recording'])} &middot; {window}</h2>"
-        f"<p><b>Step:</b> {e(r['step'])}<br><b>Labels:</b> {e(', '.join(r['labels']))}<br>"
+        f"<p><b>Step:</b> {e(r['step'])}<br><b>Labels:</b> {e(_labels_html(r))}<br>"
         f"<b>Error description:</b> {e(r.get('description') or '-')}<br><code>{e(seg['sample_id'])}</code></p>"
         f"<div>{imgs}</div><table><tr><th>pair_id</th><th>provenance</th><th>question</th><th>answer</th></tr>"
         f"{rows or '<tr><td colspan=4><i>no generated pair: add some</i></td></tr>'}</table></section>"
@@ -126,6 +147,7 @@ def write_review(
     reviewers: list[str],
     video_root: str | Path | None = None,
     n_frames: int = 4,
+    adder: str = "D",
 ) -> dict:
     """Write ``review/sheet.csv`` and ``review/index.html`` (+ frames); returns their paths and counts."""
     from ego_adr.data.egoerrorvqa import load_samples
@@ -134,10 +156,10 @@ def write_review(
     rdir = out / "review"
     (rdir / "frames").mkdir(parents=True, exist_ok=True)
     store = load_store(out)
-    lines = sheet_rows(segments, generated, store, reviewers)
+    lines = sheet_rows(segments, generated, store, reviewers, adder)
     sheet = rdir / "sheet.csv"
     with sheet.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=BASE + [f"{r}:{x}" for r in reviewers for x in FIELDS])
+        w = csv.DictWriter(f, fieldnames=columns(reviewers, adder))
         w.writeheader()
         w.writerows(lines)
     samples = (
@@ -156,10 +178,13 @@ def write_review(
         "<!doctype html><meta charset=utf-8><title>Review of the generated QA pairs</title>"
         "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}section{border-top:1px solid "
         "#999;padding:8px}td,th{border:1px solid #ccc;padding:4px;vertical-align:top}</style>"
-        f"<h1>Review: {html.escape(out.name)}</h1><p>Decide in <code>sheet.csv</code>, columns "
-        f"{html.escape(', '.join(f'{r}:decision' for r in reviewers))} (keep / revise / remove; a new "
-        "line with <code>add</code> adds a pair). Then <code>python -m ego_adr.data build merge DIR "
-        "SHEET.csv</code>.</p>" + "".join(sections),
+        f"<h1>Review: {html.escape(out.name)}</h1><p>Reviewers decide in <code>sheet.csv</code>, columns "
+        f"{html.escape(', '.join(f'{r}:decision' for r in reviewers))} (keep / revise / remove), and may "
+        "correct a label the LLM gave in their <code>:labels</code> column (first line of the segment). The "
+        f"adder, {html.escape(adder)}, adds the pairs the model did not cover, on new lines with "
+        f"<code>{html.escape(adder)}:decision</code> = <code>add</code>, among them the deliberately misleading "
+        "questions about correct steps (paper Section 3.3, Appendix A). Then <code>python -m ego_adr.data build "
+        "merge DIR SHEET.csv</code>.</p>" + "".join(sections),
         encoding="utf-8",
     )
     return {

@@ -24,7 +24,7 @@ from ego_adr.errors import OneLineParser, UserError, run_cli
 
 def _stats(argv: list[str]) -> int:
     from ego_adr.data.egoerrorvqa import DataError
-    from ego_adr.data.stats import compare_with_paper, format_table2, table2
+    from ego_adr.data.stats import compare_shares, compare_with_paper, format_table2, table2
 
     p = OneLineParser(
         prog="python -m ego_adr.data stats",
@@ -37,7 +37,9 @@ def _stats(argv: list[str]) -> int:
     )
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.add_argument(
-        "--paper", action="store_true", help="also list every cell that differs from the paper's Table 2"
+        "--paper",
+        action="store_true",
+        help="also list every cell that differs from the paper's Table 2, and each source's shares beside it",
     )
     a = p.parse_args(argv)
     sources = [s for s in (a.sources or "").split(",") if s.strip()] or None
@@ -47,6 +49,7 @@ def _stats(argv: list[str]) -> int:
         raise UserError(str(e.args[0]) if isinstance(e, KeyError) else str(e)) from None
     if a.paper:
         res["differs_from_paper"] = compare_with_paper(res)
+        res["shares_beside_paper"] = compare_shares(res)
     if a.json:
         print(json.dumps(res, indent=1))
         return 0
@@ -54,6 +57,8 @@ def _stats(argv: list[str]) -> int:
     if a.paper:
         diffs = res["differs_from_paper"]
         print("\nagainst the paper's Table 2: " + ("every number equal" if not diffs else "; ".join(diffs)))
+        print("\nshares (Section 3.1 keeps them when it subsamples):")
+        print("".join(f"  {line}\n" for line in res["shares_beside_paper"]), end="")
     return 0
 
 

@@ -5,11 +5,12 @@ schema and building again must give back its multiple-choice samples exactly (sa
 ids), which shows that the build writes what the loaders read. One row per multiple-choice record:
 
 * ``source`` = the registered source; ``recording`` = ``video_id``; ``task`` = ``task_id``; ``start``/``end`` =
-  the record's own ``start_time``/``end_time`` (unchanged, so the windows are the same floats);
-* ``labels`` = the record's ``close_end_answer`` as stored; ``step`` = the step text the loader reads for it
-  (its ``action``; Epic-Tent's uninformative classes keep their raw text, ``instruction``); ``description`` =
-  the loader's reference text, else the dataset's own error remark (Assembly101 ``error_annotation``, Epic-Tent
-  ``error_annotation_main``);
+  the record's own ``start_time``/``end_time``, the JSON numbers unchanged (``-1.0``, ``777``, ``-3661.033``): the
+  build writes them back verbatim, so the windows and what the public protocol sends (``Sample.wire``) are the same;
+* ``labels`` = the record's ``close_end_answer`` as stored (a list stays a list, a text a text); ``step`` = the
+  step text the loader reads for it (its ``action``; Epic-Tent's uninformative classes keep their raw text,
+  ``instruction``); ``description`` = the loader's reference text, else the dataset's own error remark
+  (Assembly101 ``error_annotation``, Epic-Tent ``error_annotation_main``);
 * ``native`` = every other field of the record, kept verbatim, so that the source's own loader reads the rebuilt
   record as it read the original (EgoOops step indices, CaptainCook4D ``step_id``, Epic-Tent ``action_label``).
 
@@ -35,8 +36,9 @@ def _raw_records(root: Path, fname: str) -> list[dict]:
 
 
 def _row(source: str, record: dict, sample) -> dict:
-    raw_labels = record.get("close_end_answer")
-    labels = raw_labels if isinstance(raw_labels, list) else [] if raw_labels is None else [raw_labels]
+    raw = record.get("close_end_answer")
+    # a text stays a text, so that the rebuilt record stores it as the release does
+    labels = raw if isinstance(raw, str) else [str(x) for x in raw] if isinstance(raw, list) else []
     description = sample.reference if not sample.correct else None
     if description is None and not sample.correct:
         description = next((str(record[k]) for k in _REMARKS if record.get(k)), None)
@@ -52,7 +54,7 @@ def _row(source: str, record: dict, sample) -> dict:
         "step_id": None if step_id is None else str(step_id),
         "start": record.get("start_time"),
         "end": record.get("end_time"),
-        "labels": [str(x) for x in labels],
+        "labels": labels,
         "description": description,
         "native": {k: v for k, v in record.items() if k not in UNIFIED},
     }

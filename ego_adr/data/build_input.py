@@ -13,16 +13,19 @@ task            yes       the task (recipe, assembly, ...): one ``task_id``, one
 step            yes       the step the person was supposed to do, as text
 step_id         no        the step's number within the task (orders the procedure; part of the sample id)
 start, end      no        the segment in seconds; both empty or both ``-1``: the whole recording (an omission)
-labels          no        error type(s): our option strings, or the dataset's own labels with ``--labels``;
-                          ``|``-separated in CSV, a list in JSONL; empty or ``correct``: the step was correct
+labels          no        error type(s): our option strings, or the dataset's own labels with ``--labels``
+                          (else the LLM types them); ``|``-separated in CSV, a list in JSONL; empty or
+                          ``correct``: the step was correct
 description     no        what went wrong and why, in words (the LLM writes its QA pairs from it)
 video           no        the video's path under the video root (default ``{source}/{recording}.mp4``)
 native          no        JSONL only: the source dataset's own fields, kept verbatim in the output record
 ==============  ========  ====================================================================================
 
-A bad row (a missing column, a time that is not a number, an unknown label, one end of a window only) is reported
-with its line number and left out; it never stops the build (:func:`read_rows`). An inverted window is reported
-too but kept, as the loader keeps one: the window rule fails that sample with its reason when it is run.
+A bad row (a missing column, a time that is not a number, one end of a window only; an unknown label when the
+LLM does not label) is reported with its line number and left out; it never stops the build (:func:`read_rows`).
+A label that is neither an option nor in the mapping (``error``, a dataset's own ``spilled``) makes the row an
+error whose type the build's LLM names (paper Section 3.3, :mod:`ego_adr.build.labelling`). An inverted window is
+reported too but kept, as the loader keeps one: the window rule fails that sample with its reason when it is run.
 """
 
 from __future__ import annotations
@@ -63,6 +66,17 @@ class Row:
     video: str | None = None
     native: dict = field(default_factory=dict)
     warning: str | None = None  # kept but worth a look (an inverted window)
+    # the times as the file gave them (int or float, -3661.033 included): written back verbatim, so a converted
+    # release rebuilt stores the very values the public protocol puts on the wire (``Sample.wire``)
+    start_given: float | int | None = None
+    end_given: float | int | None = None
+    labels_text: bool = False  # the labels cell was one text, not a list (Epic-Tent stores "correct" so)
+    # the row's labels that are neither an option nor mapped (e.g. ``error``, or the dataset's own ``spilled``):
+    # the build's LLM names their error type (paper Section 3.3; ego_adr.build.labelling)
+    own_labels: list[str] = field(default_factory=list)
+    #: label -> where it came from: ``given`` (an option string), ``mapped`` (``--labels``), ``llm-labelled``,
+    #: ``human-revised`` (a reviewer's correction of an LLM label)
+    label_provenance: dict[str, str] = field(default_factory=dict)
 
     @property
     def correct(self) -> bool:
@@ -141,19 +155,31 @@ def _records(path: Path) -> list[tuple[int, dict | str]]:
     return [(reader.line_num, {k.strip(): v for k, v in rec.items() if k}) for rec in reader]
 
 
-def _seconds(value, name: str) -> tuple[float | None, str | None]:
+def _number(value) -> float | int:
+    """The number a cell holds, as the file wrote it: JSON numbers stay ``int`` or ``float``; a CSV text that is
+    an integer literal is an ``int`` (``-1``), any other a ``float`` (``-1.0``, ``757.8``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+
+
+def _seconds(value, name: str) -> tuple[float | None, float | int | None, str | None]:
+    """(the time in seconds or None for "no time", the number as given, the problem)."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        return None, None
+        return None, None, None
     try:
-        v = float(value)
+        given = _number(value)
     except (TypeError, ValueError):
-        return None, f"{name} {value!r} is not a number of seconds"
-    if not math.isfinite(v):
-        return None, f"{name} {value!r} is not a number of seconds"
-    return (None if v < 0 else v), None
+        return None, None, f"{name} {value!r} is not a number of seconds"
+    if not math.isfinite(given):
+        return None, None, f"{name} {value!r} is not a number of seconds"
+    return (None if given < 0 else float(given)), given, None
 
 
-def _labels(value, mapping: dict[str, list[str]]) -> tuple[list[str], str | None]:
+def _labels(value, mapping: dict[str, list[str]], pending: bool = False) -> tuple[list[str], dict, list, str | None]:
+    """(options, label -> provenance, the labels left for the LLM, the problem). ``pending``: an unknown label is
+    left for the LLM to type instead of making the row bad."""
     if value is None:
         items: list = []
     elif isinstance(value, list):
@@ -161,21 +187,29 @@ def _labels(value, mapping: dict[str, list[str]]) -> tuple[list[str], str | None
     else:
         items = str(value).split("|")
     out: list[str] = []
+    prov: dict[str, str] = {}
+    own: list[str] = []
     for item in (str(i).strip() for i in items):
         if not item:
             continue
-        mapped = mapping.get(item.lower())
+        mapped, how = mapping.get(item.lower()), "mapped"
         if mapped is None:
             try:
-                mapped = [canonical(item)]
+                mapped, how = [canonical(item)], "given"
             except ValueError:
-                return [], f"label {item!r} is neither one of our options nor in the label mapping"
-        out += [m for m in mapped if m not in out]
-    if not out:
-        out = [CORRECT]
-    if CORRECT in out and len(out) > 1:
-        return [], f"labels {out} mix 'correct' with error types"
-    return out, None
+                if not pending:
+                    return [], {}, [], f"label {item!r} is neither one of our options nor in the label mapping"
+                own += [item] if item not in own else []
+                continue
+        for m in mapped:
+            if m not in out:
+                out.append(m)
+                prov[m] = how
+    if not out and not own:
+        out, prov = [CORRECT], {CORRECT: "given"}
+    if CORRECT in out and (len(out) > 1 or own):
+        return [], {}, [], f"labels {out + own} mix 'correct' with error types"
+    return out, prov, own, None
 
 
 def _text(rec: dict, key: str) -> str | None:
@@ -186,16 +220,17 @@ def _text(rec: dict, key: str) -> str | None:
     return s or None
 
 
-def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
-    """One record as a :class:`Row`, or the :class:`BadRow` saying what is wrong with it."""
+def parse_row(n: int, rec: dict, mapping: dict[str, list[str]], pending: bool = False) -> Row | BadRow:
+    """One record as a :class:`Row`, or the :class:`BadRow` saying what is wrong with it. ``pending``: labels that
+    are neither options nor mapped are kept in ``own_labels`` for the LLM to type."""
     missing = [c for c in REQUIRED if not _text(rec, c)]
     if missing:
         return BadRow(n, f"missing {', '.join(missing)}")
     source = _text(rec, "source") or ""
     if not _NAME.match(source):
         return BadRow(n, f"source {source!r} must be lower-case letters, digits and _")
-    start, p1 = _seconds(rec.get("start"), "start")
-    end, p2 = _seconds(rec.get("end"), "end")
+    start, start_given, p1 = _seconds(rec.get("start"), "start")
+    end, end_given, p2 = _seconds(rec.get("end"), "end")
     if p1 or p2:
         return BadRow(n, p1 or p2 or "")
     if (start is None) != (end is None):
@@ -206,7 +241,7 @@ def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
         if start is not None and end is not None and end <= start
         else None
     )
-    labels, problem = _labels(rec.get("labels"), mapping)
+    labels, provenance, own, problem = _labels(rec.get("labels"), mapping, pending)
     if problem:
         return BadRow(n, problem)
     native = rec.get("native") or {}
@@ -226,17 +261,23 @@ def parse_row(n: int, rec: dict, mapping: dict[str, list[str]]) -> Row | BadRow:
         video=_text(rec, "video"),
         native=native,
         warning=warning,
+        start_given=start_given,
+        end_given=end_given,
+        labels_text=isinstance(rec.get("labels"), str),
+        own_labels=own,
+        label_provenance=provenance,
     )
 
 
 def read_rows(
-    path: str | Path, mapping: dict[str, list[str]] | None = None
+    path: str | Path, mapping: dict[str, list[str]] | None = None, pending: bool = False
 ) -> tuple[list[Row], list[BadRow]]:
-    """The good rows of an annotation file, in file order, and every bad one with its line number."""
+    """The good rows of an annotation file, in file order, and every bad one with its line number. ``pending``:
+    see :func:`parse_row` (``data build`` passes it unless ``--no-llm-labels``)."""
     good: list[Row] = []
     bad: list[BadRow] = []
     for n, rec in _records(Path(path)):
-        parsed = BadRow(n, rec) if isinstance(rec, str) else parse_row(n, rec, mapping or {})
+        parsed = BadRow(n, rec) if isinstance(rec, str) else parse_row(n, rec, mapping or {}, pending)
         (bad if isinstance(parsed, BadRow) else good).append(parsed)
     return good, bad
 

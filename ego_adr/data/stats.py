@@ -198,12 +198,45 @@ def compare_with_paper(res: dict) -> list[str]:
     return out
 
 
+def shares(res: dict, task: str = MULTIPLE_CHOICE) -> dict[str, dict[str, float]]:
+    """Per source of ``task``: its share of the task's clips and the share of error samples among its clips (the
+    proportions Section 3.1's subsampling keeps)."""
+    rows = [r for r in res["rows"] if r["task"] == task and r["clips"]]
+    total = sum(r["clips"] for r in rows)
+    return {r["source"]: {"clips": r["clips"] / total, "error": r["error"] / r["clips"]} for r in rows}
+
+
+def paper_shares(task: str = MULTIPLE_CHOICE) -> dict[str, dict[str, float]]:
+    """:func:`shares` of the paper's Table 2."""
+    rows = {s: v for (t, s), v in PAPER_TABLE2.items() if t == task}
+    total = sum(v[0] for v in rows.values())
+    return {s: {"clips": v[0] / total, "error": v[2] / v[0]} for s, v in rows.items()}
+
+
+def compare_shares(res: dict) -> list[str]:
+    """One line per task and source: its shares beside the paper's, in percent (``data stats --paper``)."""
+    out = []
+    for task in (OPEN_END, MULTIPLE_CHOICE):
+        ours, paper = shares(res, task), paper_shares(task)
+        for source, sh in ours.items():
+            if source in paper:
+                p = paper[source]
+                out.append(
+                    f"{task} {source}: {100 * sh['clips']:.1f}% of the clips (paper {100 * p['clips']:.1f}%), "
+                    f"{100 * sh['error']:.1f}% of them errors (paper {100 * p['error']:.1f}%)"
+                )
+    return out
+
+
 __all__ = [
     "PAPER_TABLE2",
     "PAPER_TASK_TOTALS",
     "TASKS",
+    "compare_shares",
     "compare_with_paper",
     "count",
     "format_table2",
+    "paper_shares",
+    "shares",
     "table2",
 ]

@@ -296,8 +296,38 @@ BUILD_QA_ERROR = Prompt(
         "why it is wrong, and what should have been done. " + _QA_TAIL
     ),
 )
+# v2: no misleading question asked for (Section 3.3: the final annotator writes those; the LLM's are
+# BUILD_QA_CORRECT_MISLEADING below, behind ``data build --llm-misleading``)
 BUILD_QA_CORRECT = Prompt(
     name="build_qa_correct",
+    version="2",
+    template=(
+        _QA_HEAD + "The step was carried out correctly.\n\n"
+        "Write two or three different question-answer pairs about this step: how it was done, with what, and in "
+        "which order. " + _QA_TAIL
+    ),
+)
+ALL = ALL + (BUILD_PROCEDURE, BUILD_QA_ERROR, BUILD_QA_CORRECT)
+VERSIONS = {p.name: p.version for p in ALL}
+
+# --- building a benchmark, second block: labelling and the LLM's misleading questions (data build) ----------------
+# Section 3.3: "Qwen2.5-7B-Instruct first labels each procedural step by task type and existing annotations":
+# a row whose label is neither one of our options nor mapped gets its error type(s) from the LLM (text only,
+# greedy; ego_adr.build.labelling). The misleading questions about correct steps are the final annotator's in the
+# paper; ``--llm-misleading`` asks the LLM for them instead (the build_qa_correct v1 text, renamed). Our wording.
+BUILD_LABEL = Prompt(
+    name="build_label",
+    version="1",
+    template=(
+        "You label procedural errors for a benchmark of egocentric videos. A person was carrying out the task "
+        "\"{task}\"; the step was: {step}\nThe annotation marks this step as an error. Its own label(s): "
+        "{own}\nWhat went wrong, as annotated: {description}\n\nError types:\n{definitions}\n\n"
+        "Which error type or types is this? Reply with the type names only, one per line, written exactly as "
+        "in the list."
+    ),
+)
+BUILD_QA_CORRECT_MISLEADING = Prompt(
+    name="build_qa_correct_misleading",
     version="1",
     template=(
         _QA_HEAD + "The step was carried out correctly.\n\n"
@@ -306,5 +336,5 @@ BUILD_QA_CORRECT = Prompt(
         "tool when I ...?\"), and its answer says that the step was done correctly. " + _QA_TAIL
     ),
 )
-ALL = ALL + (BUILD_PROCEDURE, BUILD_QA_ERROR, BUILD_QA_CORRECT)
+ALL = ALL + (BUILD_LABEL, BUILD_QA_CORRECT_MISLEADING)
 VERSIONS = {p.name: p.version for p in ALL}

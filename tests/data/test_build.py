@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.build.builder import build
+from ego_adr.build.builder import Options, build
 from ego_adr.build.final import finalise
 from ego_adr.data.build_input import read_rows
 from ego_adr.data.egoerrorvqa import load_samples
@@ -26,17 +26,26 @@ OWN_LABELS = {"used wrong item": "Wrong object", "skipped": "Omission"}
 
 
 class QAWriterDouble:
-    """Answers a QA request with two well-formed pairs naming the step, a procedure request with nothing usable;
-    steps in ``outage`` get a connection error (a retryable failure)."""
+    """Answers a QA request with two well-formed pairs naming the step, a procedure request with nothing usable,
+    a labelling request with ``types[own label]`` (else a reply naming no error type); steps in ``outage`` get a
+    connection error (a retryable failure)."""
 
     model_id = "qa-writer-double"
     fingerprint = "qa-writer-double-v1"
     capabilities = Capabilities(video=False, text_only=True, max_batch_size=8)
 
-    def __init__(self, outage=()):
+    def __init__(self, outage=(), types=None):
         self.outage = set(outage)
+        self.types = dict(types or {})
         self.asked = 0
         self.messages: list[tuple[str, str]] = []  # (prompt name, text) of every request
+
+    def _label(self, text: str) -> Generation:
+        step = text.split("the step was: ")[1].split("\n")[0]
+        if step in self.outage:
+            return Generation(None, error="connection refused", kind="infrastructure")
+        own = text.split("Its own label(s): ")[1].split("\n")[0]
+        return Generation(self.types.get(own, "It is hard to say from the annotation."))
 
     def generate(self, requests):
         out = []
@@ -46,6 +55,9 @@ class QAWriterDouble:
             self.messages.append((r.meta["prompt"], text))
             if r.meta["stage"] == "build_procedure":
                 out.append(Generation("ok"))
+                continue
+            if r.meta["stage"] == "build_label":
+                out.append(self._label(text))
                 continue
             step = text.split("Step of this video segment: ")[1].split("\n")[0]
             if step in self.outage:
@@ -94,7 +106,14 @@ def built(demo_root, tmp_path_factory):
     base = tmp_path_factory.mktemp("build")
     ann = write_annotations(demo_root, base / "ann.csv")
     out = base / "mykitchen"
-    summary = build(ann, out, labels=base / "labels.json", model=QAWriterDouble(), cache_dir=base / "cache")
+    summary = build(
+        ann,
+        out,
+        labels=base / "labels.json",
+        model=QAWriterDouble(),
+        cache_dir=base / "cache",
+        options=Options(llm_labels=False),  # 'spilled' is a bad row here; the labelling: test_build_labels.py
+    )
     return base, ann, out, summary
 
 
@@ -147,11 +166,13 @@ def test_the_green_agent_takes_the_built_root_without_naming_its_sources(built, 
 def test_what_the_llm_is_asked(demo_root, tmp_path):
     ann = write_annotations(demo_root, tmp_path / "ann.csv")
     writer = QAWriterDouble()
-    build(ann, tmp_path / "out", labels=tmp_path / "labels.json", model=writer, cache_dir=tmp_path / "c")
+    opts = Options(llm_labels=False)
+    build(ann, tmp_path / "out", labels=tmp_path / "labels.json", model=writer, cache_dir=tmp_path / "c", options=opts)
     assert sorted(n for n, _ in writer.messages).count("build_procedure") == 3
     qa = [(n, t) for n, t in writer.messages if n.startswith("build_qa")]
     assert [n for n, _ in qa].count("build_qa_correct") == 10 and len(qa) == 16  # every correct step
-    assert all("deliberately misleading" in t for n, t in qa if n == "build_qa_correct")
+    # Section 3.3: misleading questions about correct steps are the final annotator's, not the LLM's
+    assert not any("misleading" in t for _, t in qa)
     salt = next(t for n, t in qa if "Salt was spooned into the cup instead of sugar." in t)
     assert (
         "error type): Wrong object" in salt and "Procedure: First, " in salt
@@ -218,14 +239,18 @@ def test_review_merge_and_run(built, demo_root):
     }
     add = {
         "sample_id": first["sample_id"],
-        "C:decision": "add",
-        "C:question": "Did I skip a step before this?",
-        "C:answer": "No, nothing was skipped.",
+        "D:decision": "add",
+        "D:question": "Did I skip a step before this?",
+        "D:answer": "No, nothing was skipped.",
     }
+    edits[4] = {"C:decision": "add", "C:question": "Q?", "C:answer": "A."}  # a reviewer does not add (App. A)
+    edits[5] = {"D:decision": "remove"}  # and the adder does not decide generated pairs
     edited = _edit(sheet, base / "edited.csv", edits, add)
     res = subprocess.run(cmd + ["merge", str(out), str(edited)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "line 5: A:decision 'maybe' is not one of keep, revise, remove, add" in res.stdout
+    assert "line 6: C:decision add: only the adder (D) adds pairs (Appendix A); skipped" in res.stdout
+    assert "line 7: D:decision remove: D is the adder, who only adds pairs (Appendix A); skipped" in res.stdout
     info = json.loads((out / "build" / "build.json").read_text())
     assert info["model_fingerprint"] == "qa-writer-double-v1"
     oe_file = out / "mykitchen_qa_pairs.json"
@@ -242,6 +267,7 @@ def test_review_merge_and_run(built, demo_root):
         "| 32 | 1 | 1 | 1 | 29 | 1 | 32 |" in card
     )  # LLM-made, kept, revised, removed, unreviewed, added, final
     assert "31 LLM-generated (96.9 %) and 1 human-added (3.1 %)" in card
+    assert "Reviewers: A, B, C; adder: D" in card and "the adder's (Section 3.3); 1 pairs added on correct" in card
     # re-importing the same sheet (twice) and re-exporting it lose nothing and change nothing
     before = oe_file.read_bytes()
     for _ in range(2):
@@ -251,7 +277,7 @@ def test_review_merge_and_run(built, demo_root):
     with sheet.open() as f:
         again = list(csv.DictReader(f))
     assert again[1]["A:decision"] == "revise" and again[1]["A:answer"] == "The kettle."
-    assert any(x["provenance"] == "human-added" and x["C:decision"] == "add" for x in again)
+    assert any(x["provenance"] == "human-added" and x["D:decision"] == "add" for x in again)
     # a second edit of the re-exported sheet: B changes one decision, nothing else moves
     _edit(sheet, base / "edited2.csv", {2: {"B:decision": "remove"}})
     s = finalise(out, [base / "edited2.csv"])

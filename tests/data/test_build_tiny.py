@@ -1,6 +1,8 @@
 """The whole loop offline with ``--model tiny`` (a tiny random text model through the real HF backend) on the demo
-recordings: build -> review -> merge from the command line. Its text is random: the procedures fall back to the
-rule and unparseable replies are recorded as such, never turned into pairs."""
+recordings: build (with the subsample and the LLM labelling pass) -> the same build again -> review -> merge, from
+the command line. Its text is random: the procedures fall back to the rule, its labels are noise, and unparseable
+replies are recorded as such, never turned into pairs or labels; what is tested is the machinery (the stage cache,
+the records and provenance, the sheet)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,10 @@ from .test_build import write_annotations
 
 @pytest.mark.slow
 def test_tiny_build_review_merge_offline(demo_root, tmp_path):
-    ann = write_annotations(demo_root, tmp_path / "ann.csv", limit=3)
+    ann = write_annotations(demo_root, tmp_path / "ann.csv", limit=4)  # + 'spilled', mapped nowhere: the LLM types it
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ego_adr.data", "build"]
-    res = subprocess.run(
+    build_cmd = (
         cmd
         + [
             "--annotations",
@@ -32,20 +34,36 @@ def test_tiny_build_review_merge_offline(demo_root, tmp_path):
             str(tmp_path / "labels.json"),
             "--cache-dir",
             str(tmp_path / "cache"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
+            "--subsample",
+            "4",  # of 3 correct + 2 error rows: quotas 2.4 / 1.6 -> 2 correct, both errors
+        ]
     )
+    res = subprocess.run(build_cmd, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert "line 5: missing step" in res.stdout
+    assert "line 6: missing step" in res.stdout and "subsample: 4 of 5 rows, seed 0" in res.stdout
     info = json.loads((out / "build" / "build.json").read_text())
     assert info["identity"]["generation"] == {"max_new_tokens": 300, "do_sample": False}
+    assert info["identity"]["options"] == {
+        "llm_labels": True, "llm_misleading": False, "subsample": 4, "subsample_seed": 0
+    }
     assert "tiny-qwen2" in info["model_fingerprint"]
     procs = json.loads((out / "build" / "procedures.json").read_text())
     assert {p["method"] for p in procs.values()} <= {"llm", "rule"}
+    (lab,) = [json.loads(x) for x in (out / "build" / "labels.jsonl").read_text().splitlines()]
+    assert (lab["line"], lab["own_labels"], lab["prompt"]) == (8, ["spilled"], "build_label")
+    assert "tiny-qwen2" in lab["model"] and lab["raw"] is not None and lab["failure_kind"] in (None, "sample")
+    mc = json.loads((out / "mykitchen_answer.json").read_text())
+    if lab["labels"]:  # noise, but named types: the record says whose they are
+        assert mc[-1]["close_end_answer"] == lab["labels"]
+        assert set(mc[-1]["label_provenance"].values()) == {"llm-labelled"}
+    else:  # the usual case: no type named, the row is left out and said so
+        assert len(mc) == 3 and "line 8: left out: the LLM named no error type for label 'spilled'" in res.stdout
     gen = [json.loads(x) for x in (out / "build" / "generated.jsonl").read_text().splitlines()]
-    assert len(gen) == 3 and all(g["pairs"] or g["failure_kind"] == "sample" for g in gen)
+    assert len(gen) == len(mc) and all(g["pairs"] or g["failure_kind"] == "sample" for g in gen)
+    again = subprocess.run(build_cmd, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "model calls 0, stage-cache hits" in again.stdout  # the stage cache answers every call, labels too
+    assert (out / "build" / "labels.jsonl").read_text().splitlines() == [json.dumps(lab, ensure_ascii=False)]
     res = subprocess.run(
         cmd + ["review", str(out), "--video-root", str(demo_root / "videos")],
         capture_output=True,
@@ -57,13 +75,14 @@ def test_tiny_build_review_merge_offline(demo_root, tmp_path):
     with sheet.open(newline="") as f:
         reader = csv.DictReader(f)
         fields, rows = reader.fieldnames, list(reader)
+    assert {"label_provenance", "own_labels", "A:labels", "D:decision"} <= set(fields)
     rows.append(
         {
             **{k: "" for k in fields},
             "sample_id": rows[0]["sample_id"],
-            "A:decision": "add",
-            "A:question": "Did I fill the kettle?",
-            "A:answer": "Yes, at the tap.",
+            "D:decision": "add",
+            "D:question": "Did I fill the kettle?",
+            "D:answer": "Yes, at the tap.",
         }
     )
     with sheet.open("w", newline="") as f:

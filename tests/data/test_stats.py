@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.data.stats import PAPER_TABLE2, compare_with_paper, table2
+from ego_adr.data.stats import PAPER_TABLE2, compare_with_paper, shares, table2
 
 FILES = {
     "captaincook4d": ("captaincook4d_answer.json", "captaincook4d_qa_pairs_updated.json"),
@@ -30,9 +30,12 @@ def test_stats_match_the_raw_files_of_the_developer_split(shared_data):
     res = table2(shared_data)
     rows = {(r["task"], r["source"]): r for r in res["rows"]}
     n_pairs = q_words = 0
+    n_mc = sum(len(json.loads((shared_data / f).read_text())) for f, _ in FILES.values())
     for source, (mc_file, oe_file) in FILES.items():
         mc = json.loads((shared_data / mc_file).read_text())
         oe = json.loads((shared_data / oe_file).read_text())
+        errors = len(mc) - sum(_raw_correct(r) for r in mc)
+        assert shares(res)[source] == pytest.approx({"clips": len(mc) / n_mc, "error": errors / len(mc)})
         got = rows[("multiple-choice", source)]
         assert got["clips"] == len(mc) == got["qa_pairs"]
         assert got["correct"] == sum(_raw_correct(r) for r in mc) and got["error"] == len(mc) - got["correct"]
@@ -62,6 +65,10 @@ def test_cli_prints_the_table_and_json(shared_data):
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "| Multiple-choice | **total** |" in res.stdout and "Q-Len / A-Len" in res.stdout
+    paper = subprocess.run(cmd + ["--paper"], capture_output=True, text=True, timeout=120)
+    # by hand: 124 of the split's 1298 multiple-choice clips, 43 of them errors; the paper's 182 of 1857, 59 errors
+    line = "multiple-choice epic_tent: 9.6% of the clips (paper 9.8%), 34.7% of them errors (paper 32.4%)"
+    assert paper.returncode == 0 and line in paper.stdout
     res = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=120)
     assert json.loads(res.stdout)["totals"]["multiple-choice"]["clips"] == 1298
     bad = subprocess.run(
