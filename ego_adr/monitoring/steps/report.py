@@ -82,9 +82,14 @@ def monitor_report(m: dict) -> str:
     return "\n".join(lines)
 
 
+#: Rows that show what a metric gives away rather than detect anything: never "our best monitor" in the goal.
+REFERENCE_ROWS = ("flag-all",)
+
+
 def goal(results: list[dict], benchmark: str, stream: str) -> list[dict]:
-    """Our best non-privileged monitor against the best published row, in macro F1 and in F1b (issue 27's goal)."""
-    open_ = [m for m in results if not m["privileged"]]
+    """Our best non-privileged monitor against the best published row, in macro F1 and in F1b (issue 27's goal);
+    ``flag-all`` is left out (its F1b of 0.667 beats published rows without detecting anything)."""
+    open_ = [m for m in results if not m["privileged"] and m["monitor"] not in REFERENCE_ROWS]
     out = []
     for metric in ("macro_f1", "balanced_f1"):
         top = pub.best(benchmark, stream, metric)
