@@ -79,10 +79,6 @@ class Stream:
     extra_videos: tuple[str, ...] = ()  # in the file, not in the test set: not scored
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def steps(self) -> int:
-        return sum(len(r.steps) for r in self.recordings)
-
 
 def spec(benchmark: str) -> BenchmarkSpec:
     if benchmark not in BENCHMARKS:

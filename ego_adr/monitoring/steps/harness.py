@@ -37,10 +37,8 @@ def _observations(steps):
 
 def run_monitor(name: str, train: TrainingSet, stream: Stream, **build_kw) -> tuple[list[dict], object]:
     """The per-step rows of monitor ``name`` on ``stream``, and the fitted monitor (for its selection, stats)."""
-    spec = REGISTRY.get(name)
     monitor = REGISTRY.build(name, **build_kw)
-    if spec.trains:
-        monitor.fit(train)
+    monitor.fit(train)  # a monitor without training keeps the protocol's no-op fit
     return feed(monitor, train, stream), monitor
 
 
@@ -94,12 +92,3 @@ def write_folder(out: Path, rows: list[dict], result_: dict, report: str, files:
         write_json(out / fname, data)
     write_text(out / "report.md", report)
     write_json(out / "metrics.json", result_)
-
-
-def complete(out: Path) -> dict | None:
-    """The ``metrics.json`` of a complete monitor folder, else None."""
-    p = Path(out) / "metrics.json"
-    try:
-        return json.loads(p.read_text()) if p.is_file() and (Path(out) / "steps.jsonl").is_file() else None
-    except (OSError, json.JSONDecodeError):
-        return None

@@ -29,7 +29,7 @@ exact tie is broken towards the edge whose endpoints come first in the order ste
 An edge is removed exactly when it is the weakest edge of some simple cycle, i.e. when its source is reachable
 from its target through strictly stronger edges, which is computed without enumerating cycles.
 
-This lands on DTGL's result under the seeds that removed the weaker edge in every cycle: 26.0 / 23.5 macro F1 on
+This lands on DTGL's result under the seeds that removed the weaker edge in every cycle: 26.0 / 23.4 macro F1 on
 Assembly101-O (oracle / MiniRoad; published 26.0 / 23.2) and 56.6 / 40.4 on EPIC-Tent-O (published 56.6 / 40.4).
 ``docs/online_mistakes.md`` gives the spread of DTGL's own code over 50 seeds (``scripts/bench_monitoring.py
 --dtgl-hashseed``).
