@@ -113,6 +113,7 @@ def test_a_test_file_whose_sequence_has_no_mistake_is_refused(online_root, cli, 
     (("--benchmark", "epic-tent", "--monitor", "flag-all"), "--benchmark 'epic-tent'"),
     (("--benchmark", "epic-tent-o", "--monitor", "nope"), "--monitor 'nope'"),
     (("--benchmark", "epic-tent-o", "--monitor", "prego"), "needs --model"),
+    (("--benchmark", "epic-tent-o", "--monitor", "flag-all", "--stream", "orcale"), "--stream 'orcale' is neither"),
 ])
 def test_bad_flags_are_one_line(online_root, cli, tmp_path, argv, expect):
     assert expect in _refused(cli, tmp_path / "out", *argv, "--data-root", online_root)

@@ -92,6 +92,8 @@ def _one(a, name: str, train, stream, out: Path, ident: dict, model) -> dict:
 
 def evaluate(a) -> int:
     names = _check_flags(a)
+    if a.stream not in D.STREAMS and not Path(a.stream).is_file():
+        raise UserError(f"--stream {a.stream!r} is neither one of {', '.join(D.STREAMS)} nor a predictions file")
     parsed = None if a.stream in D.STREAMS else D.parse_predictions(a.stream)
     train = D.load_training(a.data_root, a.benchmark)
     stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed)
