@@ -53,3 +53,21 @@ def test_the_monitor_gets_one_step_at_a_time_and_never_a_later_one():
     assert isinstance(mon.ctx, StepContext) and mon.ctx.video == "v2"
     assert [(r["video"], r["index"], r["label"], r["flagged"]) for r in rows] == [
         ("v1", 0, 0, False), ("v1", 1, 0, False), ("v1", 2, 1, True), ("v2", 0, 1, True)]
+
+
+def test_every_registered_monitor_builds_and_answers_every_step():
+    """A typo in a spec (factory string, constructor argument) fails here, not for the first user who picks it."""
+    from ego_adr.models.doubles import ScriptedModelDouble
+    from ego_adr.monitoring.steps.registry import REGISTRY
+
+    seqs = ((1, 2, 3, 4), (1, 3, 2, 4), (1, 2, 3, 4), (2, 1, 3, 4), (1, 2, 4), (1, 2, 3, 4))
+    train = TrainingSet("toy", seqs, {i: f"step {i}" for i in range(1, 6)}, tuple(f"v{i}" for i in range(6)))
+    stream = Stream("toy", "s", "-", "-", (Recording("t1", (1, 2, 5)), Recording("t2", (2, 4))))
+    for spec in REGISTRY:
+        mon = REGISTRY.build(spec.name, model=ScriptedModelDouble(answer=" 2"))
+        assert mon.name == spec.name and mon.reads == spec.reads and spec.description
+        mon.fit(train)
+        rows = feed(mon, train, stream)
+        assert [r["video"] for r in rows] == ["t1"] * 3 + ["t2"] * 2
+        assert all(0.0 <= r["p_error"] <= 1.0 and isinstance(r["flagged"], bool) for r in rows)
+        assert isinstance(getattr(mon, "selection", None), dict), spec.name
