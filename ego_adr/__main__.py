@@ -69,6 +69,9 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
                ("build", "--annotations", "{text}", "--out", "{out}", "--model", "tiny"),
                {"out": "--out", "cache": "--cache-dir", "device": "--device", "model": "--model",
                 "text": "--annotations"}, {"text": "{annotations}"}),
+    EntryPoint("monitoring evaluate", "ego_adr.monitoring.__main__:main", ("evaluate", "--benchmark", "epic-tent-o",
+               "--monitor", "count-based", "--data-root", "{root}", "--out", "{out}"), {"out": "--out", "cache":
+               "--cache-dir", "device": "--device", "model": "--model", "text": "--stream"}),
     EntryPoint("build", "ego_adr.build.__main__:main",
                ("--annotations", "{text}", "--out", "{out}", "--model", "tiny"),
                {"out": "--out", "text": "--annotations"}, {"text": "{annotations}"}),

@@ -338,3 +338,18 @@ BUILD_QA_CORRECT_MISLEADING = Prompt(
 )
 ALL = ALL + (BUILD_LABEL, BUILD_QA_CORRECT_MISLEADING)
 VERSIONS = {p.name: p.version for p in ALL}
+
+# --- PREGO's next-step anticipation on the step streams (python -m ego_adr.monitoring evaluate --monitor prego) -----
+# PREGO (Flaborea et al., CVPR 2024, Sec. 3.2; aleflabo/PREGO step_anticipation/src/models/llama_meta.py) asks an
+# LLM, in context, for the next symbol of a numeric sequence: the training sequences as solved examples (each its
+# steps but the last as the input, the last as the next symbol), then the observed prefix. The field labels
+# ("Sequence type", "Input Sequence", "Next Symbol", "---" between examples, -1 as the start symbol) are the method's
+# format, kept so that a model sees what PREGO's saw; the examples and the prefix are filled in by
+# ego_adr.monitoring.steps.monitors.prego.
+PREGO_NEXT_STEP = Prompt(
+    name="prego_next_step",
+    version="1",
+    template="{examples}{header}Input Sequence:\n {prefix}\nNext Symbol:\n",
+)
+ALL = ALL + (PREGO_NEXT_STEP,)
+VERSIONS = {p.name: p.version for p in ALL}

@@ -3,7 +3,10 @@ then one step id at a time (:func:`ego_adr.monitoring.protocol.stream_episode`).
 
 Step ids are the dataset's own (those of DTGL's ``train.json``/``test.json`` taxonomy; PREGO's prediction files
 use the same ids). A monitor that reads only these is not privileged: the step taxonomy, the correct training
-sequences and the observed prefix are the task input of both benchmarks.
+sequences, the observed prefix and the task of the recording are the task input of both benchmarks. The task is
+what the person sets out to do, known before the first step: on Assembly101-O the toy being assembled (the toy id in
+the recording's name, e.g. ``a08`` in ``nusar-2021_action_both_9044-a08_...``; PREGO builds its in-context prompt
+per toy from it), on EPIC-Tent-O always the tent.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from dataclasses import dataclass, field
 
 #: What every step-stream monitor may read without being privileged.
 TAXONOMY, TRAINING, PREFIX = "step taxonomy", "correct training sequences", "observed step prefix"
-STEP_INPUT = (TAXONOMY, TRAINING, PREFIX)
+TASK = "task of the recording (Assembly101-O: the toy in its name)"
+STEP_INPUT = (TAXONOMY, TRAINING, PREFIX, TASK)
 
 
 @dataclass(frozen=True)

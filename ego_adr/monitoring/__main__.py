@@ -1,0 +1,81 @@
+"""``python -m ego_adr.monitoring``: the step-stream benchmarks Assembly101-O and EPIC-Tent-O.
+
+  evaluate --benchmark B --stream S --monitor M --data-root DIR --out OUT   score a monitor (or all) on a stream
+  download --out DIR                                                          fetch the benchmark files (pinned)
+
+See docs/online_mistakes.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ego_adr.errors import OneLineParser, run_cli
+
+
+def _evaluate(a) -> int:
+    from ego_adr.monitoring.steps.evaluate import evaluate
+
+    return evaluate(a)
+
+
+def _download(a) -> int:
+    from ego_adr.monitoring.steps.download import download_cli
+
+    return download_cli(a)
+
+
+def _evaluate_parser(sub) -> None:
+    from ego_adr.monitoring.steps.data import BENCHMARKS, STREAMS
+    from ego_adr.monitoring.steps.registry import REGISTRY
+
+    e = sub.add_parser("evaluate", help="stream a monitor over a step-stream benchmark and score it",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Stream one monitor (or all) over a step stream of Assembly101-O or EPIC-Tent-O "
+                       "and score it (PREGO's P/R/F1, TI-PREGO's Pb/F1b, DTGL's macro F1).\n\nmonitors:\n"
+                       + REGISTRY.help())
+    e.add_argument("--benchmark", required=True, metavar="B", help=f"one of {', '.join(BENCHMARKS)}")
+    e.add_argument("--stream", default="oracle", metavar="S",
+                   help=f"{', '.join(STREAMS)} (default oracle), or a file in PREGO's predictions format "
+                   '({"<video>": {"pred": [step ids]}}) holding a recogniser\'s output on the test videos')
+    e.add_argument("--monitor", required=True, metavar="M", help="a monitor listed above, or all")
+    e.add_argument("--data-root", required=True,
+                   help="folder laid out as ../shared/online-mistakes (dtgl/, prego/): what `download` writes")
+    e.add_argument("--out", required=True, help="output folder (metrics.json, steps.jsonl, report.md; with "
+                   "--monitor all one folder per monitor and summary.json)")
+    e.add_argument("--model", default=None, help="prego: model alias, hub id or folder (tiny runs offline)")
+    e.add_argument("--backend", default="hf", choices=("hf", "vllm", "openai"), help="prego: model backend")
+    e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1")
+    e.add_argument("--device", default=None, help="prego, hf backend: auto, cpu, cuda or cuda:N")
+    e.add_argument("--max-new-tokens", type=int, default=8, help="prego: tokens per reply (PREGO: 8)")
+    e.add_argument("--cache-dir", default=None, help="prego: folder of the stage cache (default: the ego_adr cache)")
+    e.add_argument("--quiet", action="store_true")
+    e.set_defaults(fn=_evaluate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="python -m ego_adr.monitoring", description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    _evaluate_parser(sub)
+    d = sub.add_parser("download", help="fetch the benchmark files from the public repositories at pinned commits")
+    d.add_argument("--out", required=True, help="folder to lay the files out in (as ../shared/online-mistakes)")
+    d.add_argument("--base-url", default=None, help="raw-file server (default https://raw.githubusercontent.com; "
+                   "files are fetched as BASE/<owner>/<repo>/<commit>/<path>)")
+    d.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(fn=_download)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    def go() -> int:
+        a = build_parser().parse_args(argv)
+        return int(a.fn(a))
+
+    return run_cli(go, interrupted="interrupted; nothing partial is kept as a result (rerun the command)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""``python -m ego_adr.monitoring download --out DIR``: the benchmark files, from the public repositories at pinned
+commits, checked and laid out as ``../shared/online-mistakes/`` (``dtgl/``, ``prego/``).
+
+What is fetched (``BASE/<owner>/<repo>/<commit>/<path>``, BASE ``https://raw.githubusercontent.com``):
+
+- DTGL (fpv-iplab/Differentiable-Task-Graph-Learning @ 536aaa7, CC BY-NC 4.0): its licenses, the action dicts,
+  the split files and the sha256 of its ``train.json`` / ``test.json`` (``train_hash``, ``test_hash``);
+- Assembly101's mistake annotations (assembly-101/assembly101-mistake-detection @ 6f3a953): the ``annots/*.csv``
+  of the recordings DTGL's splits name;
+- EPIC-Tent's action labels (youngkyoonjang/EPIC_Tent2019 @ 1e784a9): ``Synchronised_action_label.txt``;
+- PREGO (aleflabo/PREGO @ 3078571, MIT): its license, context prompts and MiniRoad predictions.
+
+Every file's sha256 is checked against the value pinned here (the CSVs as one manifest: the sha256 of their
+``<name>.csv <sha256>`` lines, sorted); DTGL's json files are then *built* by :mod:`.convert` and must reproduce
+DTGL's shipped hashes. Nothing is written to ``--out`` until every check has passed; then each file is moved into
+place. An unreachable server or a file that is not the pinned one is an infrastructure failure (exit 3, one line,
+nothing written); run again when the network is back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ego_adr.errors import InfrastructureError
+from ego_adr.monitoring.steps import convert
+from ego_adr.store import check_writable_dir
+
+RAW = "https://raw.githubusercontent.com"
+DTGL = ("fpv-iplab/Differentiable-Task-Graph-Learning", "536aaa72fca6b4a16de7ffde05e3864466986aa4")
+PREGO = ("aleflabo/PREGO", "3078571f6a827c763a4220e919c4d9b5b8adea07")
+A101 = ("assembly-101/assembly101-mistake-detection", "6f3a953267ffb86cdeabf6751af05a75a011a4f8")
+TENT = ("youngkyoonjang/EPIC_Tent2019", "1e784a97ca0a1669988a8ba05d0a73ad812a204a")
+_CTX, _PRED = "step_anticipation/data/context_prompt", "step_anticipation/data/predictions"
+
+#: (repository, path there, where it goes in the layout or None for a build input, sha256)
+FILES: tuple[tuple[tuple[str, str], str, str | None, str], ...] = (
+    (DTGL, "LICENSE", "dtgl/LICENSE", "415fd16df271b80ebaf040c37f0a3922cce08c23ac069b365a6ff2a26a6f8dfe"),
+    (DTGL, "data/LICENSE.txt", "dtgl/DATA-LICENSE.txt",
+     "0cf0cdd477d245de93184b3f6f5190d21e004a760a752ceb1e520ff2d8c338a4"),
+    (DTGL, "data/assembly101/Assembly101-O_action_dict.json", "dtgl/assembly101/Assembly101-O_action_dict.json",
+     "6da64292c86d1bf82af897e905737a765b9cb2fb330359a2f17362c186587894"),
+    (DTGL, "data/assembly101/train_hash", "dtgl/assembly101/train_hash",
+     "57d9f529e143d8ce2e4aac6b1b9ba5ef71e331769e6e8caf1f16ee5b095dbaa1"),
+    (DTGL, "data/assembly101/test_hash", "dtgl/assembly101/test_hash",
+     "720a08adb110ea7d369e0f851384650182687c3011dbb024169151fc60fd635e"),
+    (DTGL, "data/assembly101/train_split.txt", None, "eeb71b2937b4760bd6c19aa03f16b1e6e3d0f6b501f7913e42150ee41170f7b5"),
+    (DTGL, "data/assembly101/test_split.txt", None, "c3d58f138dce13d5c9cd5832048d97ce846daea41aab38fd080605b4ce4cc49b"),
+    (DTGL, "data/epic-tent/EPIC-Tent-O_action_dict.json", "dtgl/epic-tent/EPIC-Tent-O_action_dict.json",
+     "0a02f68bbd8c22b59e8c606f41c9400e5af4f33e3be4760721c0c55477c6bb78"),
+    (DTGL, "data/epic-tent/train_hash", "dtgl/epic-tent/train_hash",
+     "594212a9f75d5b5981f11a75b928384ae1d0b59a36b3bc7c4fc0d926bcf2226f"),
+    (DTGL, "data/epic-tent/test_hash", "dtgl/epic-tent/test_hash",
+     "b64513f746b51410b3e78a9e9eb04d3b3c83fce65523bd197f8b13926efbf680"),
+    (DTGL, "data/epic-tent/train_split.json", None, "cf612e8684f8ef9b1f967dce84660be2887a0a0d104c63c72fbadedf0e4354c3"),
+    (DTGL, "data/epic-tent/test_split.json", None, "6acaa959fc0b3877fad848d4913ea5cf122fb403047d61b638d6ec133981a3be"),
+    (TENT, "Synchronised_action_label.txt", None, "3ab54c51fd76a05162fb6b5d293fb45fdddf5ae2ff527fb94653558b2f29a1e3"),
+    (PREGO, "LICENSE", "prego/LICENSE", "85c428d8757f059b9c16f4a1a0170c6643d4d253ad60ec9363a5013abd80d776"),
+    (PREGO, f"{_CTX}/assembly_context_prompt_train.json", "prego/context_prompt/assembly_context_prompt_train.json",
+     "1dbd4db16d2839cf187568139d67868852ef70c7cce1b47bb2be2f4a4ec5d013"),
+    (PREGO, f"{_CTX}/context_prompt.json", "prego/context_prompt/context_prompt.json",
+     "478644be27b5cd3ef4dbedceb1e0dc82d04b3c93d216f501f98ae5cddf5866e7"),
+    (PREGO, f"{_CTX}/epictent_context_prompt_train.json", "prego/context_prompt/epictent_context_prompt_train.json",
+     "900adabc3730c25e6a9b5bedfa81b18e006d75b9aab29f7d932f57382ff604b3"),
+    (PREGO, f"{_PRED}/output_miniROAD_Assembly101-O.json", "prego/predictions/output_miniROAD_Assembly101-O.json",
+     "9a44526ac565dc8a47e9ca002cdfa3397cda1ba71191d365e1bb0ed5837715ce"),
+    (PREGO, f"{_PRED}/output_miniROAD_Epic-tent-O.json", "prego/predictions/output_miniROAD_Epic-tent-O.json",
+     "7bd862319f19ee11e9a1357b5c5c03e406bc141a1470083ae3202dd06067ab2b"),
+)
+#: sha256 of the sorted "<name>.csv <sha256>" lines of the 317 Assembly101 CSVs DTGL's splits name
+A101_MANIFEST = "5bb0ccaa26a17b7fb7baf227c2987aed9137879ad9e1e3066d18f201114f1a64"
+
+
+@dataclass(frozen=True)
+class Pins:
+    """What the downloaded files must be (a test serving generated sources passes its own)."""
+
+    files: dict = field(default_factory=lambda: {(r, p): h for r, p, _, h in FILES})
+    a101_manifest: str = A101_MANIFEST
+
+    def with_files(self, **changes) -> Pins:
+        return replace(self, **changes)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _fetch(base: str, repo: tuple[str, str], path: str, timeout: float) -> bytes:
+    url = f"{base.rstrip('/')}/{repo[0]}/{repo[1]}/{path}"
+    try:
+        req = urllib.request.Request(url, headers={"User-Agent": "ego-adr-monitoring-download"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.read()
+    except urllib.error.HTTPError as e:
+        raise InfrastructureError(f"{url}: HTTP {e.code} {e.reason}; nothing was written") from None
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise InfrastructureError(f"cannot reach {base} ({reason}); nothing was written: run again with network "
+                                  "access") from None
+
+
+def _checked(data: bytes, expected: str, what: str) -> bytes:
+    if sha256(data) != expected:
+        raise InfrastructureError(f"{what}: sha256 {sha256(data)[:12]}... is not the pinned {expected[:12]}... (not "
+                                  "the file of the pinned commit); nothing was written")
+    return data
+
+
+def fetch_all(base: str, pins: Pins, timeout: float = 60.0, workers: int = 8) -> dict:
+    """Every pinned file and the Assembly101 CSVs, checked: ``{(repo, path): bytes}``."""
+    keys = [(r, p) for r, p, _, _ in FILES]
+    with ThreadPoolExecutor(workers) as pool:
+        got = dict(zip(keys, pool.map(lambda k: _fetch(base, k[0], k[1], timeout), keys)))
+        for (r, p), data in got.items():
+            _checked(data, pins.files[(r, p)], f"{r[0]}/{p}")
+        names = sorted({line.strip() for s in ("train", "test")
+                        for line in got[(DTGL, f"data/assembly101/{s}_split.txt")].decode().splitlines()
+                        if line.strip()})
+        csvs = dict(zip(names, pool.map(lambda n: _fetch(base, A101, f"annots/{n}.csv", timeout), names)))
+    manifest = "".join(f"{n}.csv {sha256(csvs[n])}\n" for n in names).encode()
+    _checked(manifest, pins.a101_manifest, f"{A101[0]} annots/*.csv ({len(names)} files)")
+    got.update({(A101, f"annots/{n}.csv"): data for n, data in csvs.items()})
+    return got
+
+
+def build(got: dict) -> dict[str, bytes]:
+    """The layout: every pinned file with a place, and DTGL's json files built and checked against its hashes."""
+    layout = {dest: got[(r, p)] for r, p, dest, _ in FILES if dest}
+    csvs = {p[len("annots/"):-len(".csv")]: d.decode("utf-8") for (r, p), d in got.items() if r == A101}
+    a_dict = json.loads(got[(DTGL, "data/assembly101/Assembly101-O_action_dict.json")])
+    t_dict = json.loads(got[(DTGL, "data/epic-tent/EPIC-Tent-O_action_dict.json")])
+    labels = got[(TENT, "Synchronised_action_label.txt")].decode("utf-8")
+    for s in ("train", "test"):
+        split = [x.strip() for x in got[(DTGL, f"data/assembly101/{s}_split.txt")].decode().splitlines() if x.strip()]
+        layout[f"dtgl/assembly101/{s}.json"] = convert.dump(convert.assembly101(csvs, split, a_dict))
+        tent_split = json.loads(got[(DTGL, f"data/epic-tent/{s}_split.json")])
+        layout[f"dtgl/epic-tent/{s}.json"] = convert.dump(convert.epic_tent(labels, tent_split, t_dict))
+    for d in ("assembly101", "epic-tent"):
+        for s in ("train", "test"):
+            shipped = layout[f"dtgl/{d}/{s}_hash"].decode().strip()
+            _checked(layout[f"dtgl/{d}/{s}.json"], shipped, f"dtgl/{d}/{s}.json built from the sources (DTGL's "
+                     f"{s}_hash)")
+    return layout
+
+
+def write_layout(out: Path, layout: dict[str, bytes]) -> None:
+    """All files into a temporary folder inside ``out`` first, then each moved into place."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".download.", dir=out))
+    try:
+        for rel, data in layout.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
+        for rel in layout:
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp / rel, out / rel)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def download(out: str | os.PathLike, base: str = RAW, pins: Pins | None = None, timeout: float = 60.0) -> list[str]:
+    """Fetch, check, build and lay out the benchmark files in ``out``; the paths written (relative to ``out``)."""
+    check_writable_dir(out, "--out")
+    layout = build(fetch_all(base, pins or Pins(), timeout))
+    write_layout(Path(out), layout)
+    return sorted(layout)
+
+
+def download_cli(a) -> int:
+    files = download(a.out, a.base_url or RAW, timeout=a.timeout)
+    if not a.quiet:
+        print(f"{len(files)} files laid out in {a.out} (every fetched file's sha256 checked; "
+              "dtgl/{assembly101,epic-tent}/{train,test}.json built and equal to DTGL's hashes)")
+    return 0

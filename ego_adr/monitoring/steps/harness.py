@@ -1,0 +1,94 @@
+"""Running one monitor over one stream of a step-stream benchmark, and what its output folder holds.
+
+A monitor is built from the registry, fitted once on the benchmark's correct training sequences (never on a test
+file), then fed every test recording through :func:`ego_adr.monitoring.protocol.stream_episode`: reset with the
+recording's :class:`~ego_adr.monitoring.steps.types.StepContext`, then one step id at a time from a generator, so
+it never sees a later step. Where a monitor leaves ``flagged`` unset, it alarms when ``p_error >= 0.5``.
+
+A monitor folder holds ``steps.jsonl`` (one row per step: ``video``, ``index``, ``step_id``, ``label`` 1 for the
+mistake, ``p_error``, ``flagged``, ``category``, ``evidence``), ``metrics.json`` (every metric of
+:mod:`ego_adr.monitoring.step_metrics` computed from those rows, the counts, the monitor's ``selection``, the
+stream, its notes and deviations) and ``report.md`` (ours beside the published rows). Each file is written
+atomically, ``metrics.json`` last: a folder with a ``metrics.json`` is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ego_adr.monitoring.protocol import stream_episode
+from ego_adr.monitoring.step_metrics import metrics
+from ego_adr.monitoring.steps.data import Stream
+from ego_adr.monitoring.steps.registry import REGISTRY
+from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.store import write_json
+
+THRESHOLD = 0.5
+HARNESS_VERSION = "1"  # bump when what a folder holds changes: an old folder is then not resumed as current
+RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
+
+
+def _observations(steps):
+    """One step id at a time, produced only when the monitor asks for the next one."""
+    yield from steps
+
+
+def run_monitor(name: str, train: TrainingSet, stream: Stream, **build_kw) -> tuple[list[dict], object]:
+    """The per-step rows of monitor ``name`` on ``stream``, and the fitted monitor (for its selection, stats)."""
+    monitor = REGISTRY.build(name, **build_kw)
+    monitor.fit(train)  # a monitor without training keeps the protocol's no-op fit
+    return feed(monitor, train, stream), monitor
+
+
+def feed(monitor, train: TrainingSet, stream: Stream) -> list[dict]:
+    """Every recording of ``stream`` through the (fitted) ``monitor``, one step at a time; the per-step rows."""
+    rows = []
+    for rec in stream.recordings:
+        ctx = StepContext(stream.benchmark, rec.video, train.taxonomy)
+        outs = stream_episode(monitor, rec.video, ctx, _observations(rec.steps))
+        labels = rec.labels
+        for t, out in enumerate(outs):
+            step, label = rec.steps[t], labels[t]
+            flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
+            rows.append({"video": rec.video, "index": t, "step_id": step, "label": label, "p_error": out.prob,
+                         "flagged": flagged, "category": out.category, "evidence": out.evidence})
+    return rows
+
+
+def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], monitor) -> dict:
+    """``metrics.json`` of one monitor: the metrics from ``rows`` and everything a reader needs to trust them."""
+    spec = REGISTRY.get(name)
+    out = {
+        "benchmark": stream.benchmark, "stream": stream.name, "stream_source": stream.source,
+        "stream_sha256": stream.sha256, "monitor": name, "privileged": REGISTRY.privileged(spec),
+        "reads": list(spec.reads), "extra_reads": list(REGISTRY.extra_reads(spec)),
+        **metrics(rows),
+        "videos": len(stream.recordings), "steps": len(rows), "mistakes": sum(r["label"] for r in rows),
+        "training_sequences": len(train.sequences),
+        "threshold_rule": f"the monitor's own flag; where it sets none, p_error >= {THRESHOLD}",
+        "selection": getattr(monitor, "selection", None) or {"hyper_parameters": {}, "chosen_by": "not stated"},
+        "deviations": list(getattr(monitor, "deviations", [])), "note": getattr(monitor, "note", None),
+        "notes": list(stream.notes), "extra_videos": list(stream.extra_videos),
+        "harness_version": HARNESS_VERSION,
+    }
+    if hasattr(monitor, "stats"):
+        out["stats"] = monitor.stats()
+    return out
+
+
+def write_text(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_folder(out: Path, rows: list[dict], result_: dict, report: str, files: dict | None = None) -> None:
+    """The monitor folder's files, each atomically, ``metrics.json`` last (it marks the folder complete)."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "steps.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    for fname, data in (files or {}).items():
+        write_json(out / fname, data)
+    write_text(out / "report.md", report)
+    write_json(out / "metrics.json", result_)

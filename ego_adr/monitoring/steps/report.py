@@ -1,0 +1,122 @@
+"""``report.md`` of a monitor folder and the summary table of ``--monitor all``: our rows beside the published ones,
+each labelled with its step input, precision and recall in the standard order (percentages, one decimal, as the
+papers print them)."""
+
+from __future__ import annotations
+
+from ego_adr.monitoring.steps import published as pub
+from ego_adr.monitoring.steps.data import BENCHMARKS
+
+COLUMNS = (("P", "mistake_precision"), ("R", "mistake_recall"), ("F1", "mistake_f1"), ("Pb", "balanced_precision"),
+           ("F1b", "balanced_f1"), ("macro F1", "macro_f1"))
+F1B_NOTE = ("F1b balances the classes, so a monitor that always alarms scores Pb 50.0 / F1b 66.7 on any data: read "
+            "an F1b beside the flag-all row. Macro F1 (DTGL) gives always-alarming half its mistake F1.")
+
+
+def _pct(v) -> str:
+    return "" if v is None else f"{100 * v:.1f}"
+
+
+def _input(stream: str) -> str:
+    return pub.INPUT_NAMES.get(stream, f"file {stream}")
+
+
+def _header() -> list[str]:
+    cols = " | ".join(c for c, _ in COLUMNS)
+    return [f"| method | step input | {cols} |", "|---|---|" + "---:|" * len(COLUMNS)]
+
+
+def ours_row(m: dict, name: str | None = None) -> str:
+    cells = " | ".join(_pct(m.get(k)) for _, k in COLUMNS)
+    tag = " (privileged)" if m.get("privileged") else ""
+    return f"| **{name or m['monitor']}**{tag} (ours) | {_input(m['stream'])} | {cells} |"
+
+
+def published_row(r: pub.PublishedRow) -> str:
+    cells = " | ".join(_pct(r.values.get(k)) for _, k in COLUMNS)
+    return f"| {r.label} | {_input(r.step_input)} | {cells} |"
+
+
+def published_tables(benchmark: str, stream: str) -> list[str]:
+    """The published rows on the inputs comparable with ``stream``, then the rest."""
+    near = [r for r in pub.rows(benchmark) if r.step_input in pub.same_family(stream)]
+    far = [r for r in pub.rows(benchmark) if r not in near]
+    lines = []
+    if near:
+        lines += ["", f"Published, on comparable step input ({', '.join(_input(s) for s in pub.same_family(stream))}):",
+                  "", *_header(), *map(published_row, near)]
+    if far:
+        lines += ["", "Published, on other step input:", "", *_header(), *map(published_row, far)]
+    return lines
+
+
+def _settings(m: dict) -> list[str]:
+    sel = m.get("selection") or {}
+    hp = sel.get("hyper_parameters") or {}
+    lines = [f"- settings: {', '.join(f'{k}={v}' for k, v in hp.items()) or 'none'} "
+             f"({sel.get('chosen_by', 'how chosen: not stated')})"]
+    if sel.get("folds"):
+        lines.append(f"- cross-validation folds: {sel['folds']}")
+    lines += [f"- deviation from the published method: {d}" for d in m.get("deviations", [])]
+    lines += [f"- note: {n}" for n in (m.get("notes") or [])]
+    if m.get("note"):
+        lines.append(f"- note: {m['note']}")
+    if m.get("stats"):
+        lines.append("- " + ", ".join(f"{k} {v}" for k, v in m["stats"].items()))
+    return lines
+
+
+def monitor_report(m: dict) -> str:
+    """The ``report.md`` of one monitor folder (``m``: its ``metrics.json``)."""
+    title = BENCHMARKS[m["benchmark"]].title
+    priv = (f"yes: reads {', '.join(m['extra_reads'])} beyond the task input, reported apart" if m["privileged"]
+            else "no (reads only the task input)")
+    lines = [f"# {m['monitor']} on {title}, stream {m['stream']}", "",
+             f"- step input: {_input(m['stream'])}; {m['videos']} recordings, {m['steps']} steps, {m['mistakes']} "
+             f"mistakes (the last step of each recording); source {m['stream_source']} (sha256 "
+             f"{m['stream_sha256'][:12]})",
+             f"- fitted on {m['training_sequences']} correct training sequences; privileged: {priv}",
+             f"- counts: TP {m['tp']}, FP {m['fp']}, FN {m['fn']}, TN {m['tn']}; {m['threshold_rule']}",
+             *_settings(m), "", *_header(), ours_row(m), *published_tables(m["benchmark"], m["stream"]), "",
+             f"- {pub.SWAP_NOTE}", f"- {F1B_NOTE}", ""]
+    return "\n".join(lines)
+
+
+#: Rows that show what a metric gives away rather than detect anything: never "our best monitor" in the goal.
+REFERENCE_ROWS = ("flag-all",)
+
+
+def goal(results: list[dict], benchmark: str, stream: str) -> list[dict]:
+    """Our best non-privileged monitor against the best published row, in macro F1 and in F1b (issue 27's goal);
+    ``flag-all`` is left out (its F1b of 0.667 beats published rows without detecting anything)."""
+    open_ = [m for m in results if not m["privileged"] and m["monitor"] not in REFERENCE_ROWS]
+    out = []
+    for metric in ("macro_f1", "balanced_f1"):
+        top = pub.best(benchmark, stream, metric)
+        ours = max(open_, key=lambda m: m[metric], default=None)
+        if top is None or ours is None:
+            continue
+        out.append({"metric": metric, "ours": ours["monitor"], "ours_value": ours[metric],
+                    "published": top.label, "published_input": top.step_input,
+                    "published_value": top.values[metric], "margin": ours[metric] - top.values[metric]})
+    return out
+
+
+def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: list[str]) -> str:
+    """Every monitor's row, the privileged ones apart, the published rows and the goal lines."""
+    title = BENCHMARKS[benchmark].title
+    lines = [f"# {title}, stream {stream}: every monitor", "", *_header()]
+    lines += [ours_row(m) for m in results if not m["privileged"]]
+    priv = [m for m in results if m["privileged"]]
+    if priv:
+        lines += ["", "Privileged (read more than the task input):", "", *_header(), *map(ours_row, priv)]
+    if skipped:
+        lines += ["", f"Not run: {', '.join(skipped)}."]
+    lines += published_tables(benchmark, stream) + [""]
+    for g in goal(results, benchmark, stream):
+        verdict = "above" if g["margin"] > 0 else "below"
+        lines.append(f"- goal, {g['metric']}: our best non-privileged monitor ({g['ours']}, {_pct(g['ours_value'])}) "
+                     f"is {verdict} the best published row ({g['published']} on {g['published_input']}, "
+                     f"{_pct(g['published_value'])}) by {abs(100 * g['margin']):.1f} points")
+    lines += [f"- {pub.SWAP_NOTE}", f"- {F1B_NOTE}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+"""Fixtures of the step-stream benchmark tests: the data root (``../shared/online-mistakes`` next to the checkout,
+or ``$EGO_ADR_ONLINE_MISTAKES`` for a checkout elsewhere, e.g. a git worktree) and the command line in-process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "online-mistakes"
+
+
+def data_root() -> Path:
+    return Path(os.environ.get("EGO_ADR_ONLINE_MISTAKES") or SHARED)
+
+
+@pytest.fixture(scope="session")
+def online_root() -> Path:
+    root = data_root()
+    if not (root / "dtgl" / "assembly101" / "test.json").is_file():
+        pytest.skip(f"the step-stream benchmark files are not at {root} (../shared/online-mistakes, or set "
+                    "EGO_ADR_ONLINE_MISTAKES); `python -m ego_adr.monitoring download --out DIR` fetches them")
+    return root
+
+
+@pytest.fixture
+def cli(capsys):
+    """``python -m ego_adr.monitoring ARGS`` in this process: (exit code, stdout, stderr)."""
+    from ego_adr.monitoring.__main__ import main
+
+    def call(*argv) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as e:  # argparse's own exits
+            code = e.code if isinstance(e.code, int) else 2
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return call
