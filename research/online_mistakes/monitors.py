@@ -1,0 +1,14 @@
+"""The monitors the research scripts compare (ours), by short name."""
+
+from __future__ import annotations
+
+MONITORS = ("graph", "seq2seq", "sgt", "stacked")
+
+
+def build(name: str):
+    from ego_adr.monitoring.steps.monitors.graph import GraphMonitor
+    from ego_adr.monitoring.steps.monitors.oneclass import OneClassMonitor
+    from ego_adr.monitoring.steps.monitors.stacked import StackedMonitor
+
+    return {"graph": GraphMonitor, "seq2seq": lambda: OneClassMonitor("gru"),
+            "sgt": lambda: OneClassMonitor("transformer"), "stacked": StackedMonitor}[name]()
