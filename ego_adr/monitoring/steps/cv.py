@@ -2,23 +2,28 @@
 held-out correct sequences, and the threshold sweep every monitor chooses its operating point with.
 
 Both benchmarks train on correct sequences only, so a monitor cannot be validated on real mistakes without reading
-the test files. We build validation mistakes instead, from the definitions the benchmarks use:
+the test files. We build validation mistakes instead, of the kinds the source datasets' own mistake labels define
+and that show in a step stream:
 
-- Assembly101's mistake labels (Sener et al., CVPR 2022, Sec. 5) mark a coarse segment a mistake when it is done
-  in the wrong order (a part attached before the parts it needs), is an action that should not have happened, or
-  is done wrongly; PREGO (Flaborea et al., CVPR 2024, Sec. 4) and DTGL (Seminara et al., NeurIPS 2024, Sec. 4.3)
-  cut each test recording at its first such segment. EPIC-Tent's mistakes are procedural slips of the same kinds
-  (a step too early, a step again, a step the procedure does not need at that point).
-- So a validation *episode* is a held-out correct recording cut at a position ``k`` chosen uniformly (its correct
-  prefix ``s[:k]``), followed by one constructed mistake of one of three kinds, in equal numbers:
-  ``order``: a step of the same recording taken from later on that has not been done yet (done too early, the
-  steps in between skipped: wrong order / missing precondition); ``repeat``: a step the recording already did,
-  again (not the step just done, which the merged streams fold away, nor the true next step); ``foreign``: a step
-  seen in training that this recording never does (an action that should not have happened here).
-- The mix is equal because the benchmarks publish no breakdown of their mistakes by kind; the cut is uniform
-  because the recordings are cut wherever their first mistake falls. Constructed mistakes are noisy (a step taken
-  early may be permitted; a repeat may be harmless): the noise is the same for every candidate setting, so it
-  shifts the chosen threshold less than it shifts the scores.
+- **Assembly101** (assembly-101/assembly101-mistake-detection, README; Sener et al., CVPR 2022): a segment is a
+  mistake when it is in the ``wrong order``, a consequence of one (``previous one is mistake``, never the first),
+  a detach that ``shouldn't have happened``, or attached in the ``wrong position`` (the step id is then the
+  correct one: invisible in a step stream). So: kinds ``order`` and ``unlisted`` (below): no correct recording
+  detaches anything, so the taxonomy's detach steps are exactly the ones no training recording contains.
+- **EPIC-Tent** (youngkyoonjang/EPIC_Tent2019, README; Jang et al., ICCVW 2019): error labels motor, misuse,
+  order, failure, omit, search, correction, slow, repeat. Those that change the step sequence are ``order``,
+  ``omit`` (a step skipped: the next one observed comes too early -- our ``order`` kind) and ``repeat``.
+- PREGO (Flaborea et al., CVPR 2024, Sec. 4) and DTGL (Seminara et al., NeurIPS 2024, Sec. 4.3) cut each test
+  recording at its first mistake; so a validation *episode* is a held-out correct recording cut at a position
+  ``k`` chosen uniformly (its correct prefix ``s[:k]``) followed by one constructed mistake.
+
+The kinds: ``order``: a step of the same recording from later on that has not been done yet (done too early, the
+steps in between skipped); ``repeat``: a step the recording already did, again (not the step just done, which the
+merged streams fold away, nor the true next step); ``unlisted``: a taxonomy step no training recording contains;
+``foreign``: a training step this recording never does (only for a benchmark whose definitions we do not know:
+:data:`DEFAULT_KINDS`). Each kind in equal numbers, since neither benchmark publishes a breakdown of its first
+mistakes by kind. Constructed mistakes are noisy (a step taken early may be a permitted order): the noise is the
+same for every candidate setting, so it moves the chosen threshold less than it moves the scores.
 
 Folds are over recordings (a recording is never both fitted on and validated on). Everything is seeded and uses
 sorted containers only, so selections are the same on every run and under any ``PYTHONHASHSEED``.
@@ -32,7 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-KINDS = ("order", "repeat", "foreign")
+KINDS = ("order", "repeat", "unlisted", "foreign")
+#: The kinds each benchmark's own mistake definitions contain (module docstring).
+BENCHMARK_KINDS = {"assembly101-o": ("order", "unlisted"), "epic-tent-o": ("order", "repeat")}
+DEFAULT_KINDS = ("order", "repeat", "foreign")
+#: Constructed mistakes aimed at per benchmark (at least 2 episodes of each kind per held-out recording).
+TARGET_MISTAKES = 400
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,33 @@ class Episode:
     @property
     def steps(self) -> tuple[int, ...]:
         return self.prefix + (self.mistake,)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a benchmark's validation is built: the kinds, the unlisted steps, episodes per kind and recording,
+    folds and seed. Hashable, so fits on the same plan can be shared."""
+
+    kinds: tuple[str, ...]
+    unlisted: tuple[int, ...] = ()
+    per_kind: int = 2
+    k: int = 5
+    seed: int = 0
+
+    def describe(self) -> dict:
+        return {"kinds": list(self.kinds), "unlisted_steps": len(self.unlisted), "per_kind": self.per_kind,
+                "folds": self.k, "seed": self.seed, "cut": "uniform"}
+
+
+def plan(benchmark: str, sequences: Sequence[Sequence[int]], taxonomy: Sequence[int], k: int = 5,
+         seed: int = 0) -> Plan:
+    """The validation plan of a training set: its benchmark's kinds (``unlisted`` only where the taxonomy has
+    steps no recording contains), and enough episodes per kind for about :data:`TARGET_MISTAKES` mistakes."""
+    used = {int(x) for s in sequences for x in s}
+    unlisted = tuple(sorted(int(x) for x in taxonomy if int(x) not in used))
+    kinds = tuple(c for c in BENCHMARK_KINDS.get(benchmark, DEFAULT_KINDS) if c != "unlisted" or unlisted)
+    per = max(2, round(TARGET_MISTAKES / (max(len(sequences), 1) * max(len(kinds), 1))))
+    return Plan(kinds, unlisted, per, k, seed)
 
 
 def folds(n: int, k: int = 5, seed: int = 0) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -78,46 +115,37 @@ def _repeat(s: tuple[int, ...], rng: random.Random) -> tuple[int, int] | None:
     return k, rng.choice(options(k))
 
 
-def _foreign(s: tuple[int, ...], vocab: Sequence[int], rng: random.Random) -> tuple[int, int] | None:
+def _other(s: tuple[int, ...], vocab: Sequence[int], rng: random.Random) -> tuple[int, int] | None:
     others = [x for x in vocab if x not in s]
     if not others:
         return None
     return rng.randrange(len(s)), rng.choice(others)
 
 
-def construct(
-    sequences: Sequence[Sequence[int]], held: Sequence[int], per_kind: int = 2, seed: int = 0
-) -> list[Episode]:
-    """``per_kind`` episodes of each kind per held-out recording (see the module docstring); ``vocab`` for the
-    foreign kind is every step of ``sequences`` (the whole training set: a step only the held-out recordings use
-    is then unseen by the fold's model, as a rare step of another procedure would be)."""
+def construct(sequences: Sequence[Sequence[int]], held: Sequence[int], plan: Plan, seed: int = 0) -> list[Episode]:
+    """``plan.per_kind`` episodes of each of ``plan.kinds`` per held-out recording (module docstring). The foreign
+    kind draws from every step of ``sequences`` (a step only held-out recordings use is then unseen by the fold's
+    model, as a rare step of another procedure would be)."""
     rng = random.Random(seed)
-    vocab = sorted({x for s in sequences for x in s})
+    vocab = sorted({int(x) for s in sequences for x in s})
+    make = {"order": _order, "repeat": _repeat, "foreign": lambda s, r: _other(s, vocab, r),
+            "unlisted": lambda s, r: _other(s, plan.unlisted, r)}
     out = []
     for i in held:
-        s = tuple(sequences[i])
-        for kind in KINDS:
-            for _ in range(per_kind):
-                got = _order(s, rng) if kind == "order" else _repeat(s, rng) if kind == "repeat" else (
-                    _foreign(s, vocab, rng))
+        s = tuple(int(x) for x in sequences[i])
+        for kind in plan.kinds:
+            for _ in range(plan.per_kind):
+                got = make[kind](s, rng)
                 if got is not None:
                     out.append(Episode(s[: got[0]], got[1], kind, i))
     return out
 
 
-def per_kind(n_recordings: int) -> int:
-    """Episodes of each kind per held-out recording: 2 for a large training set (Assembly101-O's 135 recordings
-    give 810 validation mistakes), 10 for a small one (EPIC-Tent-O's 13 give 390)."""
-    return 2 if n_recordings >= 50 else 10
-
-
-def validation(
-    sequences: Sequence[Sequence[int]], k: int = 5, per_kind: int = 2, seed: int = 0
-) -> list[tuple[tuple[int, ...], list[Episode]]]:
+def validation(sequences: Sequence[Sequence[int]], plan: Plan) -> list[tuple[tuple[int, ...], list[Episode]]]:
     """(fit indices, episodes built from that fold's held-out recordings) for every fold."""
     out = []
-    for j, (fit, held) in enumerate(folds(len(sequences), k, seed)):
-        out.append((fit, construct(sequences, held, per_kind, seed * 1000 + j)))
+    for j, (fit, held) in enumerate(folds(len(sequences), plan.k, plan.seed)):
+        out.append((fit, construct(sequences, held, plan, plan.seed * 1000 + j)))
     return out
 
 
@@ -224,7 +252,8 @@ def calibrated(ab: tuple[float, float], score: float) -> float:
     return float(1 / (1 + np.exp(-np.clip(z, -30, 30)))) if np.isfinite(z) else float(z > 0)
 
 
-def describe(episodes: Sequence[Episode]) -> dict:
-    """What a validation set held: episodes per kind, steps, constructed mistakes."""
-    return {"episodes": len(episodes), "by_kind": {k: sum(e.kind == k for e in episodes) for k in KINDS},
-            "steps": sum(len(e.prefix) + 1 for e in episodes), "construction": "cut uniform; kinds " + "/".join(KINDS)}
+def describe(plan: Plan, val: list) -> dict:
+    """What a validation held: the plan, episodes per kind, steps."""
+    eps = [e for _, es in val for e in es]
+    return plan.describe() | {"episodes": len(eps), "by_kind": {k: sum(e.kind == k for e in eps) for k in plan.kinds},
+                              "steps": sum(len(e.prefix) + 1 for e in eps)}

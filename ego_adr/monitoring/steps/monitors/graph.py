@@ -152,10 +152,10 @@ def _fired(strength: dict[str, np.ndarray], p: dict) -> np.ndarray:
                      (strength["unseen-transition"] >= 1.0) & p["transitions"]], axis=1)
 
 
-def select(sequences: Sequence[Sequence[int]], k: int = 5, seed: int = 0):
+def select(sequences: Sequence[Sequence[int]], plan: cv.Plan):
     """The setting of highest validation objective (ties: the earlier in grid order), the per-check calibration and
     the selection record."""
-    val = cv.validation(sequences, k=k, per_kind=cv.per_kind(len(sequences)), seed=seed)
+    val = cv.validation(sequences, plan)
     labels = np.concatenate([cv.episode_labels(eps) for _, eps in val])
     by_support = validation_strengths(sequences, val)
     grid = _grid()
@@ -175,7 +175,7 @@ def select(sequences: Sequence[Sequence[int]], k: int = 5, seed: int = 0):
     selection = {
         "recipe": "task graph from the correct recordings + progress checks; support, thresholds and the "
                   "transition check by constructed validation mistakes (" + cv.OBJECTIVE + ")",
-        "folds": [list(f) for f, _ in val], "validation": cv.describe([e for _, eps in val for e in eps]),
+        "folds": [list(f) for f, _ in val], "validation": cv.describe(plan, val),
         "candidates": {"support": list(SUPPORT), "tau_skip": list(TAUS), "tau_order": list(TAUS),
                        "tau_repeat": list(TAUS_REPEAT), "transitions": [False, True], "off": OFF},
         "chosen": chosen, "cv_score": scores[best], "calibration": calib,
@@ -194,7 +194,8 @@ class GraphMonitor(Monitor):
 
     def fit(self, train: TrainingSet) -> None:
         seqs = [tuple(int(x) for x in s) for s in train.sequences if s]
-        self.params, self.calib, self.selection = select(seqs, self.k, self.seed)
+        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
+        self.params, self.calib, self.selection = select(seqs, plan)
         self.graph = TaskGraph.learn(seqs)
 
     def reset(self, ctx: StepContext) -> None:

@@ -267,17 +267,18 @@ def _capacity(seqs, val, arch, seed, hidden, max_epochs, every=2, patience=2):
     return (h, e, v), curves, best_states[h]
 
 
-def select_and_fit(seqs: Sequence[Sequence[int]], arch: str, seed: int = 0, k: int = 5,
-                   hidden: Sequence[int] = HIDDEN, max_epochs: int = MAX_EPOCHS) -> Fitted:
-    """The one-class recipe of the module docstring, on integer token sequences."""
+def select_and_fit(seqs: Sequence[Sequence[int]], arch: str, plan: cv.Plan, hidden: Sequence[int] = HIDDEN,
+                   max_epochs: int = MAX_EPOCHS) -> Fitted:
+    """The one-class recipe of the module docstring, on integer token sequences, validated as ``plan`` says."""
     seqs = [tuple(int(x) for x in s) for s in seqs]
-    return _select_and_fit(tuple(seqs), arch, seed, k, tuple(hidden), max_epochs)
+    return _select_and_fit(tuple(seqs), arch, plan, tuple(hidden), max_epochs)
 
 
 @lru_cache(maxsize=8)
-def _select_and_fit(seqs, arch, seed, k, hidden, max_epochs) -> Fitted:
+def _select_and_fit(seqs, arch, plan, hidden, max_epochs) -> Fitted:
     # memoised: a monitor built on this one (the stacked monitor) reuses the same fit in the same process
-    val = cv.validation(seqs, k=k, per_kind=cv.per_kind(len(seqs)), seed=seed)
+    val = cv.validation(seqs, plan)
+    seed = plan.seed
     (best_h, best_e, best_nll), curves, models = _capacity(seqs, val, arch, seed, hidden, max_epochs)
     scores = {s: [] for s in SCORES}
     for m, (_, eps) in zip(models, val):
@@ -294,7 +295,7 @@ def _select_and_fit(seqs, arch, seed, k, hidden, max_epochs) -> Fitted:
     selection = {
         "recipe": "one-class next-step likelihood; capacity by held-out NLL, score and threshold by constructed "
                   "validation mistakes (" + cv.OBJECTIVE + ")",
-        "folds": [list(f) for f, _ in val], "validation": cv.describe([e for _, eps in val for e in eps]),
+        "folds": [list(f) for f, _ in val], "validation": cv.describe(plan, val),
         "candidates": {"hidden": list(hidden), "epochs": f"2..{max_epochs} step 2, stopped after 2 evaluations "
                        "without improvement", "score": list(SCORES)},
         "heldout_nll": {str(h): curves[h] for h in hidden},
@@ -321,7 +322,9 @@ class OneClassMonitor(Monitor):
         import torch
 
         torch.set_num_threads(self.threads)
-        f = select_and_fit([s for s in train.sequences if s], self.arch, self.seed, self.k)
+        seqs = [s for s in train.sequences if s]
+        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
+        f = select_and_fit(seqs, self.arch, plan)
         self.model, self.score, self.threshold, self.calib, self.selection = (
             f.model, f.score, f.threshold, f.calib, f.selection)
 

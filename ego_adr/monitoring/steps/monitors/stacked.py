@@ -72,7 +72,7 @@ class StackedMonitor(Monitor):
 
         torch.set_num_threads(self.threads)
         seqs = [tuple(int(x) for x in s) for s in train.sequences if s]
-        lm = O.select_and_fit(seqs, "gru", self.seed, self.k)
+        lm = O.select_and_fit(seqs, "gru", cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed))
         strengths = G.validation_strengths(seqs, lm.validation)
         y = lm.labels
         fold = np.concatenate([np.full(len(cv.episode_labels(eps)), j) for j, (_, eps) in enumerate(lm.validation)])
