@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-MONITORS = ("graph", "seq2seq", "sgt", "stacked")
+MONITORS = ("graph", "seq2seq", "sgt", "ngram", "stacked")
 
 
 def build(name: str):
     from ego_adr.monitoring.steps.monitors.graph import GraphMonitor
+    from ego_adr.monitoring.steps.monitors.ngram import NGramMonitor
     from ego_adr.monitoring.steps.monitors.oneclass import OneClassMonitor
     from ego_adr.monitoring.steps.monitors.stacked import StackedMonitor
 
     return {"graph": GraphMonitor, "seq2seq": lambda: OneClassMonitor("gru"),
-            "sgt": lambda: OneClassMonitor("transformer"), "stacked": StackedMonitor}[name]()
+            "sgt": lambda: OneClassMonitor("transformer"), "ngram": NGramMonitor,
+            "stacked": StackedMonitor}[name]()

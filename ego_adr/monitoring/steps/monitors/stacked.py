@@ -24,6 +24,7 @@ the chosen threshold; ``category`` is that of the graph check with the largest p
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import numpy as np
@@ -31,22 +32,26 @@ import numpy as np
 from ego_adr.monitoring.protocol import Monitor, StepOutput
 from ego_adr.monitoring.steps import cv
 from ego_adr.monitoring.steps.monitors import graph as G
+from ego_adr.monitoring.steps.monitors import ngram as N
 from ego_adr.monitoring.steps.monitors import oneclass as O
 from ego_adr.monitoring.steps.types import StepContext, TrainingSet
 
-FEATURES = (*G.CHECKS, "gru-surprisal", "gru-margin")
+FAMILIES = {"graph": G.CHECKS, "gru": ("gru-surprisal", "gru-margin"), "ngram": ("ngram-surprisal", "ngram-margin")}
+FEATURES = tuple(f for fs in FAMILIES.values() for f in fs)
 PENALTIES = (1e-4, 1e-3, 1e-2)
-#: The feature sets compared (the regression over one family alone is a candidate too: the stack is only used
-#: where the combination validates better).
-FEATURE_SETS = {"graph+gru": FEATURES, "gru": FEATURES[-2:], "graph": G.CHECKS}
+#: The feature sets compared: every non-empty combination of the three families (one family alone is a
+#: candidate too: a combination is only used where it validates better).
+FEATURE_SETS = tuple("+".join(c) for n in (3, 2, 1) for c in itertools.combinations(FAMILIES, n))
 
 
-def _design(strength: dict[str, np.ndarray], oof: dict[str, np.ndarray]) -> np.ndarray:
-    return np.c_[tuple(strength[c] for c in G.CHECKS) + (oof["surprisal"], oof["margin"])]
+def _design(strength: dict[str, np.ndarray], gru: dict[str, np.ndarray], ngram: dict[str, np.ndarray]) -> np.ndarray:
+    cols = [strength[c] for c in G.CHECKS] + [gru["surprisal"], gru["margin"], ngram["surprisal"], ngram["margin"]]
+    return np.c_[tuple(cols)]
 
 
 def _mask(features: str) -> np.ndarray:
-    return np.array([f in FEATURE_SETS[features] for f in FEATURES])
+    keep = {f for fam in features.split("+") for f in FAMILIES[fam]}
+    return np.array([f in keep for f in FEATURES])
 
 
 def _cross_fitted(x: np.ndarray, y: np.ndarray, fold: np.ndarray, l2: float) -> np.ndarray:
@@ -72,35 +77,35 @@ class StackedMonitor(Monitor):
 
         torch.set_num_threads(self.threads)
         seqs = [tuple(int(x) for x in s) for s in train.sequences if s]
-        lm = O.select_and_fit(seqs, "gru", cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed))
+        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
+        lm, ng = O.select_and_fit(seqs, "gru", plan), N.select_and_fit(seqs, plan)
         strengths = G.validation_strengths(seqs, lm.validation)
         y = lm.labels
         fold = np.concatenate([np.full(len(cv.episode_labels(eps)), j) for j, (_, eps) in enumerate(lm.validation)])
         table = []
         for feats in FEATURE_SETS:
-            for m in G.SUPPORT if feats != "gru" else G.SUPPORT[:1]:
-                x = _design(strengths[m], lm.oof)[:, _mask(feats)]
+            for m in G.SUPPORT if "graph" in feats else G.SUPPORT[:1]:
+                x = _design(strengths[m], lm.oof, ng.oof)[:, _mask(feats)]
                 for l2 in PENALTIES:
                     thr, score = cv.best_threshold(y, _cross_fitted(x, y, fold, l2))
                     table.append(({"features": feats, "support": m, "l2": l2}, thr, score))
         best = max(range(len(table)), key=lambda i: (table[i][2]["objective"], -i))
         chosen, self.threshold, cv_score = table[best]
         keep = _mask(chosen["features"])
-        x = _design(strengths[chosen["support"]], lm.oof)
+        x = _design(strengths[chosen["support"]], lm.oof, ng.oof)
         self.mu, self.sd = x.mean(axis=0), x.std(axis=0) + 1e-9
         w = cv.logistic(((x - self.mu) / self.sd)[:, keep], y, chosen["l2"])
         self.w = np.r_[np.zeros(len(FEATURES)), w[-1]]
         self.w[np.flatnonzero(keep)] = w[:-1]
-        self.support, self.lm = chosen["support"], lm.model
+        self.support, self.lm, self.ngram = chosen["support"], lm.model, ng.model
         self.graph = G.TaskGraph.learn(seqs)
         self.selection = {
             "recipe": "logistic regression over the graph checks and the one-class GRU scores, fitted on "
                       "constructed validation mistakes; support, penalty and threshold on cross-fitted scores ("
                       + cv.OBJECTIVE + ")",
             "folds": [list(f) for f, _ in lm.validation], "validation": lm.selection["validation"],
-            "gru": lm.selection["chosen"],
-            "candidates": {"features": {k: list(v) for k, v in FEATURE_SETS.items()}, "support": list(G.SUPPORT),
-                           "l2": list(PENALTIES)},
+            "gru": lm.selection["chosen"], "ngram": ng.selection["chosen"],
+            "candidates": {"features": list(FEATURE_SETS), "support": list(G.SUPPORT), "l2": list(PENALTIES)},
             "chosen": chosen | {"threshold": round(self.threshold, 6)}, "cv_score": cv_score,
             "cv_table": [p | {"objective": s["objective"]} for p, _, s in table],
             "weights": {f: round(float(v), 4) for f, v in zip((*FEATURES, "intercept"), self.w)},
@@ -116,9 +121,10 @@ class StackedMonitor(Monitor):
     def step(self, t: int, step_id: int) -> StepOutput:
         b = int(step_id)
         s, why = self.graph.strengths(self.done, self.last, b, self.support)
-        lp = self.lm.logprobs([self.prefix + [b]])[0][-1]
-        sc = O.score_of(lp, self.lm.cls(b))
-        x = (np.array([s[c] for c in G.CHECKS] + [sc["surprisal"], sc["margin"]]) - self.mu) / self.sd
+        sc = O.score_of(self.lm.logprobs([self.prefix + [b]])[0][-1], self.lm.cls(b))
+        nc = O.score_of(self.ngram.dist(self.prefix), self.ngram.cls(b))
+        feats = [s[c] for c in G.CHECKS] + [sc["surprisal"], sc["margin"], nc["surprisal"], nc["margin"]]
+        x = (np.array(feats) - self.mu) / self.sd
         contrib = x * self.w[:-1]
         z = float(contrib.sum() + self.w[-1])
         graph_part = [(contrib[i], c) for i, c in enumerate(G.CHECKS) if s[c] > 0 and contrib[i] > 0]
