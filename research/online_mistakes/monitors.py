@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-MONITORS = ("graph", "seq2seq", "sgt", "ngram", "stacked")
+MONITORS = ("graph", "seq2seq", "sgt", "ngram", "ngram-task", "stacked")
 
 
 def build(name: str):
@@ -13,4 +13,5 @@ def build(name: str):
 
     return {"graph": GraphMonitor, "seq2seq": lambda: OneClassMonitor("gru"),
             "sgt": lambda: OneClassMonitor("transformer"), "ngram": NGramMonitor,
+            "ngram-task": lambda: NGramMonitor(task=True),
             "stacked": StackedMonitor}[name]()

@@ -187,15 +187,23 @@ def select(sequences: Sequence[Sequence[int]], plan: cv.Plan):
 class GraphMonitor(Monitor):
     name = "egoadr-graph"
 
-    def __init__(self, seed: int = 0, folds: int = 5) -> None:
-        self.seed, self.k = seed, folds
+    def __init__(self, seed: int = 0, folds: int = 5, params: dict | None = None) -> None:
+        """``params`` (support, tau_skip, tau_order, tau_repeat, transitions) fixes the setting instead of
+        cross-validating it (for reading the progress logic on a hand-made procedure; ``prob`` is then 1.0 for
+        a step a check flags and 0.0 otherwise)."""
+        self.seed, self.k, self.fixed = seed, folds, params
         self.graph: TaskGraph | None = None
         self.selection: dict = {}
 
     def fit(self, train: TrainingSet) -> None:
         seqs = [tuple(int(x) for x in s) for s in train.sequences if s]
-        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
-        self.params, self.calib, self.selection = select(seqs, plan)
+        if self.fixed is not None:
+            self.params = dict(self.fixed)
+            self.calib = {c: 1.0 for c in CHECKS} | {"none": 0.0}
+            self.selection = {"chosen": self.params, "chosen_by": "fixed by the caller (no cross-validation)"}
+        else:
+            plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
+            self.params, self.calib, self.selection = select(seqs, plan)
         self.graph = TaskGraph.learn(seqs)
 
     def reset(self, ctx: StepContext) -> None:

@@ -17,10 +17,10 @@ without the test files (:mod:`ego_adr.monitoring.steps.cv`):
    :data:`~ego_adr.monitoring.steps.cv.OBJECTIVE` on the pooled validation steps.
 3. The model is refitted on all training recordings with the chosen capacity and epochs.
 
-A step id never seen in training gets its own output class that no training target ever uses, so it is always
-unlikely (what every published method does with such a step). ``prob`` is the validation-calibrated probability
-of a mistake (a logistic fit of the score on the validation steps); ``flagged`` is the score at or above the
-chosen threshold.
+A step id never seen in training has probability 0 under the model (surprisal and margin +inf), so it is always
+flagged, as the graph monitor and every published method flag such a step (DTGL masks those nodes). ``prob`` is
+the validation-calibrated probability of a mistake (a logistic fit of the score on the validation steps);
+``flagged`` is the score at or above the chosen threshold.
 
 Architectures (written for integer step tokens; HelpMeOut's ``ego_adr/helpmeout/monitors/learned.py`` builds the
 same two families over its action tokens, but that module sits above this layer, so nothing is imported from it:
@@ -43,7 +43,7 @@ from ego_adr.monitoring.steps.types import StepContext, TrainingSet
 
 ARCHS = ("gru", "transformer")
 SCORES = ("surprisal", "margin")
-PAD, BOS, UNK = 0, 1, 2  # input ids; known steps start at 3. Output class 0 is "a step never seen in training".
+PAD, BOS, UNK = 0, 1, 2  # input ids; known steps start at 3. Class 0 of a distribution: a step never seen.
 
 
 def _net(arch: str, n_in: int, n_out: int, hidden: int):
@@ -137,7 +137,7 @@ class NextStepModel:
         import torch
 
         width = max(len(s) for s in seqs) + 1
-        rows = [[self.index[x] + 1 if x in self.index else 0 for x in s] for s in seqs]
+        rows = [[self.index[x] for x in s] for s in seqs]  # training targets: known steps only
         return torch.tensor([r + [-100] * (width - len(r)) for r in rows])
 
     def start(self, seqs: Sequence[Sequence[int]]) -> None:
@@ -146,7 +146,7 @@ class NextStepModel:
 
         torch.manual_seed(self.seed)
         self._vocab(seqs)
-        self.net = _net(self.arch, len(self.index) + 3, len(self.index) + 1, self.hidden)
+        self.net = _net(self.arch, len(self.index) + 3, len(self.index), self.hidden)
         self._opt = _Adam(list(self.net.parameters()), lr=1e-2)
         # input BOS + s predicts s position by position; the last input (the last step) predicts nothing
         self._x, self._y = self._inputs(seqs), self._targets(seqs)
@@ -176,19 +176,24 @@ class NextStepModel:
         return self
 
     def logprobs(self, seqs: Sequence[Sequence[int]]) -> list[np.ndarray]:
-        """Per recording, (len, n_out) log-probabilities of the next step after each prefix ``s[:i]``."""
+        """Per recording, (len, 1 + known steps) log-probabilities of the next step after each prefix ``s[:i]``;
+        column 0, a step never seen in training, is -inf."""
         import torch
 
         self.net.eval()
         with torch.no_grad():
             lp = torch.log_softmax(self.net(self._inputs(seqs)), dim=-1).numpy()
+        lp = np.concatenate([np.full(lp.shape[:2] + (1,), -np.inf), lp], axis=-1)
         return [lp[i, : len(s)] for i, s in enumerate(seqs)]
 
     def nll(self, seqs: Sequence[Sequence[int]]) -> float:
+        """Mean NLL per step over the steps the model knows (a step it has never seen costs every candidate the
+        same infinite amount, so it is left out of the comparison)."""
         tot, n = 0.0, 0
         for s, lp in zip(seqs, self.logprobs(seqs)):
-            tot -= sum(float(lp[i, self.cls(x)]) for i, x in enumerate(s))
-            n += len(s)
+            known = [(i, self.cls(x)) for i, x in enumerate(s) if self.cls(x)]
+            tot -= sum(float(lp[i, c]) for i, c in known)
+            n += len(known)
         return tot / max(n, 1)
 
     def cls(self, step: int) -> int:

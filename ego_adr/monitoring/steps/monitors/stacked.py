@@ -1,24 +1,27 @@
-"""The stacked monitor: the Ego-ADR task-graph checks and the one-class GRU's likelihood, weighed together by a
-logistic regression fitted on constructed validation mistakes.
+"""The stacked monitor: the Ego-ADR task-graph checks and the one-class likelihoods (GRU, n-gram), weighed
+together by a logistic regression fitted on constructed validation mistakes.
 
-The two monitors it is built from fail in different places on the validation mistakes
-(:mod:`ego_adr.monitoring.steps.cv`): the graph's checks are sharp on a step done again and on a step that
-skips its preconditions, but blind to a step that is merely unusual after this prefix; the GRU's next-step
-likelihood sees those (a step of another procedure, an unusual transition) and is soft where the graph is sharp.
-Neither needs mistakes to train, but how much each signal counts does; so:
+The families fail in different places on the validation mistakes (:mod:`ego_adr.monitoring.steps.cv`): the
+graph's checks are sharp on a step never seen and on a step that skips its preconditions, but blind to a step
+that is merely unusual after this prefix; the likelihood models see those and are soft where the graph is sharp.
+None of them needs mistakes to train, but how much each signal counts does; so:
 
-1. the GRU is selected and fitted exactly as ``seq2seq-oneclass`` (:func:`.oneclass.select_and_fit`: capacity by
-   held-out NLL), which also gives its out-of-fold surprisal and margin on every validation step;
+1. the GRU is selected and fitted exactly as ``seq2seq-oneclass`` (:func:`.oneclass.select_and_fit`), the n-gram
+   as ``ngram-oneclass`` (:func:`.ngram.select_and_fit`), on the same folds and validation episodes; each gives
+   its out-of-fold surprisal and margin on every validation step;
 2. the graph of each fold gives every check's confidence on the same steps (:func:`.graph.validation_strengths`);
-3. features: the five check confidences and the two GRU scores, standardised; an L2-regularised logistic
-   regression predicts "this step is the constructed mistake". The feature set (both families, or either alone),
-   its penalty and the graph's ``support`` are chosen, and the threshold set, on *cross-fitted* scores: the regression for the steps of fold ``j`` is fitted on the
-   other folds' steps only, so the objective that chooses is never measured on the steps it was fitted on;
-4. the final regression is fitted on all validation steps; the GRU and graph are refitted on all recordings.
+3. features: the five check confidences and the four likelihood scores, standardised (an infinite surprisal, a
+   step the GRU never saw, capped at the largest finite one + 1); an L2-regularised logistic regression predicts
+   "this step is the constructed mistake". The feature set (every non-empty combination of the three families),
+   its penalty and the graph's ``support`` are chosen, and the threshold set, on *cross-fitted* scores: the
+   regression for the steps of fold ``j`` is fitted on the other folds' steps only, so the objective that
+   chooses is never measured on the steps it was fitted on;
+4. the final regression is fitted on all validation steps; the models and the graph are refitted on all
+   recordings.
 
 ``prob`` is the regression's probability (calibrated on the validation steps), ``flagged`` its score at or above
 the chosen threshold; ``category`` is that of the graph check with the largest positive contribution, else
-``Wrong order`` for a known step the GRU finds unlikely (a step correct in itself, at the wrong point) and
+``Wrong order`` for a known step the models find unlikely (a step correct in itself, at the wrong point) and
 ``Unintended and unnecessary action`` for an unknown one.
 """
 
@@ -47,6 +50,14 @@ FEATURE_SETS = tuple("+".join(c) for n in (3, 2, 1) for c in itertools.combinati
 def _design(strength: dict[str, np.ndarray], gru: dict[str, np.ndarray], ngram: dict[str, np.ndarray]) -> np.ndarray:
     cols = [strength[c] for c in G.CHECKS] + [gru["surprisal"], gru["margin"], ngram["surprisal"], ngram["margin"]]
     return np.c_[tuple(cols)]
+
+
+def _caps(x: np.ndarray) -> np.ndarray:
+    """Per feature, the largest finite value seen (+1): a step never seen in training has infinite surprisal
+    under the GRU; capped, it stays the most surprising step without breaking the standardisation (the graph's
+    unknown-step check says the rest)."""
+    finite = np.where(np.isfinite(x), x, -np.inf)
+    return np.where(np.isfinite(finite.max(axis=0)), finite.max(axis=0) + 1.0, 1.0)
 
 
 def _mask(features: str) -> np.ndarray:
@@ -85,7 +96,8 @@ class StackedMonitor(Monitor):
         table = []
         for feats in FEATURE_SETS:
             for m in G.SUPPORT if "graph" in feats else G.SUPPORT[:1]:
-                x = _design(strengths[m], lm.oof, ng.oof)[:, _mask(feats)]
+                x = _design(strengths[m], lm.oof, ng.oof)
+                x = np.minimum(x, _caps(x))[:, _mask(feats)]
                 for l2 in PENALTIES:
                     thr, score = cv.best_threshold(y, _cross_fitted(x, y, fold, l2))
                     table.append(({"features": feats, "support": m, "l2": l2}, thr, score))
@@ -93,6 +105,8 @@ class StackedMonitor(Monitor):
         chosen, self.threshold, cv_score = table[best]
         keep = _mask(chosen["features"])
         x = _design(strengths[chosen["support"]], lm.oof, ng.oof)
+        self.cap = _caps(x)
+        x = np.minimum(x, self.cap)
         self.mu, self.sd = x.mean(axis=0), x.std(axis=0) + 1e-9
         w = cv.logistic(((x - self.mu) / self.sd)[:, keep], y, chosen["l2"])
         self.w = np.r_[np.zeros(len(FEATURES)), w[-1]]
@@ -124,7 +138,7 @@ class StackedMonitor(Monitor):
         sc = O.score_of(self.lm.logprobs([self.prefix + [b]])[0][-1], self.lm.cls(b))
         nc = O.score_of(self.ngram.dist(self.prefix), self.ngram.cls(b))
         feats = [s[c] for c in G.CHECKS] + [sc["surprisal"], sc["margin"], nc["surprisal"], nc["margin"]]
-        x = (np.array(feats) - self.mu) / self.sd
+        x = (np.minimum(np.array(feats), self.cap) - self.mu) / self.sd
         contrib = x * self.w[:-1]
         z = float(contrib.sum() + self.w[-1])
         graph_part = [(contrib[i], c) for i, c in enumerate(G.CHECKS) if s[c] > 0 and contrib[i] > 0]
