@@ -108,12 +108,14 @@ def runs(tmp_path_factory):
     return root, got
 
 
+@pytest.mark.slow  # two subprocesses fitting every monitor on the real training files
 def test_every_monitor_is_the_same_under_any_hash_seed(runs):
     _, (a, b) = runs
     assert a["out"] == b["out"]
     assert all(a["out"][m]["rows"] for m in a["out"])
 
 
+@pytest.mark.slow  # two subprocesses fitting every monitor on the real training files
 def test_fit_reads_no_test_file(runs):
     root, (a, _) = runs
     assert not list(root.rglob("test.json")) and not (root / "prego").exists()  # they are not even there
