@@ -24,4 +24,22 @@ REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
     MonitorSpec("prego", f"{_M}.prego:Prego",
                 "PREGO: an LLM anticipates the next step in context; a step outside the anticipated set is a "
                 "mistake (--model NAME)", (TAXONOMY, TRAINING, PREFIX, TASK), trains=True, needs_model=True),
+    MonitorSpec("egoadr-graph", f"{_M}.graph:GraphMonitor",
+                "Ego-ADR's progress logic (unknown, repeated, out-of-order, skipped step) over a task graph learned "
+                "from the correct sequences", (TAXONOMY, TRAINING, PREFIX), trains=True),
+    MonitorSpec("seq2seq-oneclass", f"{_M}.oneclass:OneClassMonitor",
+                "HelpMeOut's Seq2Seq (GRU) trained one-class: a step unlikely after its prefix is a mistake",
+                (TAXONOMY, TRAINING, PREFIX), (("arch", "gru"),), trains=True),
+    MonitorSpec("sgt-oneclass", f"{_M}.oneclass:OneClassMonitor",
+                "HelpMeOut's SGT (causal transformer) trained one-class: next-step likelihood",
+                (TAXONOMY, TRAINING, PREFIX), (("arch", "transformer"),), trains=True),
+    MonitorSpec("ngram-oneclass", f"{_M}.ngram:NGramMonitor",
+                "Witten-Bell n-gram next-step likelihood (order by held-out likelihood)",
+                (TAXONOMY, TRAINING, PREFIX), trains=True),
+    MonitorSpec("ngram-task", f"{_M}.ngram:NGramMonitor",
+                "the n-gram monitor with one model per recording's task (the toy)",
+                (TAXONOMY, TRAINING, PREFIX, TASK), (("task", True),), trains=True),
+    MonitorSpec("stacked", f"{_M}.stacked:StackedMonitor",
+                "logistic regression over the graph checks and the one-class scores, features chosen by "
+                "cross-fitting on the training sequences", (TAXONOMY, TRAINING, PREFIX), trains=True),
 ))
