@@ -1,16 +1,14 @@
-"""The pipeline's settings, and what they decide about one model request (its token budget, its shape).
+"""The pipeline's settings (``PipelineConfig``) and the choices they are validated against.
 
-Apart from the pipeline (reasoning/pipeline.py) so that the pieces it uses — the procedure banks
-(reasoning/banks.py) and the one-pass baselines' requests (reasoning/one_pass.py) — are given the settings
-they read and never the pipeline itself: the pipeline imports them, none of them imports the pipeline.
+Apart from the pipeline (reasoning/pipeline.py) so that the pieces it uses -- the one-pass baselines' requests
+(reasoning/one_pass.py), the procedure banks (reasoning/banks.py) -- are given the settings they read and never
+the pipeline itself: the pipeline imports them, none of them imports the pipeline (tests/test_layout.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ego_adr.models.base import Frames, GenerationConfig, Message, Request
-from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS
 from ego_adr.reasoning.matching import TAU
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
@@ -55,17 +53,3 @@ class PipelineConfig:
         if self.question == "public" and not self.guidance:
             raise ValueError("question=public needs the public guidance text (reasoning/public_text.py)")
 
-
-def generation(config: PipelineConfig, stage: str = "") -> GenerationConfig:
-    """The token budget of a ``stage``'s call: the protocol's one-pass budget for a one-pass mode's only call
-    where it applies (ModeSpec.protocol_budget), else the pipeline's."""
-    one_pass = config.one_pass_max_new_tokens
-    if stage in MODE_SPECS and MODE_SPECS[stage].protocol_budget and one_pass:
-        return GenerationConfig(max_new_tokens=one_pass)
-    return GenerationConfig(max_new_tokens=config.max_new_tokens)
-
-
-def video_request(config: PipelineConfig, frames: Frames, prompt: P.Prompt, stage: str, **fields) -> Request:
-    """One call on the clip's frames: the prompt rendered with ``fields``, the stage's budget, the prompt's
-    name and version in ``meta``."""
-    return Request([Message.user(frames, prompt.render(**fields))], generation(config, stage), prompt.meta(stage))

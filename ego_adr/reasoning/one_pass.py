@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from ego_adr.models.base import Message, Request
 from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.answers import Answer, final_line_answer, mapped_answer, raw_answer
-from ego_adr.reasoning.config import PipelineConfig, generation, video_request
+from ego_adr.reasoning.config import PipelineConfig
 from ego_adr.reasoning.modes import MODES
 
 if TYPE_CHECKING:
     from ego_adr.data.sample import Sample
-    from ego_adr.models.base import Frames
+    from ego_adr.models.base import Frames, GenerationConfig
 
 
 def public_step(sample: Sample, step: str) -> object:
@@ -29,8 +29,9 @@ def public_step(sample: Sample, step: str) -> object:
     return sample.action
 
 
-def one_pass_requests(cfg: PipelineConfig, clips: list[tuple[Sample, Frames]], stage: str) -> list[Request]:
-    """The one call of ``stage`` (direct | cot) for each (sample, frames)."""
+def one_pass_requests(cfg: PipelineConfig, clips: list[tuple[Sample, Frames]], stage: str,
+                      gen: GenerationConfig) -> list[Request]:
+    """The one call of ``stage`` (direct | cot) for each (sample, frames), with the stage's budget ``gen``."""
     if cfg.question == "public":
         from ego_adr.reasoning.public_text import public_cot_question, public_question
 
@@ -38,10 +39,11 @@ def one_pass_requests(cfg: PipelineConfig, clips: list[tuple[Sample, Frames]], s
         prompt, build = (P.PUBLIC_COT, public_cot_question) if stage == "cot" else (P.PUBLIC_MC, public_question)
         meta = {**prompt.meta(stage), "guidance_sha": cfg.guidance_sha}
         return [Request([Message.user(frames, build(cfg.guidance, sample.procedure, public_step(sample, cfg.step)))],
-                        generation(cfg, stage), meta) for sample, frames in clips]
+                        gen, meta) for sample, frames in clips]
     prompt = getattr(P, MODES[stage].prompt)  # the one-pass mode's own prompt (ego_adr.reasoning.modes)
-    return [video_request(cfg, frames, prompt, stage, procedure=sample.procedure, step=sample.action or "None",
-                          definitions=P.DEFINITIONS, options=P.OPTION_LIST) for sample, frames in clips]
+    return [Request([Message.user(frames, prompt.render(procedure=sample.procedure, step=sample.action or "None",
+                                                        definitions=P.DEFINITIONS, options=P.OPTION_LIST))],
+                    gen, prompt.meta(stage)) for sample, frames in clips]
 
 
 def one_pass_answer(stage: str, text: str, answers: str) -> Answer:

@@ -23,7 +23,7 @@ from ego_adr.reasoning.banks import BankStore
 from ego_adr.reasoning.classify import Classification, classify_keywords
 from ego_adr.reasoning.config import MODES as MODES
 from ego_adr.reasoning.config import NARRATION_SOURCES as NARRATION_SOURCES
-from ego_adr.reasoning.config import PipelineConfig, generation, video_request
+from ego_adr.reasoning.config import PipelineConfig
 from ego_adr.reasoning.matching import KeyStepMatcher, StepMatch
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
 from ego_adr.reasoning.one_pass import one_pass_answer, one_pass_requests
@@ -82,7 +82,11 @@ class EgoADR:
 
     # ---- model calls ------------------------------------------------------------------------------
     def _gen(self, stage: str = "") -> GenerationConfig:
-        return generation(self.config, stage)
+        one_pass = self.config.one_pass_max_new_tokens
+        # a one-pass mode's only call, where the protocol's budget applies to it (ModeSpec.protocol_budget)
+        if stage in MODE_SPECS and MODE_SPECS[stage].protocol_budget and one_pass:
+            return GenerationConfig(max_new_tokens=one_pass)
+        return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
 
     def _text_request(self, prompt: P.Prompt, stage: str, **fields) -> Request:
         parts: list = [prompt.render(**fields)]
@@ -91,7 +95,7 @@ class EgoADR:
         return Request([Message.user(*parts)], self._gen(stage), prompt.meta(stage))
 
     def _video_request(self, frames: Frames, prompt: P.Prompt, stage: str, **fields) -> Request:
-        return video_request(self.config, frames, prompt, stage, **fields)
+        return Request([Message.user(frames, prompt.render(**fields))], self._gen(stage), prompt.meta(stage))
 
     def _call(self, items: list[Item], reqs: list[Request], stage: str, fatal: bool = True) -> list[str | None]:
         """Send one batch; a failed request fails its own item only (or nothing when ``fatal`` is False,
@@ -185,7 +189,7 @@ class EgoADR:
         """The baselines send the model's raw reply (the public white agent); ``answers=lenient`` maps it."""
         spec = MODE_SPECS[self.route] if MODE_SPECS[self.route].one_pass else MODE_SPECS["direct"]
         stage = spec.name
-        reqs = one_pass_requests(self.config, [(it.sample, it.frames) for it in items], stage)
+        reqs = one_pass_requests(self.config, [(it.sample, it.frames) for it in items], stage, self._gen(stage))
         for it, r in zip(items, reqs):  # what was sent (CoT and direct differ in it, under both protocols)
             it.stages["prompt"] = {"name": r.meta["prompt"], "version": r.meta["prompt_version"]}
         for it, text in zip(items, self._call(items, reqs, stage)):
