@@ -18,6 +18,8 @@ import shutil
 import time
 from pathlib import Path
 
+import docs_tables  # scripts/docs_tables.py (this folder is on sys.path when the script runs)
+
 
 def pad(run: Path, out: Path, n: int) -> Path:
     from ego_adr.store import read_jsonl
@@ -68,7 +70,9 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=1857, help="rows of the measured page (padded when fewer)")
     p.add_argument("--frames", type=int, default=8)
     p.add_argument("--thumb-width", type=int, default=96)
+    docs_tables.add_flag(p)
     args = p.parse_args()
+    docs_tables.check(args, ["browser"])
     from ego_adr.eval.browser import write_report_html
     from ego_adr.models.doubles import ScriptedModelDouble
     from ego_adr.run.config import RunConfig
@@ -107,7 +111,9 @@ def main() -> None:
             f"{build:.1f} | {o['open_s']} | {o['filter_s']} |"
         )
         print(lines[-1], flush=True)
-    print("\n".join(lines))
+    with docs_tables.Printed() as table:
+        print("\n".join(lines))
+    docs_tables.publish(args, {"browser": table.text})
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+import docs_tables  # scripts/docs_tables.py (this folder is on sys.path when the script runs)
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
@@ -65,7 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--window-seconds", type=float, default=30.0)
     ap.add_argument("--seed", type=int, default=0)
+    docs_tables.add_flag(ap)
     args = ap.parse_args(argv)
+    docs_tables.check(args, ["frames"])
 
     path = bench_video(args.minutes)
     rng = random.Random(args.seed)
@@ -127,6 +130,13 @@ def main(argv: list[str] | None = None) -> None:
         fs.close()
     bare.close()
 
+    with docs_tables.Printed() as table:
+        print_table(path, windows, args, auto_backend, opens, rows, next(iter(samplers)))
+    docs_tables.publish(args, {"frames": table.text})
+
+
+def print_table(path, windows, args, auto_backend, opens, rows, ours) -> None:
+    """The table and the ratio lines: what ``--write-docs`` puts in the docs' ``bench:frames`` block."""
     print(f"\nvideo: {path.name}; {len(windows)} random {args.window_seconds:g}-s windows per row; "
           f"auto backend = {auto_backend}")
     print("open (index) once: " + ", ".join(f"{k.split(' (')[0]} {1000 * v:.0f} ms" for k, v in opens.items()))
@@ -135,7 +145,6 @@ def main(argv: list[str] | None = None) -> None:
     for n, name, mean, med, cpu_ms, bad in rows:
         print(f"| {n} | {name} | {mean:.0f} | {med:.0f} | {cpu_ms:.0f} | {bad} |")
     print()
-    ours = next(iter(samplers))
     for n in args.frames:
         best = min((r for r in rows if r[0] == n), key=lambda r: r[2])
         lean = min((r for r in rows if r[0] == n), key=lambda r: r[4])

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import docs_tables  # scripts/docs_tables.py (this folder is on sys.path when the script runs)
+
 
 def bench_generate(a: argparse.Namespace) -> None:
     from ego_adr.helpmeout.episodes import assign_splits, generate, write_release
@@ -60,11 +62,14 @@ def bench_monitors(a: argparse.Namespace) -> None:
         m = json.loads((d / "metrics.json").read_text())
         rows.append((n, m["timing"], m["seconds"]))
         dirs.append(str(d))
-    print("\n| monitor | train s | validation pass s | test split s (500 episodes) |\n|---|---:|---:|---:|")
-    for n, t, _ in rows:
-        print(f"| {n} | {t['fit_s']:.1f} | {t['val_s']:.1f} | {t['test_s']:.1f} |")
-    total = sum(t["test_s"] for _, t, _ in rows)
-    print(f"| **all, training excluded** | | {sum(t['val_s'] for _, t, _ in rows):.1f} | **{total:.1f}** |")
+    with docs_tables.Printed() as table:  # the docs block is this table; the summary tables are results
+        print("\n| monitor | train s | validation pass s | test split s (500 episodes) |\n|---|---:|---:|---:|")
+        for n, t, _ in rows:
+            print(f"| {n} | {t['fit_s']:.1f} | {t['val_s']:.1f} | {t['test_s']:.1f} |")
+        total = sum(t["test_s"] for _, t, _ in rows)
+        print(f"| **all {len(rows)}, training excluded** | | {sum(t['val_s'] for _, t, _ in rows):.1f} | "
+              f"**{total:.1f}** |")
+    a.blocks = {"helpmeout-monitors": table.text}
     cli(["summarize", *dirs, "--out", str(out / "summary")])
 
 
@@ -111,10 +116,17 @@ def main() -> None:
     d.add_argument("--n", type=int, default=3, help="n-gram order of the probe")
     h = sub.add_parser("howhard", help="the paper's rows beside ours (M1-M4, Table 14) from `monitors` output")
     h.add_argument("--evals", required=True)
+    for sp in (g, m, d, h):
+        docs_tables.add_flag(sp)
     a = p.parse_args()
     cmds = {"generate": bench_generate, "monitors": bench_monitors, "detectability": bench_detectability,
             "howhard": bench_howhard}
-    cmds[a.cmd](a)
+    name = f"helpmeout-{a.cmd}"  # the docs block of this subcommand's table (--write-docs)
+    docs_tables.check(a, [name])
+    a.blocks = None
+    with docs_tables.Printed() as printed:
+        cmds[a.cmd](a)
+    docs_tables.publish(a, a.blocks or {name: printed.text})
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 import tempfile
 import time
 
+import docs_tables  # scripts/docs_tables.py (this folder is on sys.path when the script runs)
 import numpy as np
 
 
@@ -24,7 +25,9 @@ def main() -> None:
     ap.add_argument("--size", default="320x240")
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--arch", default="qwen2.5-vl", choices=["qwen2.5-vl", "qwen2-vl"])
+    docs_tables.add_flag(ap)
     a = ap.parse_args()
+    docs_tables.check(a, ["models"])
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import torch
@@ -56,12 +59,14 @@ def main() -> None:
             ok = sum(g.ok for g in out)
             new_tok = sum(len(model.tokenizer(g.text)["input_ids"]) for g in out if g.ok)
             rows.append((bs, a.samples, ok, dt, a.samples / dt, new_tok / dt, load_s))
-    print(f"tiny {a.arch}, {a.frames} frames {w}x{h}, {a.new_tokens} new tokens, CPU threads "
-          f"{torch.get_num_threads()}, build {build_s:.1f} s\n")
-    print("| batch | samples | ok | seconds | samples/s | new tokens/s (approx.) | load s |")
-    print("|---|---|---|---|---|---|---|")
-    for bs, n, ok, dt, sps, tps, load_s in rows:
-        print(f"| {bs} | {n} | {ok} | {dt:.2f} | {sps:.2f} | {tps:.0f} | {load_s:.2f} |")
+    with docs_tables.Printed() as table:
+        print(f"tiny {a.arch}, {a.frames} frames {w}x{h}, {a.new_tokens} new tokens, CPU threads "
+              f"{torch.get_num_threads()}, build {build_s:.1f} s\n")
+        print("| batch | samples | ok | seconds | samples/s | new tokens/s (approx.) | load s |")
+        print("|---|---|---|---|---|---|---|")
+        for bs, n, ok, dt, sps, tps, load_s in rows:
+            print(f"| {bs} | {n} | {ok} | {dt:.2f} | {sps:.2f} | {tps:.0f} | {load_s:.2f} |")
+    docs_tables.publish(a, {"models": table.text})
 
 
 if __name__ == "__main__":

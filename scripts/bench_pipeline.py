@@ -8,7 +8,10 @@
    without and with the cache, and for a second pass over the same grid.
 3. Throughput with the tiny random model at batch 1 and 8 (real transformers path, CPU).
 
-    python scripts/bench_pipeline.py [--samples 16] [--latency 0.25] [--frames 16]
+    python scripts/bench_pipeline.py [--samples 16] [--latency 0.25] [--frames 16] [--sections cache]
+
+Each section's table is the docs block ``pipeline-<section>`` (``--write-docs``, scripts/docs_tables.py); the
+cache section counts model calls (a model double answers), so it is no timing and can run on a busy machine.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+
+import docs_tables  # scripts/docs_tables.py (this folder is on sys.path when the script runs)
+
+SECTIONS = ("overlap", "cache", "tiny")
 
 
 def _long_video(root: Path, minutes: float = 10.0) -> Path:
@@ -125,19 +132,35 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.25, help="model double seconds per request")
     p.add_argument("--frames", type=int, default=16)
     p.add_argument("--grid-limit", type=int, default=8)
+    p.add_argument("--tiny-requests", type=int, default=16, help="tiny section: requests per batch size")
+    p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
     p.add_argument("--work-dir", help="keep generated videos and runs here (default: a temp folder)")
+    docs_tables.add_flag(p)
     args = p.parse_args()
+    wanted = [x.strip() for x in args.sections.split(",") if x.strip()]
+    if not wanted or set(wanted) - set(SECTIONS):
+        p.error(f"--sections {args.sections!r}: choose among {', '.join(SECTIONS)}")
+    docs_tables.check(args, [f"pipeline-{x}" for x in wanted])
     root = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ego_adr_bench_"))
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    print(f"## Decode/model overlap ({args.samples} 30-s windows of one 10-min 640x360 H.264 video, GOP 225; "
-          f"model double {args.latency * 1000:.0f} ms/request)\n")
-    print(bench_overlap(root, args.samples, args.latency, args.frames))
-    print(f"\n## Model calls for an ablation grid on the demo set ({args.grid_limit} samples per cell)\n")
-    print(bench_cache(root, args.grid_limit))
-    print("\n## Tiny random Qwen2.5-VL, 8 frames 320x240, 32 new tokens, CPU\n")
-    print(bench_tiny(root, 16))
+    titles = {
+        "overlap": f"Decode/model overlap ({args.samples} 30-s windows of one 10-min 640x360 H.264 video, GOP 225; "
+                   f"model double {args.latency * 1000:.0f} ms/request)",
+        "cache": f"Model calls for an ablation grid on the demo set ({args.grid_limit} samples per cell)",
+        "tiny": f"Tiny random Qwen2.5-VL, 8 frames 320x240, 32 new tokens, CPU ({args.tiny_requests} requests)",
+    }
+    run = {"overlap": lambda: bench_overlap(root, args.samples, args.latency, args.frames),
+           "cache": lambda: bench_cache(root, args.grid_limit),
+           "tiny": lambda: bench_tiny(root, args.tiny_requests)}
+    blocks = {}
+    for x in wanted:
+        table = run[x]()
+        with docs_tables.Printed() as printed:
+            print(f"\n{titles[x]}:\n\n{table}")
+        blocks[f"pipeline-{x}"] = printed.text
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+    docs_tables.publish(args, blocks)
 
 
 if __name__ == "__main__":

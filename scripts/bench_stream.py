@@ -14,6 +14,8 @@ stream's window reader (ego_adr.stream.frames: reuses the overlap, decodes forwa
 
 import argparse
 
+import docs_tables  # scripts/docs_tables.py (this folder is on sys.path when the script runs)
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -25,9 +27,16 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--decode", action="store_true", help="only compare the two ways of decoding the windows")
     p.add_argument("--seconds", type=float, default=60.0, help="--decode: length of the generated recording")
+    docs_tables.add_flag(p)
     args = p.parse_args()
-    if args.decode:
-        return bench_decode(args)
+    name = "stream-decode" if args.decode else "stream"  # the docs block each table goes to (--write-docs)
+    docs_tables.check(args, [name])
+    with docs_tables.Printed() as table:
+        (bench_decode if args.decode else bench_rtf)(args)
+    docs_tables.publish(args, {name: table.text})
+
+
+def bench_rtf(args) -> None:
     from ego_adr.models import load_model
     from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
     from ego_adr.reasoning.stream import StreamMonitor

@@ -1,11 +1,15 @@
 """The package layout is the data flow, and this test holds the code to what docs/architecture.md promises.
 
 Imports are read from the source with ``ast`` (every module, imported by a test or not; relative imports resolved;
-imports inside functions counted, since they run too; ``if TYPE_CHECKING:`` blocks left out, they exist for
-annotations only), and a registry's ``"module:attr"`` factory strings count as imports of that module. Checked:
+imports inside functions counted, since they run too), and a registry's ``"module:attr"`` factory strings count as
+imports of that module. Checked:
 
-- no import circle between modules;
-- layers point down: data < video < models < reasoning < eval < monitoring < run < the entry points (agents, stream, check,
+- no import circle between modules, in any package, ``if TYPE_CHECKING:`` imports included: a module that needs
+  another's type to describe its arguments depends on it as much as one that calls it (issue 30 item 2: the bank
+  store and the one-pass requests once took the whole pipeline that imports them). A module naming its own
+  package (``from . import x``) is no edge to the package's ``__init__`` (Python runs it first anyway), unless it
+  takes a name defined there;
+- layers point down (``TYPE_CHECKING`` imports left out here: a type-only import runs nothing): data < video < models < reasoning < eval < monitoring < run < the entry points (agents, stream, check,
   helpmeout, integrations, build); no layer imports one above it, ``eval/`` never imports ``models/``, and of the entry
   points only ``agents/`` (which launches runs) and ``integrations/`` (RUN_DRIVERS) import ``run/``;
 - a package's ``__main__`` is a command line, and nothing imports one (only ``ego_adr/__main__``, the command
@@ -64,11 +68,13 @@ def _absolute(module: str, path: Path, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _targets(module: str, path: Path) -> set[str]:
-    """Every ``ego_adr`` name ``module`` imports (or names as a factory string), at any depth."""
+def _targets(module: str, path: Path, typing: bool = False) -> set[str]:
+    """Every ``ego_adr`` name ``module`` imports (or names as a factory string), at any depth; ``typing``: the
+    imports under ``if TYPE_CHECKING:`` too."""
     tree = ast.parse(path.read_text())
-    type_only = {id(n) for blk in ast.walk(tree) if isinstance(blk, ast.If) and "TYPE_CHECKING" in ast.unparse(blk.test)
-                 for stmt in blk.body for n in ast.walk(stmt)}
+    type_only = set() if typing else {
+        id(n) for blk in ast.walk(tree) if isinstance(blk, ast.If) and "TYPE_CHECKING" in ast.unparse(blk.test)
+        for stmt in blk.body for n in ast.walk(stmt)}
     out: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in type_only:
@@ -84,7 +90,7 @@ def _targets(module: str, path: Path) -> set[str]:
     return out
 
 
-def _edges(mods: dict[str, Path]) -> dict[str, set[str]]:
+def _edges(mods: dict[str, Path], typing: bool = False) -> dict[str, set[str]]:
     def resolve(name: str) -> str | None:
         while name and name not in mods:
             name = name.rpartition(".")[0]
@@ -92,10 +98,11 @@ def _edges(mods: dict[str, Path]) -> dict[str, set[str]]:
 
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for m, p in mods.items():
-        for t in _targets(m, p):
+        for t in _targets(m, p, typing):
             r = resolve(t)
-            # a package's own __init__ re-exporting its modules is not a circle through them
-            if r and r != m and r != "ego_adr" and not m.startswith(r + "."):
+            # naming one's own package (``from ego_adr.x import sibling``) needs nothing of its __init__, which
+            # Python has run before this module; a name defined in that __init__ is an edge to it
+            if r and r != m and not (m.startswith(r + ".") and t == r):
                 edges[m].add(r)
     return edges
 
@@ -153,8 +160,8 @@ def _layer_breaks(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
                 continue  # a command handing a subcommand to an entry-point package (see the docstring)
             if src in SHARED_LEAVES and dst not in SHARED_LEAVES:
                 bad.append((m, t))  # a shared leaf imports no package of ours (another leaf is fine)
-            elif dst in SHARED_LEAVES or src in SHARED_LEAVES or src == "":
-                continue
+            elif dst in SHARED_LEAVES or src in SHARED_LEAVES or "" in (src, dst):
+                continue  # the command list is above every layer, the package's __init__ (its version) below
             elif LAYERS[dst] > LAYERS[src] or (src == "eval" and dst == "models"):
                 bad.append((m, t))
             elif dst == "run" and src not in RUN_DRIVERS:
@@ -163,7 +170,7 @@ def _layer_breaks(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 
 def test_no_import_circles():
-    edges = _edges(_modules())
+    edges = _edges(_modules(), typing=True)
     for a, b in KNOWN_UPWARD:
         edges[a].discard(b)
     assert _cycles(edges) == []
@@ -248,3 +255,34 @@ def test_the_checker_sees_an_upward_import():
                                     ("ego_adr.eval.mc", "ego_adr.models.base"),
                                     ("ego_adr.models.tiny", "ego_adr.run.errors"),
                                     ("ego_adr.store", "ego_adr.data.sample")]
+
+
+def test_the_checker_sees_a_circle_through_type_checking_and_relative_imports(tmp_path):
+    # the circle issue 30 item 2 took out: banks and one_pass named the pipeline (for its type only, one of them
+    # by a relative import), and the pipeline imports both
+    pkg = tmp_path / "ego_adr" / "reasoning"
+    pkg.mkdir(parents=True)
+    (pkg.parent / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "pipeline.py").write_text("from ego_adr.reasoning import banks\n\ndef f():\n    from . import one_pass\n")
+    (pkg / "banks.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                  "    from ego_adr.reasoning.pipeline import EgoADR\n")
+    (pkg / "one_pass.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                     "    from .pipeline import EgoADR\n")
+    mods = {n: pkg / f"{n.rpartition('.')[2]}.py" for n in
+            ("ego_adr.reasoning.pipeline", "ego_adr.reasoning.banks", "ego_adr.reasoning.one_pass")}
+    mods |= {"ego_adr": pkg.parent / "__init__.py", "ego_adr.reasoning": pkg / "__init__.py"}
+    assert _cycles(_edges(mods, typing=True)) == [["ego_adr.reasoning.banks", "ego_adr.reasoning.one_pass",
+                                                    "ego_adr.reasoning.pipeline"]]
+    assert _cycles(_edges(mods)) == []  # what the layer rule reads: type-only imports run nothing
+
+
+def test_the_checker_sees_a_circle_through_a_package_init(tmp_path):
+    # a package's __init__ that imports a module which takes a name defined in that __init__: a real circle;
+    # a module that only names a sibling through its package is none
+    (tmp_path / "__init__.py").write_text("from ego_adr.eval.mc import score\nTHRESHOLD = 0.5\n")
+    (tmp_path / "mc.py").write_text("from ego_adr.eval import THRESHOLD\n")
+    (tmp_path / "merge.py").write_text("from ego_adr.eval import mc\n")
+    mods = {"ego_adr.eval": tmp_path / "__init__.py", "ego_adr.eval.mc": tmp_path / "mc.py",
+            "ego_adr.eval.merge": tmp_path / "merge.py"}
+    assert _cycles(_edges(mods)) == [["ego_adr.eval", "ego_adr.eval.mc"]]

@@ -19,22 +19,12 @@ which field and why). This module handles what every source shares:
   that decides what is sampled, so the sample fails with that rule's reason instead of being reinterpreted.
 * **Video id.** A record without ``video_id`` gets no video path; :func:`sample_problem` names the problem
   (instead of a "file not found" for a path like ``captaincook4d/_360p.mp4``).
-* **Sample ids** are readable and built only from the clip's identity, never from its labels:
-  ``{source}/{video_id}/{window}/{step}`` (EgoOops: ``egooops/{task}/{video}/...``), the window as
-  ``{start:.3f}-{end:.3f}`` or ``whole``. Times are rounded to milliseconds because the Epic-Tent
-  multiple-choice file stores them rounded to 3 decimals and the open-ended file does not; this way the
-  multiple-choice and open-ended records of one clip get the same id. Epic-Tent contains records for the same
-  clip and step with different annotations (14 groups in the multiple-choice file: one ``correct`` record and
-  one or two error records for the same window, and exact repeats in the open-ended file). Such a group gets
-  a suffix ``#`` + 6 hex digits of a hash of the record's fields that both tasks share (labels included), then
-  ``.k`` for records that still coincide, ordered by a hash of the whole record. The suffix does not depend on
-  file order and agrees between tasks when both files hold the same group. Sample ids are bookkeeping keys:
-  never show them to a model under test.
+* **Sample ids** are built only from the clip's identity, never from its labels (:mod:`ego_adr.data.sample_ids`
+  says how, and how records of one clip and step are told apart). Never show them to a model under test.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -46,6 +36,7 @@ from typing import Any
 
 from ego_adr.data import sources as registry
 from ego_adr.data.sample import MULTIPLE_CHOICE, OPEN_END, TASKS, QAPair, Sample
+from ego_adr.data.sample_ids import base_sample_id, disambiguate
 from ego_adr.data.sources import spec as src
 from ego_adr.data.window import window_problem
 from ego_adr.taxonomy import CORRECT, canonical
@@ -68,7 +59,6 @@ DEMO = "demo"
 _DOWNLOAD_HINT = (
     "download the annotations with `python scripts/download_annotations.py --out DIR` and pass --data-root DIR"
 )
-_NOT_SHARED = frozenset({"qa_pairs", "close_end_answer", "action_annotation", "start_time", "end_time"})
 
 
 class DataError(FileNotFoundError):
@@ -218,45 +208,6 @@ def _qa_pairs(raw: Any) -> tuple[list[QAPair], list[str]]:
     return pairs, problems
 
 
-def _window_key(start: float | None, end: float | None) -> str:
-    if start is None or end is None:
-        return "whole"
-    return f"{round(start * 1000) / 1000:.3f}-{round(end * 1000) / 1000:.3f}"
-
-
-def _digest(obj: Any) -> str:
-    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def base_sample_id(source: str, record: dict, start: float | None, end: float | None, parts: tuple) -> str:
-    head = [source, *registry.get(source).id_prefix(record)]
-    head += [src.video_id_of(record) or "?", _window_key(start, end), *parts]
-    return "/".join(p.replace("/", "|") if i else p for i, p in enumerate(head))
-
-
-def _disambiguate(ids: list[str], records: list[dict]) -> list[str]:
-    """Suffix ids shared by several records; see the module docstring."""
-    groups: dict[str, list[int]] = {}
-    for i, sid in enumerate(ids):
-        groups.setdefault(sid, []).append(i)
-    out = list(ids)
-    for sid, members in groups.items():
-        if len(members) == 1:
-            continue
-        shared = {i: _digest({k: v for k, v in records[i].items() if k not in _NOT_SHARED})[:6] for i in members}
-        by_tag: dict[str, list[int]] = {}
-        for i in members:
-            by_tag.setdefault(shared[i], []).append(i)
-        for tag, same in by_tag.items():
-            if len(same) == 1:
-                out[same[0]] = f"{sid}#{tag}"
-                continue
-            ordered = sorted(same, key=lambda i: (_digest(records[i]), i))
-            for k, i in enumerate(ordered):
-                out[i] = f"{sid}#{tag}" + (f".{k}" if k else "")
-    return out
-
-
 def _context(root: Path, source: str):
     """The source's cross-record table (its spec's ``context``) from the records of all its task files."""
     spec = registry.get(source)
@@ -368,7 +319,7 @@ def _load_file(
             missing_fields=missing,
         )
         built.append((sample, problems))
-    ids = _disambiguate([s.sample_id for s, _ in built], records)
+    ids = disambiguate([s.sample_id for s, _ in built], records)
     for (sample, problems), sid in zip(built, ids):
         sample.sample_id = sid
         issues.extend(LoadIssue(source, task, sid, p) for p in problems)

@@ -46,7 +46,7 @@ class Sample:
     # the record's action_annotation / start_time / end_time as stored, for the public protocol (protocol.py)
     wire: dict = field(default_factory=dict)
     #: annotation fields the record lacks (task_id, close_end_answer, qa_pairs): the sample is a counted
-    #: exclusion, never a failed answer in n (README "Scoring never crashes on data")
+    #: exclusion, never a failed answer in n (docs/runs.md, "Scoring never crashes on data")
     missing_fields: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:

@@ -7,7 +7,8 @@ budget (:data:`BANK_MAX_NEW_TOKENS`): a step list with objects for a long proced
 of the other stages. The prompt asks for a closing ``END`` line; an answer without it was probably cut off by the
 budget, which the bank's ``note`` records (the steps read so far are kept). An answer that cannot be parsed falls
 back to the rule-based bank with the reason in ``note``. Banks are cached per (task, procedure, prompt version,
-bank model fingerprint, budget).
+bank model fingerprint, budget). The store is given the bank model, its budget and the cache folder, never the
+pipeline (which imports this module).
 """
 
 from __future__ import annotations
@@ -16,14 +17,10 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ego_adr.models.base import GenerationConfig, Message, Request
 from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.procedures import ProcedureBank, parse_model_bank, rule_based_bank
-
-if TYPE_CHECKING:
-    from ego_adr.reasoning.pipeline import EgoADR
 
 BANK_MAX_NEW_TOKENS = 768  # our choice (the paper gives no bank budget): ~20 steps with objects fit
 _END = re.compile(r"^\s*\**END\**\s*$", re.M)
@@ -41,9 +38,37 @@ def cut_off_note(text: str | None, budget: int) -> str | None:
 
 
 class BankStore:
-    def __init__(self, cache_dir: Path | None) -> None:
+    """The banks of one pipeline. ``model`` is what builds model-assisted banks: a VLM, or a zero-argument loader
+    with a name-based ``fingerprint`` (reasoning/bank_model.py) called the first time a bank is not in the cache;
+    None when the run uses rule-based banks only. ``budget``: the bank call's new tokens."""
+
+    def __init__(self, cache_dir: Path | None, model=None, budget: int = BANK_MAX_NEW_TOKENS) -> None:
         self.cache_dir = cache_dir
+        self.budget = budget
+        self._model = model
+        self._fingerprint: str | None = None
         self._mem: dict[tuple, ProcedureBank] = {}
+
+    @property
+    def uses_model(self) -> bool:
+        return self._model is not None
+
+    def fingerprint(self) -> str:
+        """Cache identity of the bank model, read once (before any load), so that the keys do not change when a
+        loader turns into the loaded model."""
+        if self._fingerprint is None:
+            self._fingerprint = self._model.fingerprint
+        return self._fingerprint
+
+    def _vlm(self):
+        self.fingerprint()
+        if callable(self._model) and not hasattr(self._model, "generate"):
+            self._model = self._model()
+        return self._model
+
+    def for_task(self, task_id: str, procedure: str) -> ProcedureBank:
+        """The task's bank: model-assisted when this store has a bank model, else rule-based."""
+        return self.model(task_id, procedure) if self.uses_model else self.rule(task_id, procedure)
 
     def rule(self, task_id: str, procedure: str) -> ProcedureBank:
         key = ("rule", task_id, _h(procedure))
@@ -51,27 +76,26 @@ class BankStore:
             self._mem[key] = rule_based_bank(task_id, procedure)
         return self._mem[key]
 
-    def _path(self, fingerprint: str, budget: int, task_id: str, procedure: str) -> Path | None:
+    def _path(self, task_id: str, procedure: str) -> Path | None:
         if self.cache_dir is None:
             return None
-        name = _h(f"{task_id}|{procedure}|{P.BANK_BUILD.name}|{P.BANK_BUILD.version}|{budget}")
-        return self.cache_dir / "banks" / _h(fingerprint) / f"{name}.json"
+        name = _h(f"{task_id}|{procedure}|{P.BANK_BUILD.name}|{P.BANK_BUILD.version}|{self.budget}")
+        return self.cache_dir / "banks" / _h(self.fingerprint()) / f"{name}.json"
 
-    @staticmethod
-    def _key(pipe: EgoADR, task_id: str, procedure: str) -> tuple:
-        return ("model", pipe.bank_fingerprint(), task_id, _h(procedure))
+    def _key(self, task_id: str, procedure: str) -> tuple:
+        return ("model", self.fingerprint(), task_id, _h(procedure))
 
-    def prepare(self, tasks: dict[str, str], pipe: EgoADR) -> None:
+    def prepare(self, tasks: dict[str, str]) -> None:
         """Build the model-assisted banks of all ``tasks`` not built yet, in one batch, with the bank model."""
-        if not pipe.uses_model_bank:
+        if not self.uses_model:
             return
-        budget = pipe.config.bank_max_new_tokens
+        budget = self.budget
         todo = []
         for task_id, proc in tasks.items():
-            key = self._key(pipe, task_id, proc)
+            key = self._key(task_id, proc)
             if key in self._mem or not proc:
                 continue
-            path = self._path(pipe.bank_fingerprint(), budget, task_id, proc)
+            path = self._path(task_id, proc)
             if path is not None and path.exists():
                 try:
                     self._mem[key] = ProcedureBank.from_dict(json.loads(path.read_text()))
@@ -81,7 +105,7 @@ class BankStore:
             todo.append((task_id, proc, key, path))
         if not todo:
             return
-        model = pipe.bank_vlm()
+        model = self._vlm()
         reqs = []
         for _, proc, _, _ in todo:
             parts: list = [P.BANK_BUILD.render(procedure=proc)]
@@ -108,8 +132,8 @@ class BankStore:
                 tmp.write_text(json.dumps(bank.to_dict(), ensure_ascii=False, indent=1))
                 tmp.replace(path)
 
-    def model(self, task_id: str, procedure: str, pipe: EgoADR) -> ProcedureBank:
-        key = self._key(pipe, task_id, procedure)
+    def model(self, task_id: str, procedure: str) -> ProcedureBank:
+        key = self._key(task_id, procedure)
         if key not in self._mem:
-            self.prepare({task_id: procedure}, pipe)
+            self.prepare({task_id: procedure})
         return self._mem.get(key) or self.rule(task_id, procedure)

@@ -19,52 +19,16 @@ from ego_adr.data.sample import Sample
 from ego_adr.models.base import VLM, Frames, GenerationConfig, Message, Request, black_frames
 from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.answers import Answer, mapped_answer
-from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS, BankStore
+from ego_adr.reasoning.banks import BankStore
 from ego_adr.reasoning.classify import Classification, classify_keywords
-from ego_adr.reasoning.matching import TAU, KeyStepMatcher, StepMatch
+from ego_adr.reasoning.config import MODES as MODES
+from ego_adr.reasoning.config import NARRATION_SOURCES as NARRATION_SOURCES
+from ego_adr.reasoning.config import PipelineConfig
+from ego_adr.reasoning.matching import KeyStepMatcher, StepMatch
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
+from ego_adr.reasoning.one_pass import one_pass_answer, one_pass_requests
 from ego_adr.reasoning.probe import DEEP, SHALLOW, ProbeResult, cached_probe
 from ego_adr.reasoning.step_context import step_context
-
-MODES = tuple(MODE_SPECS)
-NARRATION_SOURCES = ("model", "reference")
-
-
-@dataclass
-class PipelineConfig:
-    mode: str = "auto"
-    frames: int = 8  # Section 6.1: 8/16/24/32 uniformly sampled frames; Ego-ADR results use 8
-    match: bool = True
-    narration: bool = True
-    narration_source: str = "model"
-    bank_builder: str = "auto"  # auto (model in deep mode, rules in shallow) | rule | model
-    model_match: bool = True  # deep mode: the model picks the step (text only), TF-IDF as fallback
-    tau: float = TAU
-    max_new_tokens: int = 256  # Appendix C
-    one_pass_max_new_tokens: int | None = None  # the baselines' budget (public white agent: 128); None = as above
-    bank_max_new_tokens: int = BANK_MAX_NEW_TOKENS  # the procedure bank's own budget (reasoning/banks.py)
-    probe_trials: int = 3
-    seed: int = 0
-    # protocol settings that act inside the pipeline (reasoning/protocol.py): the one-pass baselines' question
-    # (ours | public, whose guidance text is read at run time into ``guidance``), their answers (raw | lenient),
-    # and the step text (clean | raw: the stored action_annotation, printed as the public green agent prints it)
-    question: str = "ours"
-    answers: str = "raw"
-    step: str = "clean"
-    guidance: str | None = None
-    guidance_sha: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.narration_source not in NARRATION_SOURCES:
-            raise ValueError(f"narration_source must be one of {NARRATION_SOURCES}")
-        if self.bank_builder not in ("auto", "rule", "model"):
-            raise ValueError("bank_builder must be auto, rule or model")
-        if self.question not in ("ours", "public") or self.answers not in ("raw", "lenient"):
-            raise ValueError("question must be ours|public and answers raw|lenient")
-        if self.question == "public" and not self.guidance:
-            raise ValueError("question=public needs the public guidance text (reasoning/public_text.py)")
 
 
 @dataclass
@@ -88,14 +52,14 @@ class EgoADR:
         """``bank_model``: the VLM that builds deep-mode procedure banks, or a zero-argument function that loads
         it when a bank is first needed (reasoning/bank_model.py); None = the evaluated model."""
         self.model = model
-        self._bank_model = bank_model
-        # fixed at construction so that cache keys do not change when a loader turns into the loaded model
-        self._bank_id = getattr(bank_model, "fingerprint", None) if bank_model is not None else None
         self.config = config or PipelineConfig()
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.probe: ProbeResult | None = None
         self.route = route or self._resolve_route()
-        self.banks = BankStore(self.cache_dir)
+        bank_model = bank_model if bank_model is not None else model
+        builder = self.config.bank_builder
+        model_bank = bank_model is not None and (builder == "model" or (builder == "auto" and self.route == DEEP))
+        self.banks = BankStore(self.cache_dir, bank_model if model_bank else None, self.config.bank_max_new_tokens)
         self._matchers: dict[tuple, KeyStepMatcher] = {}
 
     # ---- routing -------------------------------------------------------------------------------------
@@ -159,28 +123,8 @@ class EgoADR:
         return out
 
     # ---- stages -----------------------------------------------------------------------------------
-    @property
-    def uses_model_bank(self) -> bool:
-        has_model = self.model is not None or self._bank_model is not None
-        return has_model and (self.config.bank_builder == "model" or
-                              (self.config.bank_builder == "auto" and self.route == DEEP))
-
-    def bank_vlm(self) -> VLM:
-        """The model that builds banks (loaded on first use when given as a loader)."""
-        if self._bank_model is None:
-            return self.model
-        if callable(self._bank_model) and not hasattr(self._bank_model, "generate"):
-            self._bank_model = self._bank_model()
-        return self._bank_model
-
-    def bank_fingerprint(self) -> str:
-        """Cache identity of the bank model without loading it (a loader carries ``fingerprint``)."""
-        return self._bank_id or self.model.fingerprint
-
     def bank_for(self, task_id: str, procedure: str):
-        if not self.uses_model_bank:
-            return self.banks.rule(task_id, procedure)
-        return self.banks.model(task_id, procedure, self)
+        return self.banks.for_task(task_id, procedure)
 
     def _matcher(self, bank) -> KeyStepMatcher:
         key = (bank.task_id, bank.builder, len(bank.steps))
@@ -243,11 +187,9 @@ class EgoADR:
 
     def _one_pass(self, items: list[Item]) -> None:
         """The baselines send the model's raw reply (the public white agent); ``answers=lenient`` maps it."""
-        from ego_adr.reasoning.one_pass import one_pass_answer, one_pass_requests
-
         spec = MODE_SPECS[self.route] if MODE_SPECS[self.route].one_pass else MODE_SPECS["direct"]
         stage = spec.name
-        reqs = one_pass_requests(self, items, stage)
+        reqs = one_pass_requests(self.config, [(it.sample, it.frames) for it in items], stage, self._gen(stage))
         for it, r in zip(items, reqs):  # what was sent (CoT and direct differ in it, under both protocols)
             it.stages["prompt"] = {"name": r.meta["prompt"], "version": r.meta["prompt_version"]}
         for it, text in zip(items, self._call(items, reqs, stage)):
@@ -263,7 +205,7 @@ class EgoADR:
     def _decoupled(self, items: list[Item]) -> None:
         cfg = self.config
         if cfg.match:  # without key-step matching there is no procedure bank to build
-            self.banks.prepare({it.sample.task_id: it.sample.procedure for it in items}, self)
+            self.banks.prepare({it.sample.task_id: it.sample.procedure for it in items})
         # Key-step match. Without an action text (Epic-Tent "unknown action", EgoOops without a usable index),
         # the step is found from a narration made without step guidance.
         need_first = [it for it in items if not it.sample.action and cfg.match]

@@ -123,7 +123,7 @@ class StreamMonitor:
                              task_id=task_id, procedure=procedure, video_id=episode_id, video_path=None,
                              start=None, end=None, action=None, action_field="none")
         if self.pipe is not None and self.tracks_steps:
-            self.pipe.banks.prepare({task_id: procedure}, self.pipe)
+            self.pipe.banks.prepare({task_id: procedure})
             self.bank = self.pipe.bank_for(task_id, procedure)
         else:
             self.bank = None

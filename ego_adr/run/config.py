@@ -123,7 +123,7 @@ class RunConfig:
                 "or leave --data-root out to run the embedded demo set."
             )
         if self.video_root is not None and not Path(self.video_root).is_dir():
-            raise ConfigError(f"--video-root {self.video_root} is not a folder (see README: 'Getting the videos')")
+            raise ConfigError(f"--video-root {self.video_root} is not a folder (the video layout: docs/getting_started.md, 'Running a real model')")
         from ego_adr.run.checks import check_environment
 
         out = replace(copy.deepcopy(self), **resolved)  # its lists and dicts are its own, too

@@ -68,3 +68,31 @@ def test_the_annotated_action_stays_beside_the_matched_steps(tmp_path, demo_root
             step = r["stages"]["match"]["step"]
             assert any(r["action"] in t and step in t and "Previous step:" in t and "Next step:" in t
                        for t in texts), (stage, r["action"])
+
+
+def test_the_bank_store_needs_no_pipeline(tmp_path):
+    """The store is given what it uses (bank model or its loader, budget, cache folder; issue 30 item 2): a loader
+    is called once, for the banks not in the cache, and its name-based fingerprint keeps keying them after it
+    loaded; a second store over the same cache never loads at all."""
+    from ego_adr.reasoning.banks import BankStore
+
+    procedure = "1. Fill the kettle\n2. Pour the water into the cup"
+    loads: list[ScriptedModelDouble] = []
+
+    class Loader:  # what reasoning/bank_model.py hands the pipeline
+        fingerprint = "bank-model:scripted"
+
+        def __call__(self):
+            loads.append(ScriptedModelDouble(fingerprint="other-identity-once-loaded"))
+            return loads[-1]
+
+    store = BankStore(tmp_path, Loader(), budget=64)
+    bank = store.for_task("tea", procedure)
+    assert len(loads) == 1 and [s.text for s in bank.steps] == ["Fill the kettle", "Pour the water into the cup"]
+    assert bank.builder == "model:scripted-double" and bank.steps[1].objects == ["cup"]
+    assert [stage for stage, _, _ in loads[0].asked] == ["bank"]
+    assert store.for_task("tea", procedure) is bank and len(loads[0].asked) == 1  # built once, in memory
+    again = BankStore(tmp_path, Loader(), budget=64)
+    assert [s.text for s in again.for_task("tea", procedure).steps] == [s.text for s in bank.steps]
+    assert len(loads) == 1  # read from the cache, keyed by the loader's fingerprint: no second load
+    assert BankStore(tmp_path, None).for_task("tea", procedure).builder == "rule"  # no bank model: rules

@@ -1,0 +1,55 @@
+"""The pipeline's settings (``PipelineConfig``) and the choices they are validated against.
+
+Apart from the pipeline (reasoning/pipeline.py) so that the pieces it uses -- the one-pass baselines' requests
+(reasoning/one_pass.py), the procedure banks (reasoning/banks.py) -- are given the settings they read and never
+the pipeline itself: the pipeline imports them, none of them imports the pipeline (tests/test_layout.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS
+from ego_adr.reasoning.matching import TAU
+from ego_adr.reasoning.modes import MODES as MODE_SPECS
+
+MODES = tuple(MODE_SPECS)
+NARRATION_SOURCES = ("model", "reference")
+
+
+@dataclass
+class PipelineConfig:
+    mode: str = "auto"
+    frames: int = 8  # Section 6.1: 8/16/24/32 uniformly sampled frames; Ego-ADR results use 8
+    match: bool = True
+    narration: bool = True
+    narration_source: str = "model"
+    bank_builder: str = "auto"  # auto (model in deep mode, rules in shallow) | rule | model
+    model_match: bool = True  # deep mode: the model picks the step (text only), TF-IDF as fallback
+    tau: float = TAU
+    max_new_tokens: int = 256  # Appendix C
+    one_pass_max_new_tokens: int | None = None  # the baselines' budget (public white agent: 128); None = as above
+    bank_max_new_tokens: int = BANK_MAX_NEW_TOKENS  # the procedure bank's own budget (reasoning/banks.py)
+    probe_trials: int = 3
+    seed: int = 0
+    # protocol settings that act inside the pipeline (reasoning/protocol.py): the one-pass baselines' question
+    # (ours | public, whose guidance text is read at run time into ``guidance``), their answers (raw | lenient),
+    # and the step text (clean | raw: the stored action_annotation, printed as the public green agent prints it)
+    question: str = "ours"
+    answers: str = "raw"
+    step: str = "clean"
+    guidance: str | None = None
+    guidance_sha: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.narration_source not in NARRATION_SOURCES:
+            raise ValueError(f"narration_source must be one of {NARRATION_SOURCES}")
+        if self.bank_builder not in ("auto", "rule", "model"):
+            raise ValueError("bank_builder must be auto, rule or model")
+        if self.question not in ("ours", "public") or self.answers not in ("raw", "lenient"):
+            raise ValueError("question must be ours|public and answers raw|lenient")
+        if self.question == "public" and not self.guidance:
+            raise ValueError("question=public needs the public guidance text (reasoning/public_text.py)")
+
