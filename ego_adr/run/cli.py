@@ -45,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run Ego-ADR (or a baseline) on EgoErrorVQA or the embedded demo set.",
         epilog="Exit status: 0 done; 2 a mistake in the command (one line says what to do; nothing was run); "
                "3 infrastructure (the model or server could not be reached, or most failures were outages: "
-               "rerun with --retry-failed once it is back); 130 interrupted (rerun the same command to resume).",
+               "rerun with --retry-failed once it is back); 130 interrupted (rerun the same command to resume). "
+               "With --dry-run: 0 the run would start (on the device named, even one this machine lacks); 1 it "
+               "would stop before any sample (the memory plan refuses it, or the model is not available); 2 a "
+               "mistake in the command.",
     )
     a = _adder(p)
     a("--config", help="YAML file of settings (flags given here override it)")
@@ -103,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
            "max_new_tokens, answers, public_source); repeatable; shows in the output folder name")
     a("--quiet", action="store_true", help="no progress bar")
     a("--dry-run", action="store_true", default=argparse.SUPPRESS,
-      help="print samples, videos found/missing, frame indices and the memory plan; load no model")
+      help="print samples, videos found/missing, frame indices and the memory plan; load no model (exit 0 the "
+           "run would start, 1 it would stop: memory plan refused or model not available)")
     a("--fresh", action="store_true", help="discard the results already in --output-dir and start over (needed "
                                            "when the folder holds a run with other settings)")
     a("--retry-failed", action="store_true", help="rerun the samples whose failure was infrastructure "
