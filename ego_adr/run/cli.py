@@ -24,6 +24,7 @@ from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
 from ego_adr.models.backends import BACKENDS, backend_help
 from ego_adr.models.backends import names as backend_names
 from ego_adr.models.registry import video_aliases
+from ego_adr.models.wire import TRANSFERS
 from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.reasoning.pipeline import NARRATION_SOURCES
 from ego_adr.reasoning.protocol import PROTOCOLS
@@ -83,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--max-pixels-per-frame", type=int, help="per-frame pixel budget (default: planned from --gpu-memory)")
     a("--gpu-memory", help="GPU memory the per-frame pixel budget is planned for (default 24GB, Section 6.1)")
     a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
+    a("--frame-transfer", choices=list(TRANSFERS),
+      help="--backend openai: how frames travel. lossless = PNG at the decoded size and the exact frame rate "
+           "(a served ego_adr model then answers exactly like the local one); jpeg-512 = JPEG q85, longer side "
+           "<= 512 px, detail low (cheap on hosted APIs; other pixels). Default: lossless for a loopback "
+           "--base-url, jpeg-512 otherwise. Recorded in run.json, report and the cache keys")
     a("--tensor-parallel-size", type=int, help="vLLM tensor parallel size")
     a("--max-new-tokens", type=int, help="generation budget per call (default: 256, the paper's, Appendix C; "
                                         "128 under --protocol public, the public white agent's; 64 for the "
@@ -155,9 +161,17 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
                 raise SystemExit(2) from None
             values[key] = {**values.get(key, {}), **val}
             continue
+        if key == "frame_transfer":  # a backend setting (RunConfig.extra, models/backends.py extra_settings)
+            values["extra"] = {**values.get("extra", {}), key: val}
+            continue
         values[key] = [x.strip() for x in val.split(",") if x.strip()] if key in _LIST_FIELDS else val
     if args.no_cache:
         values["use_cache"] = False
+    if "frame_transfer" in (values.get("extra") or {}) and values.get("backend", "hf") != "openai":
+        from ego_adr.run.config import ConfigError
+
+        raise ConfigError("--frame-transfer is how frames travel to an OpenAI-compatible server: it needs "
+                          "--backend openai")
     from ego_adr.run.checks import check_types
 
     check_types(values, "command line", RunConfig)
