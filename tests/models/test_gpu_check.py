@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_check.py"
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "gpu_check.py"
 
 
 def _script():
@@ -25,8 +27,9 @@ def _script():
 @pytest.mark.slow  # builds and runs a tiny model twice in a subprocess (see tests/README.md)
 def test_cpu_rehearsal_checks_batching_in_float32_and_says_what_a_bf16_difference_is(tmp_path):
     out = tmp_path / "gc.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--archs", "qwen2.5-vl", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     (row,) = [json.loads(x) for x in out.read_text().splitlines()]
     assert row["all_ok"] and row["batch_equals_single_fp32"] is True and row["padding_side"] == "left"
