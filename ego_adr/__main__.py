@@ -98,6 +98,9 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
                about="write the review sheet (CSV) and page (HTML) of a built data root (docs/build.md)"),
     EntryPoint("build merge", "ego_adr.build.__main__:main", ("merge", "{out}", "{text}"),
                about="merge the reviewers' sheets into the data root (docs/build.md)"),
+    # h2-steps' `monitoring evaluate` entry (on main) walks the bad-input table; its second subcommand is listed:
+    EntryPoint("monitoring download", "ego_adr.monitoring.__main__:main", ("download", "--out", "{out}"),
+               about="fetch the step-stream benchmark files (Assembly101-O, EPIC-Tent-O) at pinned commits"),
     EntryPoint("models.planner", "ego_adr.models.planner:main", ("--model", "qwen2.5-vl"),
                about="the memory planner: frames x pixels x batch that fit a GPU, per model family"),
     EntryPoint("integrations.lmms_eval", "ego_adr.integrations.lmms_eval.__main__", (),
