@@ -15,6 +15,11 @@ The same repository's evaluator source (``src/green_agent/agent.py`` and the fil
 ``OUT/public-evaluator/``: our green agent reads the public question guidance from it at run time, so it asks
 exactly what the public green agent asks without this project shipping that prose. Each file is checked to parse
 as Python/TOML before it replaces anything. ``--no-source`` skips it; ``--source-base-url`` points elsewhere.
+
+Exit status, as every ego_adr command: 0 done; 2 a mistake (a ``--ref`` or URL that serves no such file: HTTP
+4xx, or a file that is not what it should be); 3 infrastructure (no network, the host cannot be reached or does
+not answer, HTTP 5xx/429): one line, and the first unreachable file stops the rest (the others would fail the
+same way, ``--timeout`` seconds each). Nothing is written unless a file arrives whole; ``--out`` is created then.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ import urllib.request
 from pathlib import Path
 
 REPOSITORY = "z1oong/EgoErrorVQA"
+EXIT_USER, EXIT_INFRASTRUCTURE = 2, 3  # ego_adr.errors' codes (kept literal: the script runs without the package)
+
+
+class Unreachable(RuntimeError):
+    """The host cannot be reached (exit 3): stop at the first file."""
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com/{repo}/{ref}/data/json"
 
 # Same names as ego_adr.data.egoerrorvqa.ANNOTATION_FILES (kept literal so the script runs without the package).
@@ -61,9 +71,31 @@ def fetch(url: str, timeout: float) -> bytes:
         return resp.read()
 
 
+def _get(url: str, timeout: float) -> bytes:
+    """The file at ``url``; :class:`Unreachable` for no connection, a timeout or a server failure (5xx, 429),
+    :class:`urllib.error.HTTPError` for any other HTTP refusal (the URL or ``--ref`` is wrong)."""
+    try:
+        return fetch(url, timeout)
+    except urllib.error.HTTPError as e:
+        if e.code >= 500 or e.code == 429:
+            raise Unreachable(f"{url}: HTTP {e.code} {e.reason}") from None
+        raise
+    except (urllib.error.URLError, TimeoutError, OSError) as e:
+        if url.startswith("file:"):  # a local copy without that file: a wrong --base-url, not an outage
+            raise urllib.error.HTTPError(url, 404, f"no such file ({getattr(e, 'reason', e)})", None, None) from None
+        raise Unreachable(f"{url}: {getattr(e, 'reason', e)}") from None
+
+
+def _write(target: Path, payload: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(target.suffix + ".part")
+    tmp.write_bytes(payload)
+    tmp.replace(target)
+
+
 def download(out: Path, base_url: str, force: bool = False, timeout: float = 60.0) -> list[tuple[str, str]]:
-    """Fetch every file into ``out``; returns (file, status) rows. Raises RuntimeError listing failures."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Fetch every file into ``out``; returns (file, status) rows. Raises :class:`Unreachable` at the first file
+    the host does not serve for want of a connection, RuntimeError listing the files it refused."""
     rows: list[tuple[str, str]] = []
     failures: list[str] = []
     for name in FILES:
@@ -73,27 +105,21 @@ def download(out: Path, base_url: str, force: bool = False, timeout: float = 60.
             continue
         url = f"{base_url.rstrip('/')}/{name}"
         try:
-            payload = fetch(url, timeout)
+            payload = _get(url, timeout)
             data = json.loads(payload.decode("utf-8"))
         except urllib.error.HTTPError as e:
             failures.append(f"{url}: HTTP {e.code} {e.reason}")
             continue
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
-            failures.append(f"{url}: {getattr(e, 'reason', e)}")
-            continue
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             failures.append(f"{url}: not JSON ({e})")
             continue
-        tmp = target.with_suffix(target.suffix + ".part")
-        tmp.write_bytes(payload)
-        tmp.replace(target)
+        _write(target, payload)
         size = f"{len(data)} records" if isinstance(data, list) else f"{len(data)} entries"
         rows.append((name, f"downloaded, {size}"))
     if failures:
-        raise RuntimeError(
-            "could not download:\n  " + "\n  ".join(failures) + "\nCheck the network, --ref (branch, tag or commit) "
-            f"and --base-url (default {DEFAULT_BASE_URL.format(repo=REPOSITORY, ref='<ref>')})."
-        )
+        more = f" and {len(failures) - 1} more" if len(failures) > 1 else ""
+        raise RuntimeError(f"could not download {failures[0]}{more}; check --ref (branch, tag or commit) and "
+                           f"--base-url (default {DEFAULT_BASE_URL.format(repo=REPOSITORY, ref='<ref>')})")
     return rows
 
 
@@ -122,26 +148,21 @@ def download_source(out: Path, base_url: str, force: bool = False, timeout: floa
             continue
         url = f"{base_url.rstrip('/')}/{name}"
         try:
-            payload = fetch(url, timeout)
+            payload = _get(url, timeout)
             _check_source(name, payload)
         except urllib.error.HTTPError as e:
             failures.append(f"{url}: HTTP {e.code} {e.reason}")
             continue
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
-            failures.append(f"{url}: {getattr(e, 'reason', e)}")
-            continue
         except (UnicodeDecodeError, SyntaxError, ValueError) as e:
             failures.append(f"{url}: not the expected source file ({e})")
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(target.suffix + ".part")
-        tmp.write_bytes(payload)
-        tmp.replace(target)
+        _write(target, payload)
         rows.append((label, f"downloaded, {len(payload)} bytes"))
     if failures:
-        raise RuntimeError("could not download the public evaluator's source:\n  " + "\n  ".join(failures)
-                           + "\nCheck the network, --ref and --source-base-url (default "
-                           f"{DEFAULT_SOURCE_URL.format(repo=REPOSITORY, ref='<ref>')}), or pass --no-source.")
+        more = f" and {len(failures) - 1} more" if len(failures) > 1 else ""
+        raise RuntimeError(f"could not download the public evaluator's source {failures[0]}{more}; check --ref and "
+                           f"--source-base-url (default {DEFAULT_SOURCE_URL.format(repo=REPOSITORY, ref='<ref>')}), "
+                           "or pass --no-source")
     return rows
 
 
@@ -167,9 +188,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_source:
             src_base = args.source_base_url or DEFAULT_SOURCE_URL.format(repo=args.repo, ref=args.ref)
             rows += download_source(args.out, src_base, force=args.force, timeout=args.timeout)
+    except Unreachable as e:
+        print(f"error: cannot reach {e}: check the network (or --base-url / --source-base-url) and rerun; "
+              "files already here are kept", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_USER
     width = max(len(n) for n, _ in rows)
     for name, status in rows:
         print(f"{name:<{width}}  {status}")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test environments the suite needs beside the package (README "Two commands"; .ci/run calls this too).
-# Each is built once and kept (rerunning is a no-op); none downloads a torch build; after this the tests need
+# Each is built once and kept (rerunning is a no-op); none installs a torch of its own (.ci/ holds no torch:
+# every environment uses the one installed with the package); after this the tests need
 # no network. Under CI=true a test whose environment is missing fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,11 +24,20 @@ fi
   'transformers==4.57.3' 'tokenizers==0.22.1' 'huggingface-hub==0.36.0' 'qwen-vl-utils==0.0.14'
 
 # lmms-eval (the [lmms-eval] extra) gets its own environment: it pulls ~80 packages the core never needs (about
-# 4-5 minutes to install). --system-site-packages and the constraints reuse the torch, torchvision and
-# transformers installed with the package (no second torch download). tests/integrations/test_lmms_eval_cli.py
+# 4-5 minutes to install). It reuses the torch, torchvision and transformers installed with the package, never a
+# second copy: scripts/ci_venv.py gives it this interpreter's packages (--system-site-packages alone would give a
+# venv's user the BASE interpreter's, and pip then fetched a second CUDA torch, ~5.3 GB: issue 28), and the
+# constraints pin those three to the versions installed here. An lmms-venv whose torch is not this interpreter's
+# (a second copy from an older test_envs.sh, or another venv's) is rebuilt. tests/integrations/test_lmms_eval_cli.py
 # finds its CLI at .ci/lmms-venv/bin/lmms-eval (or $EGO_ADR_LMMS_EVAL).
+torch_of() { "$1" -c "import importlib.util as u; s = u.find_spec('torch'); print(s.origin if s else '-')" 2>/dev/null || true; }
+if [ -x .ci/lmms-venv/bin/python ] && [ "$(torch_of .ci/lmms-venv/bin/python)" != "$(torch_of python3)" ]; then
+  echo "test_envs: .ci/lmms-venv uses torch $(torch_of .ci/lmms-venv/bin/python), not $(torch_of python3); rebuilding it"
+  rm -rf .ci/lmms-venv
+fi
 if [ ! -x .ci/lmms-venv/bin/lmms-eval ]; then
-  python3 -m venv --system-site-packages .ci/lmms-venv
+  rm -rf .ci/lmms-venv
+  python3 scripts/ci_venv.py .ci/lmms-venv
   python3 -m pip freeze | grep -iE '^(torch|torchvision|transformers)==' > .ci/lmms-constraints.txt
   .ci/lmms-venv/bin/pip install -c .ci/lmms-constraints.txt -e '.[lmms-eval]'
 fi

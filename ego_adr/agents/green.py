@@ -364,7 +364,7 @@ def build_green_app(url: str, token: str | None = None, max_body: int = 256 * 10
                       "Evaluates a white agent on EgoErrorVQA multiple-choice or open-ended VQA over A2A.",
                       url, SKILLS, __version__, token)
     handler = DefaultRequestHandler(agent_executor=make_executor(), task_store=InMemoryTaskStore(), agent_card=card)
-    return build_app(card, handler, token, max_body)
+    return build_app(card, handler, token, max_body, log_name=log.name)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -114,14 +114,22 @@ class _Guard:
         return await self.app(scope, replay, send)
 
 
-def build_app(card, request_handler, token: str | None = None, max_body: int = 256 * 1024):
-    """Starlette app: card route + JSON-RPC route (1.0 and 0.3 on one port) behind :class:`_Guard`."""
+def build_app(card, request_handler, token: str | None = None, max_body: int = 256 * 1024,
+              log_name: str = "ego_adr.agents"):
+    """Starlette app: card route + JSON-RPC route (1.0 and 0.3 on one port) behind :class:`_Guard`, and around
+    both the one-line refusal log (:class:`ego_adr.agents.sdk_guard.RefusalLog`, on logger ``log_name``)."""
+    import logging
+
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
     from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
     from starlette.applications import Starlette
 
+    from ego_adr.agents.sdk_guard import RefusalLog, quiet_sdk_logs
+
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(request_handler, "/", enable_v0_3_compat=True)
-    return _Guard(Starlette(routes=routes), token, max_body, AGENT_CARD_WELL_KNOWN_PATH)
+    quiet_sdk_logs()  # after the SDK's server modules are imported: their loggers exist now
+    guarded = _Guard(Starlette(routes=routes), token, max_body, AGENT_CARD_WELL_KNOWN_PATH)
+    return RefusalLog(guarded, logging.getLogger(log_name))
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -229,8 +229,7 @@ def make_executor(agent: WhiteAgent):
             text = get_message_text(context.message) if context.message else ""
             try:
                 ans = await agent.answer(text)
-            except RequestRefused as e:
-                log.info("refused (%s): %s", e.kind, _short(str(e)))  # the one log line of a refusal
+            except RequestRefused as e:  # its one log line is written by agents/sdk_guard.RefusalLog
                 err = InvalidParamsError(message=str(e)) if e.kind == "invalid" else InternalError(message=str(e))
                 err.ego_adr_refusal = True  # the SDK's own tracebacks of it are dropped (agents/sdk_guard.py)
                 raise err from None
@@ -247,10 +246,6 @@ def make_executor(agent: WhiteAgent):
             raise UnsupportedOperationError(message="answers are single messages; nothing to cancel")
 
     return WhiteExecutor()
-
-
-def _short(text: str, n: int = 200) -> str:
-    return text if len(text) <= n else text[:n] + f"... ({len(text)} chars)"
 
 
 def _jsonable(x):
@@ -270,12 +265,11 @@ def build_white_app(agent: WhiteAgent, url: str, token: str | None = None, max_b
                       f"Detects and classifies procedural errors in egocentric video clips (EgoErrorVQA) with "
                       f"Ego-ADR on {model_name} (route {agent.pipe.route}, {agent.frames} frames).",
                       url, SKILLS, __version__, token)
-    from ego_adr.agents.sdk_guard import BoundedTaskStore, quiet_sdk_logs
+    from ego_adr.agents.sdk_guard import BoundedTaskStore
 
-    quiet_sdk_logs()
     handler = DefaultRequestHandler(agent_executor=make_executor(agent), task_store=BoundedTaskStore(),
                                     agent_card=card)
-    return build_app(card, handler, token, max_body)
+    return build_app(card, handler, token, max_body, log_name=log.name)
 
 
 def load_agent_model(name: str, device: str = "auto", backend: str = "hf", cache_dir: str | None = None,

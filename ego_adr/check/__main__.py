@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from ego_adr.check.core import (
     DEMO_TOKENS,
@@ -69,6 +70,27 @@ def clips_from(args) -> list[Clip]:
 def _short(text, n: int = 600) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+SUMMARY_SHOWN = 3  # clips without a verdict named in the summary line
+
+
+def summary_line(results: list[dict]) -> str:
+    """The last line: how many clips, how many without a verdict, and which ones and why (issue 28, item 9: "1
+    without a verdict" left the user to search the output for it)."""
+    failed = [(i, r) for i, r in enumerate(results, 1) if r["failure"]]
+    line = f"{len(results)} clip(s), {len(failed)} without a verdict"
+    if not failed:
+        return line
+
+    def label(i: int, r: dict) -> str:
+        w = r["window"]
+        where = "" if w == [None, None] else f" {w[0]:g}-{w[1]:g} s"
+        return f"#{i} {r.get('name') or Path(r['video']).name}{where}"
+
+    shown = "; ".join(f"{label(i, r)}: {_short(r['failure'], 160)}" for i, r in failed[:SUMMARY_SHOWN])
+    more = f"; {len(failed) - SUMMARY_SHOWN} more above" if len(failed) > SUMMARY_SHOWN else ""
+    return f"{line}: {shown}{more}"
 
 
 def render(result: dict) -> str:
@@ -161,7 +183,7 @@ def _check(argv) -> int:
         print("\n\n".join(render(r) for r in results))
     failed = [r for r in results if r["failure"]]
     if not args.json and (len(results) > 1 or failed):
-        print(f"\n{len(results)} clip(s), {len(failed)} without a verdict")
+        print("\n" + summary_line(results))
     if results and len(failed) == len(results):
         from ego_adr.models.base import INFRASTRUCTURE, error_kind
 

@@ -187,6 +187,7 @@ def result_of(clip: Clip, row: dict) -> dict:
     match = stages.get("match")
     return {
         "video": clip.video,
+        "name": clip.name,
         "window": [clip.start, clip.end],
         "step": clip.step,
         "verdict": row.get("prediction"),

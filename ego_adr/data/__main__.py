@@ -75,6 +75,10 @@ def _build(argv: list[str]) -> int:
 
 
 COMMANDS = {"stats": _stats, "convert": _convert, "build": _build}
+#: What ``--help`` prints: the commands, not the notes on this module's place in the layers (issue 28, item 9).
+HELP = __doc__.split("\n\nThis module is an entry point")[0].replace(
+    "Subcommands", "usage: python -m ego_adr.data COMMAND [ARGS]   (each COMMAND takes --help)\n\nSubcommands", 1) + (
+    "\n\nExit status 0 done, 2 a wrong flag or unusable input (one line), 3 when a model or the machine failed.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
+        print(HELP)
         return 0 if argv else 2
     cmd = COMMANDS.get(argv[0])
     if cmd is None:

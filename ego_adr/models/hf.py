@@ -73,6 +73,10 @@ def _check_available(name: str, revision: str | None, known: bool) -> None:
     cached = try_to_load_from_cache(name, "config.json", revision=revision) if "/" in name else None
     if "/" not in name or (offline and not isinstance(cached, str)):
         raise ValueError(unknown_model_message(name, known))
+    if not isinstance(cached, str):  # to be fetched: find out in a second whether the hub is there at all
+        from ego_adr.models.hub import require_reachable
+
+        require_reachable(name)
 
 
 class HFVideoLM:

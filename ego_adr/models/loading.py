@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ego_adr.errors import UserError
+from ego_adr.errors import InfrastructureError, UserError
 from ego_adr.models.backends import BACKENDS
+from ego_adr.models.hub import require_reachable
 from ego_adr.models.registry import hub_offline, in_hub_cache
 from ego_adr.store import cache_root
 
@@ -27,17 +28,28 @@ _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 def check_device(device: str, backend: str) -> None:
     """``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``; a CUDA device must exist when the backend runs here."""
+    absent = device_absent(device, backend)
+    if absent:
+        hint = "; use --device cpu (or auto)" if "no usable" in absent else ""
+        raise UserError(f"--device {device} asked for, but {absent}{hint}")
+
+
+def device_absent(device: str, backend: str) -> str | None:
+    """Why the CUDA device ``device`` names is not on this machine, e.g. "this machine has no usable CUDA GPU"
+    (``None``: it is, or the backend runs elsewhere); a string that is not a device is a :class:`UserError`.
+    Apart from :func:`check_device` because a dry run plans for the device named -- on a laptop, before renting a
+    GPU -- and only reports that it is absent here."""
     if not _DEVICE_RE.match(device or ""):
         raise UserError(f"--device {device!r} is not a device; use auto, cpu, cuda or cuda:N (e.g. cuda:0)")
     if device.startswith("cuda") and BACKENDS[backend].local_device:
         import torch
 
         if not torch.cuda.is_available():
-            raise UserError(f"--device {device} asked for, but this machine has no usable CUDA GPU; use --device "
-                            "cpu (or auto)")
-        if ":" in device and int(device.split(":")[1]) >= torch.cuda.device_count():
-            raise UserError(f"--device {device}: this machine has {torch.cuda.device_count()} GPU(s) "
-                            f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+            return "this machine has no usable CUDA GPU"
+        n = torch.cuda.device_count()
+        if ":" in device and int(device.split(":")[1]) >= n:
+            return f"this machine has {n} GPU(s) (cuda:0..cuda:{n - 1})"
+    return None
 
 
 def check_model_name(name: str | None, backend: str) -> None:
@@ -50,9 +62,11 @@ def check_model_name(name: str | None, backend: str) -> None:
     key = name.strip()
     if key.lower() in ALIASES:
         spec = ALIASES[key.lower()]
-        if not spec.tiny and hub_offline() and not in_hub_cache(spec.hub_id):  # tiny: built offline
-            raise UserError(f"--model {name} ({spec.hub_id}) is not in the local Hugging Face cache and the hub is "
-                            "offline (HF_HUB_OFFLINE); download it with network access or use --model tiny")
+        if not spec.tiny and not in_hub_cache(spec.hub_id):  # tiny: built offline
+            if hub_offline():
+                raise UserError(f"--model {name} ({spec.hub_id}) is not in the local Hugging Face cache and the hub "
+                                "is offline (HF_HUB_OFFLINE); download it with network access or use --model tiny")
+            require_reachable(spec.hub_id)  # exit 3 in a second, not minutes of the hub client's retries
         return
     p = Path(os.path.expanduser(key))
     if p.is_dir():
@@ -65,9 +79,11 @@ def check_model_name(name: str | None, backend: str) -> None:
     if "/" not in key:
         known = ", ".join(sorted(ALIASES))
         raise UserError(f"--model {name!r} is not a known alias ({known}), a model folder or a hub id (org/name)")
-    if hub_offline() and not in_hub_cache(key):
-        raise UserError(f"--model {name} is not in the local Hugging Face cache and the hub is offline "
-                        "(HF_HUB_OFFLINE); download it with network access or pass a local folder")
+    if not in_hub_cache(key):
+        if hub_offline():
+            raise UserError(f"--model {name} is not in the local Hugging Face cache and the hub is offline "
+                            "(HF_HUB_OFFLINE); download it with network access or pass a local folder")
+        require_reachable(key)
 
 
 @dataclass
@@ -116,6 +132,8 @@ def load_vlm(settings: ModelSettings, model=None):
         name = str(ensure_tiny("qwen2.5-vl"))
     try:
         model = load_model(name, backend=backend, **backend_settings(settings))
+    except InfrastructureError:  # the hub cannot be reached: exit 3, not a mistake of the user's
+        raise
     except (ValueError, OSError, RuntimeError, ImportError) as e:  # a memory-plan refusal is a ValueError
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise UserError(f"could not load model {settings.model or name}: {first}") from None

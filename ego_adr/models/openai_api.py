@@ -3,9 +3,10 @@
 Why a separate backend rather than an HF wrapper: hosted models and multi-GPU inference servers are reached over
 HTTP, and the chat-completions wire format is the one they all share. Video is not part of that format, so a
 :class:`~ego_adr.models.base.Frames` clip travels as a short text note ("N frames sampled uniformly ... at X fps")
-followed by N ``image_url`` parts holding base64 JPEG (or PNG) frames. Our own server (:mod:`ego_adr.models.serve`)
-recognises the note and rebuilds the clip with its frame rate, so a served HF model sees the same input as a local
-one.
+followed by N ``image_url`` parts (:mod:`ego_adr.models.wire`). How the pictures are encoded is the named
+``frame_transfer``: ``lossless`` (PNG, decoded size, exact rate: the default for a loopback endpoint, where our
+own server :mod:`ego_adr.models.serve` then answers exactly like the local model) or ``jpeg-512`` (the default for
+hosted APIs). It is part of the fingerprint, so it shows in ``run.json``/``identity.json`` and in every cache key.
 
 Decoding: the paper decodes greedily (Appendix C, H); OpenAI-style APIs have no ``do_sample`` switch, so greedy is
 sent as ``temperature=0`` (hosted models may still be slightly non-deterministic at temperature 0).
@@ -24,107 +25,32 @@ each until one gets through, so an outage is noticed in one backoff sequence rat
 
 from __future__ import annotations
 
-import base64
 import os
 import random
-import re
 import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
-from .base import INFRASTRUCTURE, SAMPLE, Capabilities, Frames, Generation, Message, Request
+from .base import INFRASTRUCTURE, SAMPLE, Capabilities, Generation, Request
+from .wire import (  # noqa: F401  (re-exported: the wire format)
+    PRESET,
+    Transfer,
+    encode_frame,
+    frames_note,
+    parse_frames_note,
+    resolve_transfer,
+    to_openai_messages,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"}
 RETRY_STATUS = {408, 409, 429}
 
-#: The note placed before a clip's frames. ``ego_adr.models.serve`` parses it back (keep the two in sync via
-#: :func:`frames_note` / :func:`parse_frames_note`).
-_NOTE_RE = re.compile(
-    r"^The following (\d+) frames? (?:are|is) sampled uniformly from the video clip at ([0-9.]+) frames per second\.$"
-)
-
-
-def frames_note(n: int, fps: float) -> str:
-    return (
-        f"The following {n} frames are sampled uniformly from the video clip at {fps:.4g} frames per second."
-    )
-
-
-def parse_frames_note(text: str) -> tuple[int, float] | None:
-    """``(n_frames, fps)`` when ``text`` is exactly a note written by :func:`frames_note`, else None."""
-    m = _NOTE_RE.match(text.strip())
-    if not m:
-        return None
-    return int(m.group(1)), float(m.group(2))
-
-
 def is_loopback(base_url: str) -> bool:
     host = (urlparse(base_url).hostname or "").lower()
     return host in LOOPBACK_HOSTS or host.startswith("127.")
-
-
-def encode_frame(frame, *, max_side: int | None = 512, image_format: str = "jpeg", quality: int = 85) -> str:
-    """RGB uint8 ``(H, W, 3)`` → ``data:`` URL. Downscales so the longer side is at most ``max_side``
-    (hosted APIs bill and tile per pixel; 512 keeps "low" detail at its single-tile price)."""
-    import cv2
-
-    h, w = frame.shape[:2]
-    if max_side and max(h, w) > max_side:
-        scale = max_side / max(h, w)
-        frame = cv2.resize(
-            frame, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA
-        )
-    bgr = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)
-    if image_format == "png":
-        ok, buf = cv2.imencode(".png", bgr)
-        mime = "image/png"
-    elif image_format == "jpeg":
-        ok, buf = cv2.imencode(".jpg", bgr, [int(cv2.IMWRITE_JPEG_QUALITY), int(quality)])
-        mime = "image/jpeg"
-    else:
-        raise ValueError(f"image_format must be 'jpeg' or 'png', got {image_format!r}")
-    if not ok:
-        raise ValueError(f"could not encode a frame of shape {frame.shape} as {image_format}")
-    return f"data:{mime};base64," + base64.b64encode(buf.tobytes()).decode("ascii")
-
-
-def to_openai_messages(
-    messages: list[Message],
-    *,
-    max_side: int | None = 512,
-    image_detail: str | None = "low",
-    image_format: str = "jpeg",
-    quality: int = 85,
-) -> list[dict]:
-    """Our messages → chat-completions messages. A message with one text part is sent as a plain string (some
-    servers reject part lists in system messages); anything else as a list of parts."""
-    out = []
-    for m in messages:
-        parts: list[dict] = []
-        for p in m.content:
-            if isinstance(p, str):
-                parts.append({"type": "text", "text": p})
-            elif isinstance(p, Frames):
-                parts.append({"type": "text", "text": frames_note(p.num_frames, p.fps)})
-                for frame in p.as_uint8():
-                    image_url = {
-                        "url": encode_frame(
-                            frame, max_side=max_side, image_format=image_format, quality=quality
-                        )
-                    }
-                    if image_detail:
-                        image_url["detail"] = image_detail
-                    parts.append({"type": "image_url", "image_url": image_url})
-            else:
-                raise TypeError(f"unsupported message part {type(p).__name__}")
-        if len(parts) == 1 and parts[0]["type"] == "text":
-            out.append({"role": m.role, "content": parts[0]["text"]})
-        else:
-            out.append({"role": m.role, "content": parts})
-    return out
 
 
 class APIError(Exception):
@@ -152,8 +78,10 @@ class OpenAIChatModel:
     """VLM protocol over an OpenAI-compatible ``/chat/completions`` endpoint.
 
     ``concurrency`` bounds simultaneous HTTP requests for this instance, across threads and calls.
-    ``image_format="png"`` with ``max_side=None`` sends frames losslessly (used to check that a served model sees
-    exactly the local input); JPEG at 512 px is the economical default for hosted APIs.
+    ``frame_transfer`` names how frames travel (:data:`ego_adr.models.wire.TRANSFERS`; default ``lossless`` to a
+    loopback ``base_url``, ``jpeg-512`` to any other); ``image_format``, ``max_side``, ``image_detail`` and
+    ``jpeg_quality`` replace single settings of it (the result is named after them, see
+    :func:`~ego_adr.models.wire.resolve_transfer`).
     """
 
     backend = "openai"  # reported by the model itself (the stage-cache key, run.json)
@@ -166,10 +94,11 @@ class OpenAIChatModel:
         concurrency: int = 8,
         max_retries: int = 5,
         timeout: float = 120,
-        image_detail: str | None = "low",
-        max_side: int | None = 512,
-        image_format: str = "jpeg",
-        jpeg_quality: int = 85,
+        frame_transfer: str | None = None,
+        image_detail=PRESET,
+        max_side=PRESET,
+        image_format=PRESET,
+        jpeg_quality=PRESET,
         retry_base_seconds: float = 1.0,
         retry_max_seconds: float = 30.0,
         use_openai_sdk: bool | None = None,
@@ -179,10 +108,11 @@ class OpenAIChatModel:
             warnings.warn(f"OpenAIChatModel ignores unknown options: {sorted(extra)}", stacklevel=2)
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        if image_format not in ("jpeg", "png"):
-            raise ValueError(f"image_format must be 'jpeg' or 'png', got {image_format!r}")
         self.model = model
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.transfer: Transfer = resolve_transfer(frame_transfer, is_loopback(self.base_url),
+                                                   image_format=image_format, max_side=max_side,
+                                                   detail=image_detail, quality=jpeg_quality)
         self.api_key_env = api_key_env
         self.api_key = os.environ.get(api_key_env) or None
         if self.api_key is None and not is_loopback(self.base_url):
@@ -193,10 +123,6 @@ class OpenAIChatModel:
         self.concurrency = int(concurrency)
         self.max_retries = int(max_retries)
         self.timeout = float(timeout)
-        self.image_detail = image_detail
-        self.max_side = max_side
-        self.image_format = image_format
-        self.jpeg_quality = jpeg_quality
         self.retry_base_seconds = retry_base_seconds
         self.retry_max_seconds = retry_max_seconds
         self._slots = threading.BoundedSemaphore(self.concurrency)
@@ -224,7 +150,9 @@ class OpenAIChatModel:
 
     @property
     def fingerprint(self) -> str:
-        return f"openai:{self.base_url}:{self.model}"
+        """Endpoint, model and frame transfer: answers to JPEG frames are not answers to lossless ones, so the
+        transfer is in every cache key (and shows in run.json / identity.json as the model's fingerprint)."""
+        return f"openai:{self.base_url}:{self.model}:frames={self.transfer.name}"
 
     @property
     def capabilities(self) -> Capabilities:
@@ -245,10 +173,11 @@ class OpenAIChatModel:
             "model": self.model,
             "messages": to_openai_messages(
                 request.messages,
-                max_side=self.max_side,
-                image_detail=self.image_detail,
-                image_format=self.image_format,
-                quality=self.jpeg_quality,
+                max_side=self.transfer.max_side,
+                image_detail=self.transfer.detail,
+                image_format=self.transfer.image_format,
+                quality=self.transfer.quality,
+                exact_fps=self.transfer.exact_fps,
             ),
             "max_tokens": int(cfg.max_new_tokens),
             # greedy (the paper's setting) is temperature 0 on these APIs; sampling uses the API default of 1

@@ -7,7 +7,10 @@ tiny model. It is not a production server: no streaming, no auth; it listens on 
 Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. Consecutive ``image_url`` parts of
 one message become one :class:`Frames` clip; the frame rate comes from the note that
 :class:`~ego_adr.models.openai_api.OpenAIChatModel` puts before the frames (the note itself is dropped, so the model
-sees the same prompt as when called directly); without a note the clip gets ``--default-fps``. Concurrent HTTP
+sees the same prompt as when called directly); without a note the clip gets ``--default-fps``. The frames are used
+at the size they arrive: with the client's ``lossless`` transfer (its default towards a loopback server) they are
+the local call's pixels and rate, and the served model answers exactly as the local one; with ``jpeg-512`` they
+are not (:mod:`ego_adr.models.wire`). Concurrent HTTP
 requests are gathered into batches of up to ``capabilities.max_batch_size`` and run by one worker thread, so a
 model that is not thread-safe (HF) is only ever called from that thread.
 """
@@ -15,7 +18,6 @@ model that is not thread-safe (HF) is only ever called from that thread.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import queue
 import sys
@@ -28,26 +30,8 @@ import numpy as np
 
 from ego_adr.errors import OneLineParser
 from ego_adr.models.base import BadRequest, Frames, GenerationConfig, Message, Request
-from ego_adr.models.openai_api import is_loopback, parse_frames_note
-
-
-def decode_image(url: str) -> np.ndarray:
-    """``data:image/...;base64,...`` → RGB uint8 (H, W, 3). Remote URLs are refused: the server never fetches."""
-    import cv2
-
-    if not url.startswith("data:"):
-        raise BadRequest("only data: URLs are accepted for image_url (this server does not download)")
-    try:
-        header, b64 = url.split(",", 1)
-        raw = base64.b64decode(b64, validate=False)
-    except Exception as e:
-        raise BadRequest(f"malformed data URL: {e}") from e
-    if ";base64" not in header:
-        raise BadRequest("image data URLs must be base64-encoded")
-    img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_COLOR)
-    if img is None:
-        raise BadRequest("could not decode an image_url")
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+from ego_adr.models.openai_api import is_loopback
+from ego_adr.models.wire import decode_image, parse_frames_note
 
 
 def _make_frames(images: list[np.ndarray], fps: float) -> Frames:

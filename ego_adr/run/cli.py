@@ -24,6 +24,7 @@ from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
 from ego_adr.models.backends import BACKENDS, backend_help
 from ego_adr.models.backends import names as backend_names
 from ego_adr.models.registry import video_aliases
+from ego_adr.models.wire import TRANSFERS
 from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.reasoning.pipeline import NARRATION_SOURCES
 from ego_adr.reasoning.protocol import PROTOCOLS
@@ -45,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run Ego-ADR (or a baseline) on EgoErrorVQA or the embedded demo set.",
         epilog="Exit status: 0 done; 2 a mistake in the command (one line says what to do; nothing was run); "
                "3 infrastructure (the model or server could not be reached, or most failures were outages: "
-               "rerun with --retry-failed once it is back); 130 interrupted (rerun the same command to resume).",
+               "rerun with --retry-failed once it is back); 130 interrupted (rerun the same command to resume). "
+               "With --dry-run: 0 the run would start (on the device named, even one this machine lacks); 1 it "
+               "would stop before any sample (the memory plan refuses it, or the model is not available); 2 a "
+               "mistake in the command.",
     )
     a = _adder(p)
     a("--config", help="YAML file of settings (flags given here override it)")
@@ -80,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--max-pixels-per-frame", type=int, help="per-frame pixel budget (default: planned from --gpu-memory)")
     a("--gpu-memory", help="GPU memory the per-frame pixel budget is planned for (default 24GB, Section 6.1)")
     a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
+    a("--frame-transfer", choices=list(TRANSFERS),
+      help="--backend openai: how frames travel. lossless = PNG at the decoded size and the exact frame rate "
+           "(a served ego_adr model then answers exactly like the local one); jpeg-512 = JPEG q85, longer side "
+           "<= 512 px, detail low (cheap on hosted APIs; other pixels). Default: lossless for a loopback "
+           "--base-url, jpeg-512 otherwise. Recorded in run.json, report and the cache keys")
     a("--tensor-parallel-size", type=int, help="vLLM tensor parallel size")
     a("--max-new-tokens", type=int, help="generation budget per call (default: 256, the paper's, Appendix C; "
                                         "128 under --protocol public, the public white agent's; 64 for the "
@@ -103,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
            "max_new_tokens, answers, public_source); repeatable; shows in the output folder name")
     a("--quiet", action="store_true", help="no progress bar")
     a("--dry-run", action="store_true", default=argparse.SUPPRESS,
-      help="print samples, videos found/missing, frame indices and the memory plan; load no model")
+      help="print samples, videos found/missing, frame indices and the memory plan; load no model (exit 0 the "
+           "run would start, 1 it would stop: memory plan refused or model not available)")
     a("--fresh", action="store_true", help="discard the results already in --output-dir and start over (needed "
                                            "when the folder holds a run with other settings)")
     a("--retry-failed", action="store_true", help="rerun the samples whose failure was infrastructure "
@@ -151,9 +161,17 @@ def config_from_args(argv: list[str] | None = None) -> tuple[RunConfig, argparse
                 raise SystemExit(2) from None
             values[key] = {**values.get(key, {}), **val}
             continue
+        if key == "frame_transfer":  # a backend setting (RunConfig.extra, models/backends.py extra_settings)
+            values["extra"] = {**values.get("extra", {}), key: val}
+            continue
         values[key] = [x.strip() for x in val.split(",") if x.strip()] if key in _LIST_FIELDS else val
     if args.no_cache:
         values["use_cache"] = False
+    if "frame_transfer" in (values.get("extra") or {}) and values.get("backend", "hf") != "openai":
+        from ego_adr.run.config import ConfigError
+
+        raise ConfigError("--frame-transfer is how frames travel to an OpenAI-compatible server: it needs "
+                          "--backend openai")
     from ego_adr.run.checks import check_types
 
     check_types(values, "command line", RunConfig)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -68,40 +69,67 @@ def is_retryable(row: dict) -> bool:
 
 def summarise(rows: list[dict]) -> dict:
     """Counts of failures by kind, the commonest infrastructure reasons, and the exit code the run deserves:
-    :data:`EXIT_INFRASTRUCTURE` when at least half of the failed rows failed on infrastructure, else 0."""
+    :data:`EXIT_INFRASTRUCTURE` when at least half of the failed rows failed on infrastructure, else 0.
+
+    Reasons are counted by their kind (:func:`reason_class` of the whole text), never by their text: the same
+    missing-video error on a long Assembly101 path and on a short one is one reason (issue 28, item 5)."""
     kinds = Counter(failure_kind(r) for r in rows)
     n_failed = kinds[INFRASTRUCTURE] + kinds[SAMPLE]
-    reasons = Counter(_reason(r) for r in rows if failure_kind(r) == INFRASTRUCTURE)
+    outages = [_reason(r) for r in rows if failure_kind(r) == INFRASTRUCTURE]
+    reasons = Counter(reason_class(t) for t in outages)
+    first = {}  # each kind of outage is shown by its first text (readable: "HTTP 503", not "HTTP <n>")
+    for t in outages:
+        first.setdefault(reason_class(t), t)
     infra = kinds[INFRASTRUCTURE]
     # only failures of the inputs (no reply at all): an unparsed reply is a result about the model
-    sample_reasons = Counter(reason_class(_reason(r)) for r in rows
-                             if failure_kind(r) == SAMPLE and not r.get("raw") and not r.get("answer"))
+    inputs = [r for r in rows if failure_kind(r) == SAMPLE and not r.get("raw") and not r.get("answer")]
+    sample_reasons = Counter(reason_class(_reason(r)) for r in inputs)
     top, top_n = sample_reasons.most_common(1)[0] if sample_reasons else (None, 0)
-    dominant = {"reason": top, "n": top_n} if top_n and 2 * top_n >= len(rows) else None
+    dominant = None
+    if top_n and 2 * top_n >= len(rows):
+        example = next(_reason(r) for r in inputs if reason_class(_reason(r)) == top)
+        dominant = {"reason": _shown(top), "n": top_n, "example": _shown(example)}
     code = EXIT_INFRASTRUCTURE if infra and 2 * infra >= n_failed else (EXIT_USER if dominant else 0)
     return {"n_rows": len(rows), "n_failed": n_failed, "n_infrastructure": infra, "n_sample": kinds[SAMPLE],
-            "infrastructure_reasons": dict(reasons.most_common(3)), "dominant_sample_failure": dominant,
-            "exit_code": code}
+            "infrastructure_reasons": {_shown(first[k]): v for k, v in reasons.most_common(3)},
+            "dominant_sample_failure": dominant, "exit_code": code}
+
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_PATH = re.compile(r"(?<![\w.])/[^\s:]+")
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])", re.IGNORECASE)
+SHOWN_CHARS = 160  # a reason or example in a summary line
 
 
 def reason_class(text: str) -> str:
-    """A failure reason without the file it names, so the same mistake on many files counts as one reason."""
-    import re
+    """The kind of a failure: its text with what varies from sample to sample -- the URLs and files it names,
+    quoted values, numbers -- replaced by placeholders, so the same mistake on many files (or windows, or
+    steps) counts as one reason. Applied to the whole text: cut first, a long path lost its tail and the
+    same failure counted as two."""
+    text = _URL.sub("<url>", text)
+    text = _PATH.sub("<path>", text)
+    text = _QUOTED.sub("<value>", text)
+    return _NUMBER.sub("<n>", text)
 
-    return re.sub(r"(?<![\w.])/[^\s:]+", "<path>", text)
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
 
 
 def dominant_line(summary: dict, out: Path) -> str:
     """One line for stderr (and the report's first note) when most rows failed for one sample reason."""
     d = summary["dominant_sample_failure"]
-    return (f"{d['n']} of {summary['n_rows']} samples failed for one reason ({d['reason']}); the table in {out} "
-            "measures that, not the model: fix the inputs (e.g. --video-root / --data-root) and rerun")
+    eg = f", e.g. {d['example']}" if d.get("example") and d["example"] != d["reason"] else ""
+    return (f"{d['n']} of {summary['n_rows']} samples failed for one reason ({d['reason']}{eg}); the table in "
+            f"{out} measures that, not the model: fix the inputs (e.g. --video-root / --data-root) and rerun")
 
 
 def _reason(row: dict) -> str:
+    """The failure text of a row, whole (without the stage tag and the infrastructure tag)."""
     text = str(row.get("failure") or row.get("error") or "")
     text = text.split("] ", 1)[-1] if text.startswith("model_error[") else text
-    return text.replace("[infrastructure] ", "")[:80]
+    return text.replace("[infrastructure] ", "")
 
 
 def summary_line(summary: dict, out: Path) -> str:

@@ -26,6 +26,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from ego_adr.errors import ConfigError, InfrastructureError, UserError
 from ego_adr.models.backends import BACKENDS
 
 EXAMPLES_PER_SOURCE = 3  # clips whose frame indices are shown
@@ -135,11 +136,20 @@ def _visual_tokens(arch, pixels_budget: int | None, frames: int, size: tuple[int
 
 def preflight(cfg) -> dict:
     """Everything the dry run reports, as data (the tests read it; :func:`render` prints it)."""
+    from dataclasses import replace
+
+    from ego_adr.models.loading import device_absent
     from ego_adr.run.runner import cache_scope
 
-    cfg = cfg.validate()
+    # A dry run plans for the device named, present here or not (a laptop, before renting a GPU): its absence
+    # is reported, not a reason to stop. Every other setting is checked exactly as the run checks it.
+    try:
+        absent = device_absent(cfg.device, cfg.backend)
+    except UserError as e:
+        raise ConfigError(str(e)) from None
+    cfg = replace(replace(cfg, device="cpu").validate(), device=cfg.device) if absent else cfg.validate()
     with cache_scope(cfg):  # --cache-dir: where the demo set and tiny models are
-        return _preflight(cfg)
+        return {**_preflight(cfg), "device_absent": absent}
 
 
 def _preflight(cfg) -> dict:
@@ -160,7 +170,7 @@ def _preflight(cfg) -> dict:
     try:  # what the runner checks before loading: is the model there at all (offline: in the local cache)?
         check_model_name(cfg.model, cfg.backend)
         model_problem = None
-    except ConfigError as e:
+    except (ConfigError, InfrastructureError) as e:  # not cached, and offline or the hub unreachable
         model_problem = str(e)
     mem, mem_note = _memory(cfg)
     arch, plan = mem if mem else (None, None)
@@ -288,6 +298,9 @@ def render(rep: dict) -> str:
             out.append(f"The run would stop here: {plan.reason}")
     if rep["model_problem"]:
         out.append(f"The run would stop before loading: {rep['model_problem']}")
+    if rep.get("device_absent"):
+        out.append(f"Device: planned for --device {cfg.device}, but {rep['device_absent']}: the run itself needs "
+                   "a machine that has it (this plan's exit status does not depend on it).")
     arch = rep.get("arch")
     if arch is not None and arch.dynamic and arch.temporal_patch > 1 and cfg.frames % arch.temporal_patch:
         out.append(f"Note: this family encodes frames in groups of {arch.temporal_patch}; with {cfg.frames} frames "

@@ -118,8 +118,10 @@ def _model_facts(model) -> dict | None:
         return None
     inner = getattr(model, "model", model)
     dtype = getattr(inner, "dtype", None)
+    transfer = getattr(inner, "transfer", None)  # the OpenAI backend: how frames travel (models/wire.py)
     return {"id": model.model_id, "fingerprint": model.fingerprint, "family": getattr(inner, "family", None),
-            "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None}
+            "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None,
+            **({"frame_transfer": transfer.describe()} if transfer is not None else {})}
 
 
 def _title_and_notes(cfg: RunConfig, info: dict, run_info: dict, rows: list[dict], out: Path) -> tuple[str, list[str]]:
@@ -151,6 +153,10 @@ def _title_and_notes(cfg: RunConfig, info: dict, run_info: dict, rows: list[dict
         notes.append(f"{failures['n_infrastructure']} of {failures['n_rows']} samples failed on infrastructure "
                      "(model or decoder unreachable / out of memory); they count as failures here and are rerun "
                      "with --retry-failed.")
+    from ego_adr.models.wire import transfer_note
+
+    if transfer_note((run_info.get("model") or {}).get("frame_transfer")):
+        notes.append(transfer_note(run_info["model"]["frame_transfer"]))
     if info.get("limit_note"):
         notes.append(info["limit_note"] + ".")
     if info.get("frames_note"):

@@ -57,6 +57,10 @@ def test_clips_file_records_a_bad_clip_and_goes_on(clip, tmp_path, capsys, tiny_
                  f"{video},{proc},Put a tea bag in the cup,1,5\n"
                  "missing.mp4,,Boil the water,,\n"
                  f"{video},,Boil the water,9,20\n")  # 8 s past the end of a 12-s clip: refused, not clamped
+    assert main(["--clips", str(f), "--procedure", PROCEDURE, "--max-new-tokens", "8"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]  # issue 28, item 9: which clips, and why
+    assert last.startswith("3 clip(s), 2 without a verdict: #2 missing.mp4: ") and "file not found" in last
+    assert "; #3 clip.mp4 9-20 s: " in last and "after the video's end" in last
     rc, doc = run_json(capsys, "--clips", str(f), "--procedure", PROCEDURE)
     assert rc == 0 and len(doc["clips"]) == 3
     ok, missing, late = doc["clips"]

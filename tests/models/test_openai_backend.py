@@ -74,7 +74,8 @@ def test_round_trip_through_serve_with_echo_double():
         assert [m["id"] for m in models["data"]] == ["echo"]
         client = OpenAIChatModel("echo", base_url=srv.base_url, max_side=32, concurrency=4)
         assert isinstance(client, VLM)
-        assert client.fingerprint == f"openai:{srv.base_url}:echo"
+        # max_side replaces one setting of the loopback default (lossless): named after what it does
+        assert client.fingerprint == f"openai:{srv.base_url}:echo:frames=custom-png-32"
         clip = _clip(n=5, h=48, w=64, fps=2.5)
         reqs = [
             Request(
@@ -284,13 +285,14 @@ def test_served_tiny_model_matches_local_model():
     assert all(g.ok for g in local), [g.error for g in local]
 
     with BackgroundServer(model, model_name="tiny") as srv:
-        # lossless frames at full size: the served model must see exactly what the local call saw
-        client = OpenAIChatModel(
-            "tiny", base_url=srv.base_url, image_format="png", max_side=None, concurrency=2
-        )
+        # the DEFAULT client towards a loopback server (issue 28, item 3): lossless, so the served model sees
+        # exactly what the local call saw
+        client = OpenAIChatModel("tiny", base_url=srv.base_url, concurrency=2)
         remote = client.generate(reqs)
-        # the economical default (JPEG, 512 px) also goes through and yields text
-        jpeg = OpenAIChatModel("tiny", base_url=srv.base_url).generate(reqs[:1])
+        # the hosted-API preset (JPEG, 512 px) also goes through and yields text, under its own name
+        jpeg_client = OpenAIChatModel("tiny", base_url=srv.base_url, frame_transfer="jpeg-512")
+        jpeg = jpeg_client.generate(reqs[:1])
+    assert client.transfer.name == "lossless" and jpeg_client.transfer.name == "jpeg-512"
     assert [g.error for g in remote] == [None] * 3
     assert [g.text for g in remote] == [g.text for g in local]
-    assert jpeg[0].ok and isinstance(jpeg[0].text, str)
+    assert jpeg[0].ok and isinstance(jpeg[0].text, str) and jpeg_client.fingerprint != client.fingerprint

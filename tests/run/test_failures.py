@@ -153,9 +153,37 @@ def test_a_run_whose_videos_are_all_missing_is_not_a_result(tmp_path):
     missing = [row(i, failure=f"video: VideoError: /data/v{i}.mp4: file not found") for i in range(4)]
     s = summarise(missing)
     assert s["exit_code"] == EXIT_USER and s["dominant_sample_failure"] == {
-        "reason": "video: VideoError: <path>: file not found", "n": 4}
+        "reason": "video: VideoError: <path>: file not found", "n": 4,
+        "example": "video: VideoError: /data/v0.mp4: file not found"}
     assert dominant_line(s, tmp_path).startswith("4 of 4 samples failed for one reason (video: VideoError")
     answered = [{"sample_id": f"a{i}", "prediction": "correct", "raw": "correct"} for i in range(5)]
     assert summarise(missing + answered)["exit_code"] == 0  # 4 of 9: most rows have an answer
     unparsed = [row(i, failure="unparseable", raw="I think so") for i in range(6)]
     assert summarise(unparsed)["exit_code"] == 0 and summarise(unparsed)["dominant_sample_failure"] is None
+
+
+def test_not_a_result_counts_failures_by_kind_not_by_text(tmp_path, shared_data):
+    """Issue 28, item 5: with every video missing, the real annotations' long Assembly101 paths were cut into
+    another reason string ("6 of 8 samples failed for one reason"). Every row is one reason: 8 of 8. The model
+    is a double: the code under test is the runner's failure summary around it."""
+    from ego_adr.models.doubles import ScriptedModelDouble
+    from ego_adr.run.failures import dominant_line, reason_class, summarise
+
+    empty = tmp_path / "no-videos"
+    empty.mkdir()
+    out = tmp_path / "run"
+    execute(RunConfig(data_root=str(shared_data), video_root=str(empty), limit=8, output_dir=str(out),
+                      cache_dir=str(tmp_path / "cache")), progress=False, model=ScriptedModelDouble())
+    rows = _rows(out)
+    texts = [r["failure"] for r in rows]
+    assert len(rows) == 8 and max(map(len, texts)) > 120  # the long paths are there
+    s = summarise(rows)
+    assert s["dominant_sample_failure"]["n"] == 8 and s["exit_code"] == 2
+    assert s["dominant_sample_failure"]["reason"] == "video: VideoError: <path>: file not found"
+    assert dominant_line(s, out).startswith("8 of 8 samples failed for one reason (video: VideoError: <path>: file "
+                                            f"not found, e.g. video: VideoError: {empty}/")
+    assert "**NOT A RESULT: 8 of 8 samples failed" in (out / "report.md").read_text()
+    # what varies from sample to sample is not the kind: windows, quoted values, URLs
+    assert reason_class("window 12.5-15.0 s after the end (10.0 s)") == reason_class("window 3-4 s after the end (2 s)")
+    assert reason_class("no step 'Boil water'") == reason_class('no step "Cut the bread into two halves"')
+    assert reason_class("HTTP 503 from http://h:8000/v1/x") == reason_class("HTTP 502 from https://api.example/v1")

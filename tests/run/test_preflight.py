@@ -102,3 +102,46 @@ def test_real_annotations_with_stand_in_videos(tmp_path, shared_data):
     assert rep["family"] == "qwen2.5-vl" and rep["plan"].fits
     assert all(s["visual_tokens"] == 96 for s in per.values())  # 160x120 stand-ins: 4x6 cells x 4 frame pairs
     assert "| **total** | " in render(rep)
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:99"])
+def test_a_dry_run_plans_for_the_device_named_even_when_this_machine_lacks_it(capsys, demo_root, device):
+    """Issue 28, item 2: the plan a user makes on a laptop before renting a GPU. It says this machine has no such
+    device and exits 0 when the plan is fine; the real run still refuses the absent device with exit 2."""
+    from ego_adr.run.cli import main
+
+    absent = device == "cuda:99" or not _has_cuda()
+    assert main(["--dry-run", "--model", "tiny", "--device", device]) == 0
+    out = capsys.readouterr().out
+    assert "Memory plan for tiny" in out
+    assert (f"Device: planned for --device {device}, but this machine has" in out) == absent
+    if absent:
+        assert main(["--model", "tiny", "--device", device, "--limit", "1", "--output-dir", "unused"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --device {device} asked for, but this machine has") and err.count("\n") == 1
+    assert main(["--dry-run", "--device", "gpu"]) == 2  # not a device at all is still a mistake
+    assert "--device 'gpu' is not a device" in capsys.readouterr().err
+
+
+def test_the_public_white_agent_config_dry_runs_on_a_machine_without_a_gpu(capsys, demo_root, shared_data):
+    """The config hard-codes ``device: cuda`` (the public white agent's run): its dry run plans for that."""
+    from ego_adr.run.cli import main
+
+    assert main(["--config", str(REPO / "configs" / "public-white-agent.yaml"), "--model", "tiny", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "| demo | " in out and ("this machine has no usable CUDA GPU" in out) == (not _has_cuda())
+
+
+def test_run_help_says_what_the_dry_run_exits_with():
+    """Issue 28, item 9: ``run --help`` names the dry run's exit 1 (the run would stop), not only 0/2/3/130."""
+    from ego_adr.run.cli import build_parser
+
+    text = " ".join(build_parser().format_help().split())
+    assert "With --dry-run: 0 the run would start" in text
+    assert "1 it would stop before any sample (the memory plan refuses it, or the model is not available)" in text
