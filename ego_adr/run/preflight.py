@@ -67,6 +67,14 @@ def probe_video(path: str) -> dict:
         return {"error": "neither PyAV nor OpenCV is installed"}
 
 
+def _registered_alias(name: str | None) -> bool:
+    """A non-tiny alias of the family registry (its hub id is known to exist)."""
+    from ego_adr.models.registry import ALIASES
+
+    spec = ALIASES.get((name or "").strip().lower())
+    return spec is not None and not spec.tiny
+
+
 def model_family(name: str | None) -> tuple[str, str]:
     """(family, how it was found) from the alias, a known hub id or a folder's config.json; nothing loaded."""
     from ego_adr.models.registry import ALIASES, _by_hub_id, family_from_model_type
@@ -167,11 +175,16 @@ def _preflight(cfg) -> dict:
     policy = policy_for(cfg)
     rule = get_policy(policy)
     family, family_how = model_family(cfg.model)
+    model_problem = model_here = None
     try:  # what the runner checks before loading: is the model there at all (offline: in the local cache)?
         check_model_name(cfg.model, cfg.backend)
-        model_problem = None
     except (ConfigError, InfrastructureError) as e:  # not cached, and offline or the hub unreachable
-        model_problem = str(e)
+        # A registered alias names weights that exist on the hub: not having them here (no cache, no hub) is a
+        # fact about this machine, like an absent GPU, not a flaw of the plan. Any other name cannot be confirmed.
+        if _registered_alias(cfg.model):
+            model_here = str(e)
+        else:
+            model_problem = str(e)
     mem, mem_note = _memory(cfg)
     arch, plan = mem if mem else (None, None)
     budget = plan.estimate.pixels_per_frame if plan is not None else cfg.max_pixels_per_frame
@@ -227,7 +240,8 @@ def _preflight(cfg) -> dict:
         src["largest_size"] = size
         src["visual_tokens"] = _visual_tokens(arch, budget, cfg.frames, size)
     return {"config": cfg, "info": info, "n_samples": len(samples), "family": family, "family_how": family_how,
-            "per_source": per, "policy": policy, "plan": plan, "arch": arch, "memory_note": mem_note, "model_problem": model_problem}
+            "per_source": per, "policy": policy, "plan": plan, "arch": arch, "memory_note": mem_note, "model_problem": model_problem,
+            "model_here": model_here}
 
 
 def _fmt_fps(c: Counter) -> str:
@@ -298,6 +312,9 @@ def render(rep: dict) -> str:
             out.append(f"The run would stop here: {plan.reason}")
     if rep["model_problem"]:
         out.append(f"The run would stop before loading: {rep['model_problem']}")
+    if rep.get("model_here"):
+        out.append(f"Model: {rep['model_here']}. The machine that runs it needs the weights in its cache or the hub "
+                   "(this plan's exit status does not depend on it).")
     if rep.get("device_absent"):
         out.append(f"Device: planned for --device {cfg.device}, but {rep['device_absent']}: the run itself needs "
                    "a machine that has it (this plan's exit status does not depend on it).")

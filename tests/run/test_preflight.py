@@ -145,3 +145,21 @@ def test_run_help_says_what_the_dry_run_exits_with():
     text = " ".join(build_parser().format_help().split())
     assert "With --dry-run: 0 the run would start" in text
     assert "1 it would stop before any sample (the memory plan refuses it, or the model is not available)" in text
+
+
+def test_a_dry_run_of_a_registered_model_absent_from_this_machine_plans_it(capsys, demo_root, tmp_path, monkeypatch):
+    """Issue 28, item 2: on a laptop without the weights and without the hub, the README's own dry run of
+    ``--model qwen2.5-vl`` still plans (exit 0) and says the weights are not here; a hub id nobody registered
+    cannot be confirmed offline, so that plan fails (exit 1)."""
+    from ego_adr.run.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hf-home" / "hub"))
+    assert main(["--dry-run", "--model", "qwen2.5-vl", "--device", "cuda"]) == 0
+    out = capsys.readouterr().out
+    assert "Memory plan for qwen2.5-vl" in out
+    assert "Model: --model qwen2.5-vl (Qwen/Qwen2.5-VL-7B-Instruct) is not in the local Hugging Face cache" in out
+    assert "The run would stop before loading" not in out
+    assert main(["--dry-run", "--model", "someone/unregistered-vlm"]) == 1
+    assert "The run would stop before loading: --model someone/unregistered-vlm" in capsys.readouterr().out
