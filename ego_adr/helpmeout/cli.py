@@ -109,6 +109,7 @@ def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
     from ego_adr.helpmeout.evalrun import evaluate
     from ego_adr.helpmeout.monitors import build_monitor
     from ego_adr.helpmeout.report import report_markdown, table2_row
+    from ego_adr.monitoring.per_step import write_steps
 
     kw: dict = {"cache_dir": str(out), "budget_s": a.budget_s, "templates_dir": a.templates}
     if spec.needs_model:
@@ -121,7 +122,7 @@ def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
         kw["cache_path"] = str(Path(a.cache_dir or out) / "stage_cache.sqlite")
         kw["backend"] = a.backend
         kw["max_new_tokens"] = a.max_new_tokens
-    metrics, rows = evaluate(spec, episodes, build=lambda seed: build_monitor(a.monitor, seed=seed, **kw), val=val,
+    metrics, rows, steps = evaluate(spec, episodes, build=lambda seed: build_monitor(a.monitor, seed=seed, **kw), val=val,
                              train=train, threshold=a.threshold, tolerance=a.tolerance, bootstrap=a.bootstrap,
                              seeds=a.seeds, subset=None if (a.subset or spec.name == "llm") else sub,
                              progress=not a.quiet)
@@ -135,6 +136,7 @@ def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
     with open(out / "outputs.jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
+    write_steps(out / "steps.jsonl", steps)  # what the metrics were computed from (the first seed's)
     (out / "report.md").write_text(report_markdown(a.monitor, metrics))
     print(table2_row(a.monitor, metrics))
     print(f"-> {out}/metrics.json, report.md ({metrics['seconds']} s; M3 threshold: {metrics['threshold_rule']})")
@@ -214,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--monitor", required=True, choices=list(MONITORS), metavar="NAME",
                    help="one of the monitors listed above")
     e.add_argument("--episodes", required=True, help="episodes .jsonl (usually DIR/test.jsonl)")
-    e.add_argument("--out", required=True, help="output folder (metrics.json, outputs.jsonl, report.md)")
+    e.add_argument("--out", required=True, help="output folder (metrics.json, outputs.jsonl, "
+                   "steps.jsonl, report.md)")
     e.add_argument("--train", default=None, help="training episodes (default: train.jsonl next to --episodes)")
     e.add_argument("--val", default=None, help="validation episodes for the M3 threshold rule "
                    "(default: val.jsonl next to --episodes)")

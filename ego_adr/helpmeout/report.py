@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ego_adr.helpmeout.generator import CATEGORIES
+from ego_adr.monitoring.report import fmt, privileged_note
 
 
 def _f(x: float | None, nd: int = 3) -> str:
-    return "–" if x is None or x != x else f"{x:.{nd}f}"
+    return fmt(x, nd)  # the layer's: the paper's en dash for a missing number
 
 
 TABLE2_HEADER = ("| Method | M1 | M2 all | M2 end | M2 mid | Missed | Early | On target | FA | M4 |\n"
@@ -33,8 +34,7 @@ def report_markdown(name: str, m: dict) -> str:
 
     m3 = m["M3"]
     reads = ", ".join(m.get("reads", [])) or "task name, initial scene, action prefix"
-    priv = (f" **Privileged / symbolic reference**: it also reads {', '.join(m.get('privileged_reads', []))}."
-            if m.get("privileged") else "")
+    priv = " " + privileged_note(m.get("privileged_reads", [])) if m.get("privileged") else ""
     dev = "".join(f" Deviation: {d}." for d in m.get("deviations", []))
     out = [f"# HelpMeOut results: {name}", "",
            f"Reads: {reads}.{priv} M3 threshold rule: {m.get('threshold_rule', 'fixed')}.{dev}", "",

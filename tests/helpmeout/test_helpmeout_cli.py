@@ -7,6 +7,7 @@ import pytest
 from ego_adr.helpmeout.cli import main
 from ego_adr.helpmeout.evalrun import subset_ids, youden_threshold
 from ego_adr.helpmeout.monitors import MONITORS
+from ego_adr.helpmeout.monitors.registry import privileged
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,8 @@ def test_evaluate_help_lists_every_monitor_with_a_description(capsys):
     for name, spec in MONITORS.items():
         line = next(x for x in text.splitlines() if x.strip().startswith(name + " "))
         assert spec.description in line
-        assert ("privileged" in line) == spec.privileged
-    assert {n for n, s in MONITORS.items() if s.privileged} == {"replanner-privileged", "egoadr-privileged",
+        assert ("privileged" in line) == privileged(spec)
+    assert {n for n, s in MONITORS.items() if privileged(s)} == {"replanner-privileged", "egoadr-privileged",
                                                                   "egoadr-knowledge"}
 
 
@@ -91,3 +92,35 @@ def test_subset_and_threshold_rule(release):
     eps = [{"correct": c} for c in (True, True, False, False)]
     outs = [{"probs": [p]} for p in (0.1, 0.4, 0.3, 0.9)]
     assert youden_threshold(eps, outs) == 0.9  # J(0.9) = 0.5 - 0 beats J(0.3) = 1 - 0.5; ties go higher
+
+
+def test_metrics_come_back_from_the_per_step_file_alone(release, tmp_path):
+    """``steps.jsonl`` is what the metrics were computed from: the layer rescoring it gives ``metrics.json``, and
+    scikit-learn on its rows (code that shares nothing with ours) gives M1, M2 and the false-alarm rate."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    from ego_adr.helpmeout.scoring import score_rows
+    from ego_adr.monitoring.per_step import read_steps
+
+    out = tmp_path / "cusum"
+    assert main(["evaluate", "--monitor", "cusum", "--episodes", str(release / "test.jsonl"), "--out", str(out),
+                 "--bootstrap", "0", "--quiet"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    rows = read_steps(out / "steps.jsonl")
+    test = [json.loads(x) for x in (release / "test.jsonl").read_text().splitlines()]
+    assert len(rows) == sum(len(ep["observed"]) for ep in test)
+    again = score_rows(rows, m["M3"]["threshold"], m["M3"]["tolerance"], bootstrap=0)
+    assert json.dumps(again, sort_keys=True, default=str) == json.dumps(
+        {k: m[k] for k in again}, sort_keys=True, default=str)
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["episode"], []).append(r)
+    assert m["M1"] == pytest.approx(roc_auc_score([rs[0]["errorful"] for rs in by.values()],
+                                                  [max(r["p_error"] for r in rs) for rs in by.values()]))
+    assert m["M2"]["all"] == pytest.approx(average_precision_score([r["label"] for r in rows],
+                                                                   [r["p_error"] for r in rows]))
+    ends = [rs[-1] for rs in by.values()]
+    assert m["M2"]["end"] == pytest.approx(average_precision_score([r["label"] for r in ends],
+                                                                   [r["p_error"] for r in ends]))
+    correct = [rs for rs in by.values() if not rs[0]["errorful"]]
+    assert m["M3"]["false_alarm"] == pytest.approx(sum(any(r["flagged"] for r in rs) for rs in correct) / len(correct))
