@@ -12,8 +12,8 @@ from ego_adr.errors import OneLineParser, UserError
 
 
 def _generate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.episodes import assign_splits, generate, shares_table, write_release
-    from ego_adr.helpmeout.generator import GeneratorConfig
+    from ego_adr.helpmeout.generator.episodes import assign_splits, generate, shares_table, write_release
+    from ego_adr.helpmeout.generator.goal_control import GeneratorConfig
 
     if a.episodes < 1:
         raise _UserError("--episodes must be at least 1")
@@ -30,7 +30,7 @@ def _generate(a: argparse.Namespace) -> int:
         stats = write_release(eps, Path(a.out))
     print(shares_table(stats))
     if "paper_composition" in stats:
-        from ego_adr.helpmeout.composition import composition_table
+        from ego_adr.helpmeout.generator.composition import composition_table
 
         print("\n" + composition_table(stats["paper_composition"]))
     print(f"\n{stats['episodes']} episodes ({stats['splits']}) -> {a.out} in {time.perf_counter() - t0:.1f} s; "
@@ -39,7 +39,7 @@ def _generate(a: argparse.Namespace) -> int:
 
 
 def _validate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.io import invalid_episodes, load_episodes
+    from ego_adr.helpmeout.generator.io import invalid_episodes, load_episodes
 
     bad = total = 0
     for f in a.files:
@@ -60,7 +60,7 @@ def _sibling(path: str, name: str) -> Path | None:
 
 def _checked(path: str | Path, what: str) -> list[dict]:
     """Episodes that ``validate`` accepts, else one line and exit 2."""
-    from ego_adr.helpmeout.io import invalid_episodes, load_episodes
+    from ego_adr.helpmeout.generator.io import invalid_episodes, load_episodes
 
     eps = load_episodes(path)
     bad = invalid_episodes(eps)
@@ -72,7 +72,7 @@ def _checked(path: str | Path, what: str) -> list[dict]:
 
 
 def _evaluate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.evalrun import subset_ids
+    from ego_adr.helpmeout.evaluation.evalrun import subset_ids
     from ego_adr.helpmeout.monitors import MONITORS
 
     spec = MONITORS[a.monitor]
@@ -106,9 +106,9 @@ def _evaluate(a: argparse.Namespace) -> int:
 
 
 def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
-    from ego_adr.helpmeout.evalrun import evaluate
+    from ego_adr.helpmeout.evaluation.evalrun import evaluate
+    from ego_adr.helpmeout.evaluation.report import report_markdown, table2_row
     from ego_adr.helpmeout.monitors import build_monitor
-    from ego_adr.helpmeout.report import report_markdown, table2_row
     from ego_adr.monitoring.per_step import write_steps
 
     kw: dict = {"cache_dir": str(out), "budget_s": a.budget_s, "templates_dir": a.templates}
@@ -144,7 +144,7 @@ def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
 
 
 def _summarize(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.summary import summarize
+    from ego_adr.helpmeout.evaluation.summary import summarize
 
     results = []
     out = Path(a.out) if a.out else Path(a.dirs[0]).resolve().parent / "summary"
@@ -165,7 +165,7 @@ def _summarize(a: argparse.Namespace) -> int:
             raise _UserError(f"{p} is not a HelpMeOut evaluate output; rerun `evaluate --out {d}`")
         results.append(m)
     from ego_adr.folders import FolderLock
-    from ego_adr.helpmeout.summary_html import write_summary_html
+    from ego_adr.helpmeout.evaluation.summary_html import write_summary_html
     from ego_adr.store import check_writable_dir
 
     check_writable_dir(out, "--out")
@@ -183,7 +183,7 @@ def _is_summary(d: Path, out: Path) -> bool:
 
 
 def _templates(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.templates import load_templates
+    from ego_adr.helpmeout.world.templates import load_templates
 
     print("| # | Template | Family | Anchor | Complexity | Blocks |\n|---:|---|---|---|---|---:|")
     for i, t in enumerate(load_templates(a.templates)):
@@ -255,7 +255,7 @@ class _UserError(UserError):
 
 def main(argv: list[str] | None = None) -> int:
     from ego_adr.errors import run_cli
-    from ego_adr.helpmeout.io import EpisodesFileError
+    from ego_adr.helpmeout.generator.io import EpisodesFileError
 
     def go() -> int:
         a = build_parser().parse_args(argv)

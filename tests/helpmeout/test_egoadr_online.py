@@ -2,10 +2,10 @@
 
 import math
 
-from ego_adr.helpmeout.episodes import generate
+from ego_adr.helpmeout.evaluation.scoring import score_outputs as compute_metrics
+from ego_adr.helpmeout.generator.episodes import generate
 from ego_adr.helpmeout.monitors import run_monitor
 from ego_adr.helpmeout.monitors.egoadr_online import CATEGORY_MAP, EgoADROnlineMonitor
-from ego_adr.helpmeout.scoring import score_outputs as compute_metrics
 
 
 def test_online_monitor_runs_in_the_helpmeout_harness():

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ego_adr.helpmeout.cli import main
-from ego_adr.helpmeout.evalrun import subset_ids, youden_threshold
+from ego_adr.helpmeout.evaluation.evalrun import subset_ids, youden_threshold
 from ego_adr.helpmeout.monitors import MONITORS
 from ego_adr.helpmeout.monitors.registry import privileged
 
@@ -99,7 +99,7 @@ def test_metrics_come_back_from_the_per_step_file_alone(release, tmp_path):
     scikit-learn on its rows (code that shares nothing with ours) gives M1, M2 and the false-alarm rate."""
     from sklearn.metrics import average_precision_score, roc_auc_score
 
-    from ego_adr.helpmeout.scoring import score_rows
+    from ego_adr.helpmeout.evaluation.scoring import score_rows
     from ego_adr.monitoring.per_step import read_steps
 
     out = tmp_path / "cusum"

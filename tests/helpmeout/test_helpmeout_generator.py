@@ -5,8 +5,8 @@ import json
 import pytest
 
 from ego_adr.helpmeout.cli import main
-from ego_adr.helpmeout.episodes import assign_splits, generate, release_stats, validate_episode
-from ego_adr.helpmeout.generator import CATEGORIES, GeneratorConfig, target_shares
+from ego_adr.helpmeout.generator.episodes import assign_splits, generate, release_stats, validate_episode
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES, GeneratorConfig, target_shares
 
 
 @pytest.fixture(scope="module")

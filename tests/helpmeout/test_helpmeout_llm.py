@@ -2,8 +2,8 @@
 
 import pytest
 
-from ego_adr.helpmeout.episodes import assign_splits, generate
-from ego_adr.helpmeout.evalrun import evaluate, subset_ids
+from ego_adr.helpmeout.evaluation.evalrun import evaluate, subset_ids
+from ego_adr.helpmeout.generator.episodes import assign_splits, generate
 from ego_adr.helpmeout.monitors import MONITORS, build_monitor, run_monitor
 from ego_adr.helpmeout.monitors.llm import parse_reply
 from ego_adr.models.base import Capabilities, Generation

@@ -2,11 +2,11 @@
 
 import pytest
 
-from ego_adr.helpmeout.episodes import assign_splits, generate
+from ego_adr.helpmeout.generator.episodes import assign_splits, generate
 from ego_adr.helpmeout.monitors import EpisodeContext, build_monitor, run_monitor
 from ego_adr.helpmeout.monitors.base import CONFUSABLES, PROCEDURE, SIMULATOR, TASK_INPUT, TEMPLATE_NORMS
 from ego_adr.helpmeout.monitors.registry import MONITORS, extra_reads, privileged
-from ego_adr.helpmeout.templates import template_by_name
+from ego_adr.helpmeout.world.templates import template_by_name
 
 
 @pytest.fixture(scope="module")

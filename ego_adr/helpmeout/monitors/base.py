@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ego_adr.helpmeout.domain import TASK_END
+from ego_adr.helpmeout.world.domain import TASK_END
 from ego_adr.monitoring.protocol import Monitor as LayerMonitor
 from ego_adr.monitoring.protocol import StepOutput, stream_episode
 
 __all__ = ["EpisodeContext", "Monitor", "StepOutput", "context_of", "run_monitor"]
 
 # What a monitor may read. The task input of Figure 1c is the first three; every monitor also gets the task
-# variant (which of the template's blocks were asked for, see ego_adr.helpmeout.lifting), since that is the
+# variant (which of the template's blocks were asked for, see ego_adr.helpmeout.world.lifting), since that is the
 # procedure the person was given. Anything beyond TASK_INPUT + "template" makes a monitor *privileged*.
 TASK_INPUT = ("task name", "initial scene", "action prefix")
 PROCEDURE = "procedure text (variant)"  # the words of the variant's blocks, nothing else of the template

@@ -95,10 +95,10 @@ def evaluate(
 ) -> tuple[dict, list[dict], list[dict]]:
     """Run ``spec``'s monitor; returns (metrics, output rows of the first seed, per-step rows of the first seed).
 
-    The metrics of each seed are computed from its per-step rows alone (:mod:`ego_adr.helpmeout.scoring`)."""
+    The metrics of each seed are computed from its per-step rows alone (:mod:`ego_adr.helpmeout.evaluation.scoring`)."""
+    from ego_adr.helpmeout.evaluation.scoring import score_rows, step_rows
     from ego_adr.helpmeout.monitors.base import run_monitor
     from ego_adr.helpmeout.monitors.registry import extra_reads, privileged
-    from ego_adr.helpmeout.scoring import score_rows, step_rows
     from ego_adr.monitoring.episode_metrics import mean_metrics
 
     t0 = time.perf_counter()

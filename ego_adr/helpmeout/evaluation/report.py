@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ego_adr.helpmeout.generator import CATEGORIES
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
 from ego_adr.monitoring.report import fmt, privileged_note
 
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ego_adr.helpmeout.domain import TASK_END, goal_unmet, state_from_facts
-from ego_adr.helpmeout.generator import (
+from ego_adr.helpmeout.generator.injection import (
     CATEGORIES,
     GeneratorConfig,
     GoalControlModel,
@@ -30,10 +29,11 @@ from ego_adr.helpmeout.generator import (
     target_shares,
     try_inject,
 )
-from ego_adr.helpmeout.lifting import ground
-from ego_adr.helpmeout.planner import PlanError, Step, plan, scene_state
-from ego_adr.helpmeout.replay import replay
-from ego_adr.helpmeout.templates import Template, instantiate_scene, load_templates
+from ego_adr.helpmeout.world.domain import TASK_END, goal_unmet, state_from_facts
+from ego_adr.helpmeout.world.lifting import ground
+from ego_adr.helpmeout.world.planner import PlanError, Step, plan, scene_state
+from ego_adr.helpmeout.world.replay import replay
+from ego_adr.helpmeout.world.templates import Template, instantiate_scene, load_templates
 
 SPLITS = ("train", "val", "test")
 
@@ -78,7 +78,7 @@ def _quotas(shares: dict[str, float], n: int) -> list[str]:
 @lru_cache(maxsize=4096)
 def _reference(template: Template, order: tuple[str, ...], scene_key: tuple) -> tuple[Step, ...]:
     # the correct plan does not depend on distractors, so it is cached per (template, order, locations)
-    from ego_adr.helpmeout.templates import Scene
+    from ego_adr.helpmeout.world.templates import Scene
 
     scene = Scene([tuple(f) for f in template.scene], set(scene_key), template.start)
     return tuple(plan(template, scene, order))
@@ -293,7 +293,7 @@ def write_release(episodes: list[dict], out: Path) -> dict:
     for split in SPLITS:
         write_jsonl(out / f"{split}.jsonl", (ep for ep in episodes if ep["split"] == split))
     stats = release_stats(episodes)
-    from ego_adr.helpmeout.composition import compare
+    from ego_adr.helpmeout.generator.composition import compare
 
     test = [ep for ep in episodes if ep["split"] == "test"]
     if test:

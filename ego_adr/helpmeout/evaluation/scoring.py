@@ -8,8 +8,8 @@ step where omissions are confirmed. ``evaluate`` writes the rows as ``steps.json
 
 from __future__ import annotations
 
-from ego_adr.helpmeout.generator import CATEGORIES
-from ego_adr.helpmeout.templates import COMPLEXITIES
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
+from ego_adr.helpmeout.world.templates import COMPLEXITIES
 from ego_adr.monitoring.episode_metrics import compute_metrics
 from ego_adr.monitoring.per_step import step_row
 

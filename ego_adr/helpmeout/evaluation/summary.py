@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ego_adr.helpmeout.generator import CATEGORIES
-from ego_adr.helpmeout.report import TABLE2_HEADER, _f, table2_row
+from ego_adr.helpmeout.evaluation.report import TABLE2_HEADER, _f, table2_row
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
 from ego_adr.monitoring.report import reads_tag
 
 BLOCKS = ("Reference", "Learned and change-point monitors", "Symbolic and Ego-ADR monitors (task input + template)",
