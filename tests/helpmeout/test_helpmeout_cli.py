@@ -124,3 +124,16 @@ def test_metrics_come_back_from_the_per_step_file_alone(release, tmp_path):
                                                                    [r["p_error"] for r in ends]))
     correct = [rs for rs in by.values() if not rs[0]["errorful"]]
     assert m["M3"]["false_alarm"] == pytest.approx(sum(any(r["flagged"] for r in rs) for rs in correct) / len(correct))
+
+
+def test_evaluate_prints_its_row_under_the_table_header(release, tmp_path, capsys):
+    assert main(["evaluate", "--monitor", "precondition", "--episodes", str(release / "test.jsonl"),
+                 "--out", str(tmp_path / "p"), "--bootstrap", "0", "--quiet"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("|")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head == ["Method", "M1", "M2 all", "M2 end", "M2 mid", "Missed", "Early", "On target", "FA", "M4"]
+    assert set(lines[1]) <= set("|-: ")  # the separator, then the row, one cell per column
+    row = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert len(lines) == 3 and row[0] == "precondition" and len(row) == len(head)
+    m = json.loads((tmp_path / "p" / "metrics.json").read_text())
+    assert row[1] == f"{m['M1']:.3f}" and row[8] == f"{m['M3']['false_alarm']:.2f}"
