@@ -107,7 +107,7 @@ def _evaluate(a: argparse.Namespace) -> int:
 
 def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
     from ego_adr.helpmeout.evaluation.evalrun import evaluate
-    from ego_adr.helpmeout.evaluation.report import TABLE2_HEADER, report_markdown, table2_row
+    from ego_adr.helpmeout.evaluation.report import TABLE2_HEADER, report_markdown, table2_rows
     from ego_adr.helpmeout.monitors import build_monitor
     from ego_adr.monitoring.per_step import write_steps
 
@@ -138,7 +138,7 @@ def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
             f.write(json.dumps(r) + "\n")
     write_steps(out / "steps.jsonl", steps)  # what the metrics were computed from (the first seed's)
     (out / "report.md").write_text(report_markdown(a.monitor, metrics))
-    print(TABLE2_HEADER + "\n" + table2_row(a.monitor, metrics))  # the row under its header (issue 28 item 9)
+    print(TABLE2_HEADER + "\n" + table2_rows(a.monitor, metrics))  # the row under its header (issue 28 item 9)
     print(f"-> {out}/metrics.json, report.md ({metrics['seconds']} s; M3 threshold: {metrics['threshold_rule']})")
     return 0
 

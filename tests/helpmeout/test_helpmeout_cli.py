@@ -137,3 +137,39 @@ def test_evaluate_prints_its_row_under_the_table_header(release, tmp_path, capsy
     assert len(lines) == 3 and row[0] == "precondition" and len(row) == len(head)
     m = json.loads((tmp_path / "p" / "metrics.json").read_text())
     assert row[1] == f"{m['M1']:.3f}" and row[8] == f"{m['M3']['false_alarm']:.2f}"
+
+
+def test_random_row_is_the_papers_with_the_single_seed_spread_beside_it(release, tmp_path, capsys):
+    """Table 2's caption: Random is the positive-step rate for M1 and M2 (M1 0.500, M2 all/end/mid the share of
+    positive steps, counted here from the episode file) and a uniformly random monitor for M3 and M4, the mean
+    of its seeds; one seed's spread is printed beside it."""
+    from sklearn.metrics import roc_auc_score
+
+    from ego_adr.helpmeout.monitors import build_monitor, run_monitor
+
+    out = tmp_path / "random"
+    assert main(["evaluate", "--monitor", "random", "--episodes", str(release / "test.jsonl"), "--out", str(out),
+                 "--seeds", "4", "--quiet"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    test = [json.loads(x) for x in (release / "test.jsonl").read_text().splitlines()]
+    labels = [y for ep in test for y in ep["labels"]]
+    ends = [ep["labels"][-1] for ep in test]
+    mids = [y for ep in test for y in ep["labels"][:-1]]
+    assert m["M1"] == 0.5
+    assert m["M2"]["all"] == pytest.approx(sum(labels) / len(labels))
+    assert m["M2"]["end"] == pytest.approx(sum(ends) / len(ends))
+    assert m["M2"]["mid"] == pytest.approx(sum(mids) / len(mids))
+    assert "ci95" not in m and "Table 2's caption" in m["random_row"]
+    # M3 / M4: the mean over the 4 seeds; the spread: those seeds' own M1 (scikit-learn on their outputs)
+    seed_m1 = []
+    for s in range(4):
+        rows = run_monitor(build_monitor("random", seed=s), test, progress=False)
+        seed_m1.append(roc_auc_score([not ep["correct"] for ep in test], [max(r["probs"]) for r in rows]))
+    sp = m["single_seed"]
+    assert sp["M1"]["mean"] == pytest.approx(sum(seed_m1) / 4) and sp["M1"]["seeds"] == 4
+    assert sp["M1"]["min"] == pytest.approx(min(seed_m1)) and sp["M1"]["max"] == pytest.approx(max(seed_m1))
+    assert m["M3"]["false_alarm"] == pytest.approx(sp["false_alarm"]["mean"])
+    assert m["M4"]["macro"] == pytest.approx(sp["M4"]["mean"])
+    printed = capsys.readouterr().out
+    assert "| random | 0.500 |" in printed and "| random: one seed (mean ± sd of 4) |" in printed
+    assert "| random: one seed (mean ± sd of 4) |" in (out / "report.md").read_text()

@@ -96,14 +96,14 @@ def evaluate(
     """Run ``spec``'s monitor; returns (metrics, output rows of the first seed, per-step rows of the first seed).
 
     The metrics of each seed are computed from its per-step rows alone (:mod:`ego_adr.helpmeout.evaluation.scoring`)."""
-    from ego_adr.helpmeout.evaluation.scoring import score_rows, step_rows
+    from ego_adr.helpmeout.evaluation.scoring import paper_random_row, score_rows, step_rows
     from ego_adr.helpmeout.monitors.base import run_monitor
     from ego_adr.helpmeout.monitors.registry import extra_reads, privileged
     from ego_adr.monitoring.episode_metrics import mean_metrics
 
     t0 = time.perf_counter()
     seed_list = list(range(seeds)) if spec.seeds else [0]
-    runs, first_rows, first_steps, rule = [], None, None, None
+    runs, first_rows, first_steps, first_sub, rule = [], None, None, [], None
     sub_runs = []
     timing = {"fit_s": 0.0, "val_s": 0.0, "test_s": 0.0}
     for seed in seed_list:
@@ -126,7 +126,14 @@ def evaluate(
             sub = [r for r in steps if r["episode"] in keep]
             if sub:
                 sub_runs.append(score_rows(sub, thr, tolerance, bootstrap if seed == 0 else 0, seed))
-    metrics = runs[0] if len(runs) == 1 else mean_metrics(runs)
+                first_sub = first_sub or sub
+
+    def combined(rs: list[dict], steps: list[dict]) -> dict:
+        if spec.seeds:  # Random: the paper's row (M1/M2 by definition, M3/M4 the mean of the seeds)
+            return paper_random_row(rs, steps, thr, tolerance)
+        return rs[0] if len(rs) == 1 else mean_metrics(rs)
+
+    metrics = combined(runs, first_steps)
     if hasattr(mon, "stats"):
         metrics["model_stats"] = mon.stats()
     if getattr(mon, "recipe", None):
@@ -134,7 +141,7 @@ def evaluate(
             mon.recipe
         )  # epochs run, best epoch, validation losses (learned monitors)
     if sub_runs:
-        metrics["subset"] = sub_runs[0] if len(sub_runs) == 1 else mean_metrics(sub_runs)
+        metrics["subset"] = combined(sub_runs, first_sub)
         metrics["subset"]["ids"] = subset
     metrics.update(
         {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ego_adr.helpmeout.evaluation.report import TABLE2_HEADER, _f, table2_row
+from ego_adr.helpmeout.evaluation.report import TABLE2_HEADER, _f, table2_rows
 from ego_adr.helpmeout.generator.goal_control import CATEGORIES
 from ego_adr.monitoring.report import reads_tag
 
@@ -52,7 +52,7 @@ def table2(results: list[dict]) -> str:
         lines.append(f"| *{b}* | | | | | | | | | |")
         for m in rows:
             name = label(m) + (reads_tag(m["privileged_reads"]) if m.get("privileged") else "")
-            lines.append(table2_row(name, m))
+            lines.append(table2_rows(name, m))
     return "\n".join(lines)
 
 
