@@ -213,6 +213,8 @@ def mean_metrics(runs: list[dict]) -> dict:
     def avg(vals: list) -> object:
         if isinstance(vals[0], dict):
             return {k: avg([v[k] for v in vals]) for k in vals[0] if all(k in v for v in vals)}
+        if all(type(v) is int for v in vals) and len(set(vals)) == 1:
+            return vals[0]  # a count every run shares (episodes, errorful episodes) stays a count
         if isinstance(vals[0], (int, float)) and not isinstance(vals[0], bool):
             return float(np.nanmean(np.array(vals, dtype=float)))
         if isinstance(vals[0], list) and vals[0] and isinstance(vals[0][0], (int, float)):

@@ -123,3 +123,14 @@ def test_the_file_round_trips(rows, tmp_path):
     a = compute_metrics(rows, types=TYPES, bootstrap=20, seed=3)
     b = compute_metrics(again, types=TYPES, bootstrap=20, seed=3)
     assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def test_mean_over_seeds_keeps_shared_counts_and_averages_the_rest():
+    from ego_adr.monitoring.episode_metrics import mean_metrics
+
+    runs = [{"episodes": 60, "M1": 0.4, "M3": {"n": 26, "missed": 0.5}, "ci": [0.1, 0.3]},
+            {"episodes": 60, "M1": 0.6, "M3": {"n": 26, "missed": 0.0}, "ci": [0.3, 0.5]}]
+    m = mean_metrics(runs)
+    assert m == {"episodes": 60, "M1": pytest.approx(0.5), "M3": {"n": 26, "missed": 0.25}, "ci": [0.2, 0.4]}
+    assert type(m["episodes"]) is int and type(m["M3"]["n"]) is int
+    assert type(mean_metrics([{"k": 1}, {"k": 2}])["k"]) is float  # counts that differ are averaged
