@@ -10,7 +10,7 @@ composition figure is within 10% of the paper's. ``monitors`` evaluates each reg
 model on DIR/test.jsonl (threshold chosen on DIR/val.jsonl, learned ones trained on DIR/train.jsonl), prints the
 time spent per monitor streaming the test split (training and the validation pass shown apart), then the
 summary tables (``python -m ego_adr.helpmeout summarize``) of the same folders. ``detectability`` prints how
-predictable each category's realisation is (:mod:`ego_adr.helpmeout.difficulty`: an n-gram probe trained on
+predictable each category's realisation is (:mod:`ego_adr.helpmeout.generator.difficulty`: an n-gram probe trained on
 DIR/train.jsonl, step-level AUPRC per category on DIR/test.jsonl) beside the learned monitors' Table 12 from
 ``--evals`` and the paper's SGT row.
 """
@@ -27,7 +27,7 @@ import docs_tables  # scripts/docs_tables.py (this folder is on sys.path when th
 
 
 def bench_generate(a: argparse.Namespace) -> None:
-    from ego_adr.helpmeout.episodes import assign_splits, generate, write_release
+    from ego_adr.helpmeout.generator.episodes import assign_splits, generate, write_release
 
     t0 = time.perf_counter()
     eps = generate(a.episodes, a.seed, workers=a.workers, progress=False)
@@ -41,7 +41,7 @@ def bench_generate(a: argparse.Namespace) -> None:
     print(f"| {a.episodes} | {a.workers} | {dt:.1f} | {a.episodes / dt:.0f} | {stats['max_share_gap_pp']:.2f} | "
           f"{stats.get('paper_composition_within_10pct')} | {stats['mean_observed_length']} |")
     if "paper_composition" in stats:
-        from ego_adr.helpmeout.composition import composition_table
+        from ego_adr.helpmeout.generator.composition import composition_table
 
         print("\n" + composition_table(stats["paper_composition"]))
 
@@ -74,8 +74,8 @@ def bench_monitors(a: argparse.Namespace) -> None:
 
 
 def bench_detectability(a: argparse.Namespace) -> None:
-    from ego_adr.helpmeout.difficulty import detectability, detectability_table
-    from ego_adr.helpmeout.io import load_episodes
+    from ego_adr.helpmeout.generator.difficulty import detectability, detectability_table
+    from ego_adr.helpmeout.generator.io import load_episodes
 
     rel = Path(a.release)
     t0 = time.perf_counter()
@@ -92,7 +92,7 @@ def bench_detectability(a: argparse.Namespace) -> None:
 
 
 def bench_howhard(a: argparse.Namespace) -> None:
-    from ego_adr.helpmeout.paper_results import how_hard_table
+    from ego_adr.helpmeout.evaluation.paper_results import how_hard_table
 
     print(how_hard_table(a.evals))
 

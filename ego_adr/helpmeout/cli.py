@@ -12,8 +12,8 @@ from ego_adr.errors import OneLineParser, UserError
 
 
 def _generate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.episodes import assign_splits, generate, shares_table, write_release
-    from ego_adr.helpmeout.generator import GeneratorConfig
+    from ego_adr.helpmeout.generator.episodes import assign_splits, generate, shares_table, write_release
+    from ego_adr.helpmeout.generator.goal_control import GeneratorConfig
 
     if a.episodes < 1:
         raise _UserError("--episodes must be at least 1")
@@ -30,7 +30,7 @@ def _generate(a: argparse.Namespace) -> int:
         stats = write_release(eps, Path(a.out))
     print(shares_table(stats))
     if "paper_composition" in stats:
-        from ego_adr.helpmeout.composition import composition_table
+        from ego_adr.helpmeout.generator.composition import composition_table
 
         print("\n" + composition_table(stats["paper_composition"]))
     print(f"\n{stats['episodes']} episodes ({stats['splits']}) -> {a.out} in {time.perf_counter() - t0:.1f} s; "
@@ -39,7 +39,7 @@ def _generate(a: argparse.Namespace) -> int:
 
 
 def _validate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.io import invalid_episodes, load_episodes
+    from ego_adr.helpmeout.generator.io import invalid_episodes, load_episodes
 
     bad = total = 0
     for f in a.files:
@@ -60,7 +60,7 @@ def _sibling(path: str, name: str) -> Path | None:
 
 def _checked(path: str | Path, what: str) -> list[dict]:
     """Episodes that ``validate`` accepts, else one line and exit 2."""
-    from ego_adr.helpmeout.io import invalid_episodes, load_episodes
+    from ego_adr.helpmeout.generator.io import invalid_episodes, load_episodes
 
     eps = load_episodes(path)
     bad = invalid_episodes(eps)
@@ -72,7 +72,7 @@ def _checked(path: str | Path, what: str) -> list[dict]:
 
 
 def _evaluate(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.evalrun import subset_ids
+    from ego_adr.helpmeout.evaluation.evalrun import subset_ids
     from ego_adr.helpmeout.monitors import MONITORS
 
     spec = MONITORS[a.monitor]
@@ -106,9 +106,10 @@ def _evaluate(a: argparse.Namespace) -> int:
 
 
 def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
-    from ego_adr.helpmeout.evalrun import evaluate
+    from ego_adr.helpmeout.evaluation.evalrun import evaluate
+    from ego_adr.helpmeout.evaluation.report import TABLE2_HEADER, report_markdown, table2_rows
     from ego_adr.helpmeout.monitors import build_monitor
-    from ego_adr.helpmeout.report import report_markdown, table2_row
+    from ego_adr.monitoring.per_step import write_steps
 
     kw: dict = {"cache_dir": str(out), "budget_s": a.budget_s, "templates_dir": a.templates}
     if spec.needs_model:
@@ -121,7 +122,7 @@ def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
         kw["cache_path"] = str(Path(a.cache_dir or out) / "stage_cache.sqlite")
         kw["backend"] = a.backend
         kw["max_new_tokens"] = a.max_new_tokens
-    metrics, rows = evaluate(spec, episodes, build=lambda seed: build_monitor(a.monitor, seed=seed, **kw), val=val,
+    metrics, rows, steps = evaluate(spec, episodes, build=lambda seed: build_monitor(a.monitor, seed=seed, **kw), val=val,
                              train=train, threshold=a.threshold, tolerance=a.tolerance, bootstrap=a.bootstrap,
                              seeds=a.seeds, subset=None if (a.subset or spec.name == "llm") else sub,
                              progress=not a.quiet)
@@ -135,14 +136,15 @@ def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
     with open(out / "outputs.jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
+    write_steps(out / "steps.jsonl", steps)  # what the metrics were computed from (the first seed's)
     (out / "report.md").write_text(report_markdown(a.monitor, metrics))
-    print(table2_row(a.monitor, metrics))
+    print(TABLE2_HEADER + "\n" + table2_rows(a.monitor, metrics))  # the row under its header (issue 28 item 9)
     print(f"-> {out}/metrics.json, report.md ({metrics['seconds']} s; M3 threshold: {metrics['threshold_rule']})")
     return 0
 
 
 def _summarize(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.summary import summarize
+    from ego_adr.helpmeout.evaluation.summary import summarize
 
     results = []
     out = Path(a.out) if a.out else Path(a.dirs[0]).resolve().parent / "summary"
@@ -163,7 +165,7 @@ def _summarize(a: argparse.Namespace) -> int:
             raise _UserError(f"{p} is not a HelpMeOut evaluate output; rerun `evaluate --out {d}`")
         results.append(m)
     from ego_adr.folders import FolderLock
-    from ego_adr.helpmeout.summary_html import write_summary_html
+    from ego_adr.helpmeout.evaluation.summary_html import write_summary_html
     from ego_adr.store import check_writable_dir
 
     check_writable_dir(out, "--out")
@@ -181,7 +183,7 @@ def _is_summary(d: Path, out: Path) -> bool:
 
 
 def _templates(a: argparse.Namespace) -> int:
-    from ego_adr.helpmeout.templates import load_templates
+    from ego_adr.helpmeout.world.templates import load_templates
 
     print("| # | Template | Family | Anchor | Complexity | Blocks |\n|---:|---|---|---|---|---:|")
     for i, t in enumerate(load_templates(a.templates)):
@@ -214,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--monitor", required=True, choices=list(MONITORS), metavar="NAME",
                    help="one of the monitors listed above")
     e.add_argument("--episodes", required=True, help="episodes .jsonl (usually DIR/test.jsonl)")
-    e.add_argument("--out", required=True, help="output folder (metrics.json, outputs.jsonl, report.md)")
+    e.add_argument("--out", required=True, help="output folder (metrics.json, outputs.jsonl, "
+                   "steps.jsonl, report.md)")
     e.add_argument("--train", default=None, help="training episodes (default: train.jsonl next to --episodes)")
     e.add_argument("--val", default=None, help="validation episodes for the M3 threshold rule "
                    "(default: val.jsonl next to --episodes)")
@@ -252,7 +255,7 @@ class _UserError(UserError):
 
 def main(argv: list[str] | None = None) -> int:
     from ego_adr.errors import run_cli
-    from ego_adr.helpmeout.io import EpisodesFileError
+    from ego_adr.helpmeout.generator.io import EpisodesFileError
 
     def go() -> int:
         a = build_parser().parse_args(argv)

@@ -15,4 +15,8 @@ Benchmarks on this layer (each supplies its episodes, its context and its regist
 The metrics are pure functions of a per-step file (one row per observed step: its episode, index, label,
 ``p_error``, ``flagged``, type, evidence); the registry (:mod:`ego_adr.monitoring.registry`) records what each
 monitor reads, so a monitor that reads more than the task input is reported apart as *privileged*.
+
+Modules: ``protocol`` (the monitor and its harness), ``registry``, ``per_step`` (the per-step file),
+``episode_metrics`` (M1-M4, detection delay, bootstrap, as HelpMeOut defines them), ``ranking`` (AUROC, AP),
+``report`` (what every report prints the same way).
 """

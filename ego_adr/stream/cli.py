@@ -72,7 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--video-root", help="videos at the public layout paths")
     e.add_argument("--sources", help="comma-separated (default: captaincook4d,epic_tent,assembly101,egooops)")
     e.add_argument("--limit", type=int, help="first N recordings per source (a quick look; not every recording)")
-    e.add_argument("--baselines", default="random,direct", help="comma-separated: random, direct, or none")
+    from ego_adr.stream.registry import BASELINES
+
+    e.add_argument("--baselines", default=",".join(BASELINES),
+                   help=f"comma-separated: {', '.join(BASELINES)}, or none (default: all)")
     e.add_argument("--tolerance", type=seconds, help="M3 and point of error: an alarm up to this long after "
                                                      "an error is due is on target (default: the window)")
     e.add_argument("--seed", type=int, default=0, help="random baseline")

@@ -13,9 +13,11 @@ the recording's end included) count by their time. Without this rule a monitor t
 recording is "on target" or "late" for errors in the last seconds (the stand-in videos end ~2 s after their last
 segment) and its "delay" is the time to the end.
 
-**M3** (HelpMeOut Section 3.4, Table 15): the first error is the one with the earliest known onset. Recordings
-whose first error is due before the end: the first counted alarm is *missed* (none), *early* (before the onset),
-*on target* (onset .. due + tolerance) or *late*; detection delay = that alarm - the onset (on target and late).
+**M3** (HelpMeOut Section 3.4, Table 15; the verdict is the layer's
+:func:`~ego_adr.monitoring.episode_metrics.first_alarm_outcome`, in seconds): the first error is the one with the
+earliest known onset. Recordings whose first error is due before the end: the first counted alarm is *missed*
+(none), *early* (before the onset), *on target* (onset .. due + tolerance) or *late*; detection delay = that
+alarm - the onset (on target and late).
 An omission first confirmed by the end check is credited (on target for a trailing omission, late for one due
 earlier). *False alarm*: share of correct recordings with any alarm, the end check's included. Recordings with
 an omission: share first alarmed at the end check / before it (Table 15's "Omission: end / before").
@@ -34,6 +36,8 @@ sequence after its first mistake; ``prego`` restricts the units to those begun b
 from __future__ import annotations
 
 import numpy as np
+
+from ego_adr.monitoring.episode_metrics import detection_delay, first_alarm_outcome
 
 EPS = 1e-6
 
@@ -88,9 +92,9 @@ def m3_outcome(ep: dict, output: dict, tolerance: float) -> dict:
     }
     if first is None:
         return {**row, "outcome": "missed"}
-    t = first["t"]
-    outcome = "early" if t < f["onset"] - EPS else "on_target" if t <= f["due"] + tolerance + EPS else "late"
-    return {**row, "outcome": outcome, "delay_s": None if outcome == "early" else round(t - f["onset"], 6)}
+    outcome = first_alarm_outcome(first["t"], f["onset"], f["due"], tolerance, EPS)
+    delay = detection_delay(first["t"], f["onset"], outcome)
+    return {**row, "outcome": outcome, "delay_s": None if delay is None else round(delay, 6)}
 
 
 def _share(xs: list[dict], key: str, val) -> float:

@@ -15,8 +15,6 @@ import re
 import time
 from pathlib import Path
 
-MONITORS = ("egoadr", "random", "direct")
-
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
@@ -55,15 +53,6 @@ def _timeline(monitor, ep: dict, res: dict, path: Path) -> None:
     match = monitor.pipe._matcher(monitor.bank).match
     segs = [{**s, "step_index": match(s["action"] or "").index} for s in ep["segments"]]
     write_html(res, monitor.bank.texts, path, segs, monitor.threshold, f" -- {ep['id']}", ep.get("end_labels"))
-
-
-def build_monitors(names: list[str], pipe, threshold: float, seed: int) -> dict:
-    from ego_adr.reasoning.stream import StreamMonitor
-    from ego_adr.stream.baselines import DirectStreamMonitor, RandomStreamMonitor
-
-    table = {"egoadr": lambda: StreamMonitor(pipe, threshold), "random": lambda: RandomStreamMonitor(seed, threshold),
-             "direct": lambda: DirectStreamMonitor(pipe, threshold)}
-    return {n: table[n]() for n in names}
 
 
 def evaluate_monitor(monitor, episodes: list[dict], settings, sampler, out: Path, progress: bool = True,
@@ -168,13 +157,14 @@ def run_evaluation(args) -> int:
         narration_tag,
     )
     from ego_adr.stream.metrics import scored_subsets
+    from ego_adr.stream.registry import BASELINES, REGISTRY, build_monitors
     from ego_adr.stream.runner import StreamSettings
     from ego_adr.video.sampler import FrameSampler
 
     names = ["egoadr"] + [b.strip() for b in (args.baselines or "").split(",") if b.strip() and b.strip() != "none"]
-    bad = [n for n in names if n not in MONITORS]
+    bad = [n for n in names if n not in REGISTRY]
     if bad:
-        raise UserError(f"--baselines: unknown {bad}; choose from random, direct (or none)")
+        raise UserError(f"--baselines: unknown {bad}; choose from {', '.join(BASELINES)} (or none)")
     episodes, origin, sources = _episodes(args)
     episodes = select(episodes, args.limit)
     settings = StreamSettings(args.window, args.stride, args.frames)

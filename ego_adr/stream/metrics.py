@@ -2,10 +2,11 @@
 the point-of-error F1 of online mistake detection (PREGO).
 
 Inputs: episodes from :mod:`ego_adr.stream.episodes` and one monitor output per episode (ticks with their
-window and error probability, the end-of-recording check, the alerts). AUROC and AP are HelpMeOut's own
-functions (:func:`ego_adr.helpmeout.metrics.auroc`, :func:`~ego_adr.helpmeout.metrics.average_precision`);
-the step-based M3/M4 are restated here because a video episode's onsets are times and its error types are the
-EgoErrorVQA options, not HelpMeOut's nine categories.
+window and error probability, the end-of-recording check, the alerts). A recording's step items become rows of
+the monitoring layer's per-step file (:func:`step_rows`), and M1, M2 and M4 are the layer's
+(:mod:`ego_adr.monitoring.episode_metrics`, the functions HelpMeOut scores with); M3 is time-based
+(:mod:`ego_adr.stream.detection`, with the layer's first-alarm rule) because a video episode's onsets are times,
+and its error types are the EgoErrorVQA options, not HelpMeOut's nine categories.
 
 - **Step items.** HelpMeOut scores a monitor's probability per *step* (one action). Here a recording's steps are
   its annotated segments, each scored by the highest probability of a tick whose window overlaps it, and its
@@ -34,7 +35,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ego_adr.helpmeout.metrics import auroc, average_precision
+from ego_adr.monitoring.episode_metrics import m1, m2, type_f1
+from ego_adr.monitoring.per_step import group_episodes, step_row
+from ego_adr.monitoring.ranking import auroc
+from ego_adr.monitoring.report import fmt, md_row
 from ego_adr.taxonomy import CORRECT, OPTIONS
 
 ERROR_TYPES = tuple(o for o in OPTIONS if o != CORRECT)
@@ -58,52 +62,38 @@ def segment_scores(episode: dict, output: dict) -> list[tuple[float, str | None]
     return out
 
 
-def _f1(tp: int, fp: int, fn: int) -> float:
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
-
-
-def step_items(pairs: list[tuple[dict, dict]]) -> tuple[list, list, list, list]:
-    """(labels, scores) of every annotated segment and of every task-end step, in recording order."""
-    y_seg, s_seg, y_end, s_end = [], [], [], []
+def step_rows(pairs: list[tuple[dict, dict]]) -> list[dict]:
+    """The layer's per-step rows of these recordings: every annotated segment (scored by :func:`segment_scores`,
+    typed by the tick that gave the score), then the task-end step (the end check; positive for an omission)."""
+    rows = []
     for e, o in pairs:
-        for seg, (score, _) in zip(e["segments"], segment_scores(e, o), strict=True):
-            y_seg.append(seg["error"])
-            s_seg.append(score)
-        y_end.append(bool(e["end_labels"]))
-        s_end.append(o["end"]["prob"])
-    return y_seg, s_seg, y_end, s_end
+        truth = {"errorful": not e["correct"], "error_types": e["categories"]}
+        items = [(seg["error"], score, etype) for seg, (score, etype) in zip(e["segments"], segment_scores(e, o),
+                                                                            strict=True)]
+        items.append((bool(e["end_labels"]), o["end"]["prob"], o["end"].get("error_type")))
+        rows += [step_row(e["id"], k, y, s, truth, category=c) for k, (y, s, c) in enumerate(items)]
+    return rows
 
 
-def m1_scores(pairs: list[tuple[dict, dict]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-step (the highest step item) and per-tick (the highest tick or end check) recording scores."""
-    step = [max([sc for sc, _ in segment_scores(e, o)] + [o["end"]["prob"]]) for e, o in pairs]
-    tick = [max([t["prob"] for t in o["ticks"]] + [o["end"]["prob"]]) for _, o in pairs]
-    return np.array(step, float), np.array(tick, float)
+def tick_scores(pairs: list[tuple[dict, dict]]) -> np.ndarray:
+    """The old recording score (``M1_max_tick``): the highest tick or end-check probability."""
+    return np.array([max([t["prob"] for t in o["ticks"]] + [o["end"]["prob"]]) for _, o in pairs], float)
 
 
-def _m2(y_seg, s_seg, y_end, s_end) -> dict:
-    y_all, s_all = np.array(y_seg + y_end, float), np.array(s_seg + s_end, float)
-    return {"all": average_precision(y_all, s_all),
-            "segments": average_precision(np.array(y_seg, float), np.array(s_seg, float)) if y_seg else float("nan"),
-            "end": average_precision(np.array(y_end, float), np.array(s_end, float)),
-            "positive_rate_all": float(y_all.mean()),
-            "positive_rate_segments": float(np.mean(y_seg)) if y_seg else float("nan"),
-            "positive_rate_end": float(np.mean(y_end)), "n_segments": len(y_seg)}
+def _m2(eps) -> dict:
+    """The layer's M2, its ``mid`` (the steps before the task end) being the annotated segments."""
+    m = m2(eps)
+    n_seg = sum(len(e.labels) - 1 for e in eps)
+    return {"all": m["all"], "segments": m["mid"], "end": m["end"], "positive_rate_all": m["positive_rate_all"],
+            "positive_rate_segments": m["positive_rate_mid"], "positive_rate_end": m["positive_rate_end"],
+            "n_segments": n_seg}
 
 
 def _m4(pairs: list[tuple[dict, dict]]) -> dict:
-    per: dict[str, float] = {}
-    for c in ERROR_TYPES:
-        tp = fp = fn = 0
-        for e, o in pairs:
-            t, p = c in e["categories"], c in {a["error_type"] for a in o.get("alerts") or []}
-            tp += t and p
-            fp += p and not t
-            fn += t and not p
-        per[c] = _f1(tp, fp, fn)
-    present = [c for c in ERROR_TYPES if any(c in e["categories"] for e, _ in pairs)]
-    return {"macro": float(np.mean([per[c] for c in present])) if present else float("nan"),
-            "per_type": per, "types_present": present}
+    """The layer's type-set F1: the types a recording's alerts name against its annotated types."""
+    per, macro, present = type_f1([set(e["categories"]) for e, _ in pairs],
+                                  [{a["error_type"] for a in o.get("alerts") or []} for _, o in pairs], ERROR_TYPES)
+    return {"macro": macro, "per_type": per, "types_present": present}
 
 
 def compute_stream_metrics(episodes: list[dict], outputs: list[dict], tolerance: float = 8.0) -> dict:
@@ -117,7 +107,8 @@ def compute_stream_metrics(episodes: list[dict], outputs: list[dict], tolerance:
     if not pairs:
         return {"episodes": 0, "failed_episodes": failed}
     errorful = np.array([not e["correct"] for e, _ in pairs])
-    step_score, tick_score = m1_scores(pairs)
+    eps = group_episodes(step_rows(pairs))
+    step_score = np.array([max(ep.probs) for ep in eps])
     outcomes = [m3_outcome(e, o, tolerance) for e, o in pairs]
     duration = sum(o["duration"] for _, o in pairs)
     processing = sum(o["processing_s"] for _, o in pairs)
@@ -125,8 +116,8 @@ def compute_stream_metrics(episodes: list[dict], outputs: list[dict], tolerance:
         "scoring": SCORING, "episodes": len(pairs), "failed_episodes": failed,
         "errorful_episodes": int(errorful.sum()),
         "fully_annotated_episodes": sum(e.get("annotation") == "full" for e, _ in pairs),
-        "M1": auroc(errorful, step_score), "M1_normalisation": "per-step", "M1_max_tick": auroc(errorful, tick_score),
-        "M2": _m2(*step_items(pairs)), "M3": m3_summary(outcomes, tolerance), "M4": _m4(pairs),
+        "M1": m1(eps), "M1_normalisation": "per-step", "M1_max_tick": auroc(errorful, tick_scores(pairs)),
+        "M2": _m2(eps), "M3": m3_summary(outcomes, tolerance), "M4": _m4(pairs),
         "PoE": {"all": point_of_error_summary([point_of_error(e, o, tolerance) for e, o in pairs]),
                 "prego": point_of_error_summary([point_of_error(e, o, tolerance, prego=True) for e, o in pairs])},
         "recordings": {e["id"]: {"annotation": e.get("annotation", "partial"), "m1_step_score": float(sc), **oc}
@@ -145,13 +136,11 @@ def scored_subsets(episodes: list[dict], outputs: list[dict], tolerance: float =
 
 
 def _f(x, pct: bool = False) -> str:
-    if x is None or (isinstance(x, float) and np.isnan(x)):
-        return "-"
-    return f"{100 * x:.1f}" if pct else f"{x:.3f}" if isinstance(x, float) else str(x)
+    return str(x) if isinstance(x, int) and not pct else fmt(x, missing="-", pct=pct)
 
 
 def _sec(x) -> str:
-    return "-" if x is None or np.isnan(x) else f"{x:.1f}"
+    return fmt(x, 1, missing="-")
 
 
 def metrics_table(results: dict[str, dict]) -> str:
@@ -162,7 +151,7 @@ def metrics_table(results: dict[str, dict]) -> str:
     lines = [head, "|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|"]
     for name, m in results.items():
         if not m or not m.get("episodes"):
-            lines.append(f"| {name} | 0 | - | - | - | - | - | - | - | - | - |")
+            lines.append(md_row([name, 0] + ["-"] * 9))
             continue
         m3, poe = m["M3"], m["PoE"]["all"]
         lines.append(

@@ -143,6 +143,9 @@ def _prob_panel(axp, result, band, threshold) -> None:
     axp.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
 
 
+DPI = 110
+
+
 def write_png(
     result: dict,
     steps: list[str],
@@ -152,6 +155,26 @@ def write_png(
     note: str = "",
     end_labels: list[str] | None = None,
 ) -> Path:
+    """The timeline of :func:`timeline_figure` as a PNG at :data:`DPI`."""
+    import matplotlib.pyplot as plt
+
+    fig, _ = timeline_figure(result, steps, segments, threshold, note, end_labels)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def timeline_figure(
+    result: dict,
+    steps: list[str],
+    segments: list[dict] | None = None,
+    threshold: float = 0.5,
+    note: str = "",
+    end_labels: list[str] | None = None,
+):
+    """(figure, step axes) of the timeline, laid out: the axes map (seconds, step row) to where the figure draws
+    them, so a caller can place more on it (or find what is drawn where)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -196,7 +219,4 @@ def write_png(
     if lines:
         fig.text(0.01, 0.005, "alerts: " + "   ".join(lines), fontsize=7, wrap=True, va="bottom")
     fig.tight_layout(rect=(0, 0.04 + 0.012 * min(len(lines), 30) / 3, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig, ax

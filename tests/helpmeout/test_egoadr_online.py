@@ -2,8 +2,8 @@
 
 import math
 
-from ego_adr.helpmeout.episodes import generate
-from ego_adr.helpmeout.metrics import compute_metrics
+from ego_adr.helpmeout.evaluation.scoring import score_outputs as compute_metrics
+from ego_adr.helpmeout.generator.episodes import generate
 from ego_adr.helpmeout.monitors import run_monitor
 from ego_adr.helpmeout.monitors.egoadr_online import CATEGORY_MAP, EgoADROnlineMonitor
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.helpmeout.episodes import generate, validate_episode
+from ego_adr.helpmeout.generator.episodes import generate, validate_episode
 
 ROOT = Path(__file__).resolve().parents[2]
 

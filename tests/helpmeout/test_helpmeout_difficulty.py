@@ -5,13 +5,14 @@ import random
 
 import pytest
 
-from ego_adr.helpmeout.difficulty import NgramProbe, detectability
-from ego_adr.helpmeout.episodes import validate_episode
-from ego_adr.helpmeout.generator import SITES, Sites, apply_site, program, realise
+from ego_adr.helpmeout.generator.difficulty import NgramProbe, detectability
+from ego_adr.helpmeout.generator.episodes import validate_episode
+from ego_adr.helpmeout.generator.generator_sites import SITES, Sites, apply_site
+from ego_adr.helpmeout.generator.injection import program, realise
 from ego_adr.helpmeout.monitors import build_monitor, run_monitor
-from ego_adr.helpmeout.planner import plan, scene_state
-from ego_adr.helpmeout.replay import replay
-from ego_adr.helpmeout.templates import instantiate_scene, template_by_name
+from ego_adr.helpmeout.world.planner import plan, scene_state
+from ego_adr.helpmeout.world.replay import replay
+from ego_adr.helpmeout.world.templates import instantiate_scene, template_by_name
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,7 @@ def test_the_probe_finds_a_stereotyped_error_and_not_a_varied_one():
 
 @pytest.mark.slow
 def test_learned_monitor_keeps_the_best_validation_epoch():
-    from ego_adr.helpmeout.episodes import assign_splits, generate
+    from ego_adr.helpmeout.generator.episodes import assign_splits, generate
 
     eps = generate(80, 3, progress=False)
     assign_splits(eps, 3, test_size=20)
@@ -117,7 +118,7 @@ def test_learned_monitor_keeps_the_best_validation_epoch():
 def test_how_hard_table_puts_each_paper_row_beside_ours(tmp_path):
     import json
 
-    from ego_adr.helpmeout.paper_results import PAPER, how_hard_table
+    from ego_adr.helpmeout.evaluation.paper_results import PAPER, how_hard_table
 
     m = {
         "monitor": "sgt",

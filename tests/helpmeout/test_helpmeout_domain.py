@@ -4,12 +4,12 @@ import random
 
 import pytest
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import goal_unmet, parse_action, state_from_facts
-from ego_adr.helpmeout.operators import OPERATORS, check_action
-from ego_adr.helpmeout.planner import plan, scene_state
-from ego_adr.helpmeout.replay import replay
-from ego_adr.helpmeout.templates import FAMILIES, instantiate_scene, load_templates
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import goal_unmet, parse_action, state_from_facts
+from ego_adr.helpmeout.world.operators import OPERATORS, check_action
+from ego_adr.helpmeout.world.planner import plan, scene_state
+from ego_adr.helpmeout.world.replay import replay
+from ego_adr.helpmeout.world.templates import FAMILIES, instantiate_scene, load_templates
 
 
 def test_hierarchy_matches_table5_counts():

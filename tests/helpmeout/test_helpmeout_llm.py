@@ -2,8 +2,8 @@
 
 import pytest
 
-from ego_adr.helpmeout.episodes import assign_splits, generate
-from ego_adr.helpmeout.evalrun import evaluate, subset_ids
+from ego_adr.helpmeout.evaluation.evalrun import evaluate, subset_ids
+from ego_adr.helpmeout.generator.episodes import assign_splits, generate
 from ego_adr.helpmeout.monitors import MONITORS, build_monitor, run_monitor
 from ego_adr.helpmeout.monitors.llm import parse_reply
 from ego_adr.models.base import Capabilities, Generation
@@ -66,9 +66,9 @@ def _run_on_subset(model, episodes, tmp_path):
     ids = set(subset_ids(episodes, size=6, n_correct=3))
     sub = [ep for ep in episodes if ep["id"] in ids]
     spec = MONITORS["llm"]
-    metrics, rows = evaluate(spec, sub, build=lambda s: build_monitor("llm", model=model, max_new_tokens=8,
-                                                                        cache_path=str(tmp_path / "c.sqlite")),
-                             val=None, train=None, threshold=0.5, tolerance=0, bootstrap=50, seeds=1, subset=None)
+    metrics, rows, _ = evaluate(spec, sub, build=lambda s: build_monitor("llm", model=model, max_new_tokens=8,
+                                                                           cache_path=str(tmp_path / "c.sqlite")),
+                                val=None, train=None, threshold=0.5, tolerance=0, bootstrap=50, seeds=1, subset=None)
     return metrics, rows
 
 

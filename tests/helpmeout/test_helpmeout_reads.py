@@ -2,11 +2,11 @@
 
 import pytest
 
-from ego_adr.helpmeout.episodes import assign_splits, generate
+from ego_adr.helpmeout.generator.episodes import assign_splits, generate
 from ego_adr.helpmeout.monitors import EpisodeContext, build_monitor, run_monitor
 from ego_adr.helpmeout.monitors.base import CONFUSABLES, PROCEDURE, SIMULATOR, TASK_INPUT, TEMPLATE_NORMS
-from ego_adr.helpmeout.monitors.registry import MONITORS
-from ego_adr.helpmeout.templates import template_by_name
+from ego_adr.helpmeout.monitors.registry import MONITORS, extra_reads, privileged
+from ego_adr.helpmeout.world.templates import template_by_name
 
 
 @pytest.fixture(scope="module")
@@ -19,9 +19,9 @@ def test_split():
 def test_word_monitors_read_only_the_task_input_and_the_procedure_text():
     for name in ("egoadr", "egoadr-deep", "egoadr-online"):
         assert set(MONITORS[name].reads) == set(TASK_INPUT) | {PROCEDURE}
-        assert not MONITORS[name].privileged
+        assert not privileged(MONITORS[name])
     knowledge = MONITORS["egoadr-knowledge"]
-    assert knowledge.privileged and {TEMPLATE_NORMS, CONFUSABLES, SIMULATOR} <= set(knowledge.extra_reads)
+    assert privileged(knowledge) and {TEMPLATE_NORMS, CONFUSABLES, SIMULATOR} <= set(extra_reads(knowledge))
 
 
 def test_egoadr_does_not_replay_a_non_executable_action():

@@ -36,9 +36,43 @@ def _segments(duration: float) -> list[dict]:
             {"start": 23 * f, "end": 28 * f, "labels": ["correct"], "step_index": 4}]
 
 
-def test_timeline_png_is_written(tmp_path):
-    p = write_png(_result(30.0), STEPS, tmp_path / "t.png", _segments(30.0), 0.5, end_labels=["Omission"])
-    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 20_000
+def _rgb(hex_colour: str) -> tuple[float, ...]:
+    return tuple(int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+
+
+def test_timeline_png_draws_each_alert_where_it_belongs(tmp_path):
+    """Pixels of the PNG: at each alert's place -- its time (the end band's middle for the end check) on its
+    step's row -- the marker's fill is the colour of its error type; where no alert is, that colour is not."""
+    import matplotlib.image as mpimg
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from ego_adr.stream.timeline import DPI, timeline_figure
+    from ego_adr.stream.timeline_data import colour, end_band
+
+    result, segs = _result(30.0), _segments(30.0)
+    p = write_png(result, STEPS, tmp_path / "t.png", segs, 0.5, end_labels=["Omission"])
+    img = mpimg.imread(p)
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fig, ax = timeline_figure(result, STEPS, segs, 0.5, end_labels=["Omission"])  # the same layout
+    scale = DPI / fig.dpi
+    assert img.shape[:2] == (round(fig.get_figheight() * DPI), round(fig.get_figwidth() * DPI))
+
+    def pixel(x: float, y: float) -> np.ndarray:
+        px, py = ax.transData.transform((x, y)) * scale
+        r, c = int(round(img.shape[0] - py)), int(round(px))
+        return np.median(img[r - 1:r + 2, c - 1:c + 2, :3].reshape(-1, 3), axis=0)
+
+    band = end_band(result["duration"])
+    for a in result["alerts"]:
+        x = (band[0] + band[1]) / 2 if a["kind"] == "end" else a["t"]
+        assert np.abs(pixel(x, a["step_index"]) - _rgb(colour(a["error_type"]))).max() < 0.02, a
+    wrong_order = _rgb(colour("Wrong order"))
+    t = result["alerts"][0]["t"]
+    for row in (0, 1, 2, 4):  # the Wrong order alert is on row 3 only
+        assert np.abs(pixel(t, row) - wrong_order).max() > 0.1
+    assert np.abs(pixel((band[0] + band[1]) / 2, 1) - _rgb(colour("Omission"))).max() > 0.1  # no end alert on 1
+    plt.close(fig)
 
 
 @pytest.mark.slow

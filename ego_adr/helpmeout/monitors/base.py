@@ -1,6 +1,8 @@
-"""What a streaming monitor is, and the harness that feeds it an episode one step at a time.
+"""What a HelpMeOut monitor is given, and the harness that feeds it an episode one step at a time.
 
-A monitor sees the task name and the initial scene at :meth:`Monitor.reset`, then each observed action in PDDL
+The protocol is the monitoring layer's (:mod:`ego_adr.monitoring.protocol`: ``reset``, then one observation
+at a time, probabilities checked); what is HelpMeOut's is the context and what counts as its task input. A
+monitor sees the task name and the initial scene at :meth:`Monitor.reset`, then each observed action in PDDL
 notation (the last one is ``(task-end)``) through :meth:`Monitor.step` -- never a later step (Figure 1c). Per
 step it returns an error probability and, when it alarms, the onset step it blames and an error type. The
 harness records nothing but those outputs, so metrics are pure functions of them.
@@ -8,12 +10,16 @@ harness records nothing but those outputs, so metrics are pure functions of them
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ego_adr.helpmeout.domain import TASK_END
+from ego_adr.helpmeout.world.domain import TASK_END
+from ego_adr.monitoring.protocol import Monitor as LayerMonitor
+from ego_adr.monitoring.protocol import StepOutput, stream_episode
+
+__all__ = ["EpisodeContext", "Monitor", "StepOutput", "context_of", "run_monitor"]
 
 # What a monitor may read. The task input of Figure 1c is the first three; every monitor also gets the task
-# variant (which of the template's blocks were asked for, see ego_adr.helpmeout.lifting), since that is the
+# variant (which of the template's blocks were asked for, see ego_adr.helpmeout.world.lifting), since that is the
 # procedure the person was given. Anything beyond TASK_INPUT + "template" makes a monitor *privileged*.
 TASK_INPUT = ("task name", "initial scene", "action prefix")
 PROCEDURE = "procedure text (variant)"  # the words of the variant's blocks, nothing else of the template
@@ -39,17 +45,10 @@ class EpisodeContext:
     grounding: dict | None = None
 
 
-@dataclass
-class StepOutput:
-    prob: float
-    onset: int | None = None
-    category: str | None = None
-    evidence: dict = field(default_factory=dict)
+class Monitor(LayerMonitor):
+    """A HelpMeOut monitor: the layer's :class:`~ego_adr.monitoring.protocol.Monitor`, reset with an
+    :class:`EpisodeContext` and stepped with the next action in PDDL notation."""
 
-
-class Monitor:
-    name = "monitor"
-    timed_out = False
     reads: tuple[str, ...] = TASK_INPUT  # set from the registry spec by build_monitor
 
     def fit(self, train: list[dict]) -> None:  # noqa: B027 - optional hook
@@ -69,26 +68,16 @@ def context_of(ep: dict, reads: tuple[str, ...] = TASK_INPUT) -> EpisodeContext:
 
 
 def run_monitor(monitor: Monitor, episodes: list[dict], progress: bool = True) -> list[dict]:
-    """Stream every episode through ``monitor``; one output row per episode."""
+    """Stream every episode through ``monitor`` (the layer's harness: one action at a time, probabilities
+    checked); one output row per episode."""
     from tqdm import tqdm
 
     rows = []
     for ep in tqdm(episodes, disable=not progress, desc=f"monitor {monitor.name}"):
-        monitor.timed_out = False
-        monitor.reset(context_of(ep, monitor.reads))
-        probs, cats, onsets, evidence = [], [], [], []
-        for t, action in enumerate(ep["observed"]):
-            out = monitor.step(t, action)
-            p = float(out.prob)
-            if not 0.0 <= p <= 1.0 or p != p:
-                raise ValueError(f"monitor {monitor.name} returned probability {p} at {ep['id']} step {t}")
-            probs.append(p)
-            cats.append(out.category)
-            onsets.append(out.onset)
-            if out.evidence:
-                evidence.append({"t": t, **out.evidence})
+        outs = stream_episode(monitor, ep["id"], context_of(ep, monitor.reads), ep["observed"])
         if ep["observed"][-1] != TASK_END:
             raise ValueError(f"episode {ep['id']} does not end with {TASK_END}")
-        rows.append({"id": ep["id"], "probs": probs, "categories": cats, "onsets": onsets,
-                     "timed_out": bool(monitor.timed_out), "evidence": evidence})
+        rows.append({"id": ep["id"], "probs": [o.prob for o in outs], "categories": [o.category for o in outs],
+                     "onsets": [o.onset for o in outs], "timed_out": bool(monitor.timed_out),
+                     "evidence": [{"t": t, **o.evidence} for t, o in enumerate(outs) if o.evidence]})
     return rows

@@ -20,13 +20,13 @@ import random
 import time
 from collections import Counter, defaultdict
 
-from ego_adr.helpmeout.domain import TASK_END, goal_unmet, parse_action, state_from_facts
-from ego_adr.helpmeout.generator import CATEGORIES
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
 from ego_adr.helpmeout.monitors.knowledge import RoleResolver, grounded_template, task_variant
 from ego_adr.helpmeout.monitors.rules import guess_category
-from ego_adr.helpmeout.operators import apply_action, check_action
-from ego_adr.helpmeout.planner import PlanError, PlanTimeout, plan_goals
+from ego_adr.helpmeout.world.domain import TASK_END, goal_unmet, parse_action, state_from_facts
+from ego_adr.helpmeout.world.operators import apply_action, check_action
+from ego_adr.helpmeout.world.planner import PlanError, PlanTimeout, plan_goals
 
 
 class RandomMonitor(Monitor):

@@ -18,8 +18,8 @@ the reasoning layer's :class:`~ego_adr.reasoning.stream.StreamMonitor`, which th
 
 from __future__ import annotations
 
-from ego_adr.helpmeout.domain import TASK_END
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
+from ego_adr.helpmeout.world.domain import TASK_END
 
 CATEGORY_MAP = {"Wrong object": "object_substitution", "Wrong action": "action_substitution",
                 "Wrong order": "sequence", "Omission": "omission",

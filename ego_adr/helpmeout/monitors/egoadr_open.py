@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import re
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import TASK_END, Action, parse_action, state_from_facts
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
 from ego_adr.helpmeout.monitors.egoadr_stream import CATEGORY_DEFINITIONS, parse_category, words
 from ego_adr.helpmeout.monitors.knowledge import task_variant
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE
-from ego_adr.helpmeout.operators import ACTION_CONFUSIONS, apply_action, check_action
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import TASK_END, Action, parse_action, state_from_facts
+from ego_adr.helpmeout.world.operators import ACTION_CONFUSIONS, apply_action, check_action
 
 _MINOR = ("human-move", "human-pick-up-at-location", "human-pick-up-from-receptacle-at-location",
           "human-put-ontop-location", "human-open-location", "human-close-location")

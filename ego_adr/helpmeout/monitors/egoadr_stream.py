@@ -22,15 +22,16 @@ HelpMeOut categories:
 
 from __future__ import annotations
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import TASK_END, Action, goal_unmet, parse_action, state_from_facts
-from ego_adr.helpmeout.generator import CATEGORIES, PROCESSING
+from ego_adr.helpmeout.generator.generator_sites import PROCESSING
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
 from ego_adr.helpmeout.monitors.knowledge import grounded_template
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE, stranger
-from ego_adr.helpmeout.operators import ACTION_CONFUSIONS, apply_action, check_action
-from ego_adr.helpmeout.planner import PlanError, plan
-from ego_adr.helpmeout.templates import Scene
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import TASK_END, Action, goal_unmet, parse_action, state_from_facts
+from ego_adr.helpmeout.world.operators import ACTION_CONFUSIONS, apply_action, check_action
+from ego_adr.helpmeout.world.planner import PlanError, plan
+from ego_adr.helpmeout.world.templates import Scene
 from ego_adr.reasoning.prompts import HELPMEOUT_CLASSIFY_PROMPT
 
 # Named, versioned prompt (kept here; the lead may move it to ego_adr.reasoning.prompts).

@@ -25,12 +25,12 @@ and rules over the matched step's words and the observed history type a deviatio
 
 from __future__ import annotations
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import TASK_END, Action, parse_action
 from ego_adr.helpmeout.monitors.base import EpisodeContext, StepOutput
 from ego_adr.helpmeout.monitors.egoadr_open import EgoADROpenMonitor, _verb, end_of_task
 from ego_adr.helpmeout.monitors.egoadr_stream import words
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import TASK_END, Action, parse_action
 
 # Verbs of the PDDL notation that process an object (the action vocabulary is part of the task input).
 PROCESS_VERBS = frozenset(

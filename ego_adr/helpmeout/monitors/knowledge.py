@@ -11,11 +11,11 @@ reads the grounded goal can, which is why those are listed apart as privileged r
 
 from __future__ import annotations
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import Action, State
-from ego_adr.helpmeout.lifting import _roles, apply_grounding, restrict
 from ego_adr.helpmeout.monitors.base import EpisodeContext
-from ego_adr.helpmeout.templates import Template, template_by_name
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import Action, State
+from ego_adr.helpmeout.world.lifting import _roles, apply_grounding, restrict
+from ego_adr.helpmeout.world.templates import Template, template_by_name
 
 
 def task_variant(ctx: EpisodeContext, templates_dir: str | None = None) -> Template:
@@ -84,7 +84,7 @@ def plausible(name: str, known: set[str]) -> bool:
     """``name`` is a role filler the template allows: named, or of the same subclass and affordances as one."""
     if name in known:
         return True
-    from ego_adr.helpmeout.lifting import signature
+    from ego_adr.helpmeout.world.lifting import signature
 
     sub, sig = onto.subclass_of(name), signature(name)
     return any(onto.subclass_of(k) == sub and signature(k) == sig for k in known if not onto.is_location(k))

@@ -21,10 +21,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from ego_adr.helpmeout.domain import parse_action
-from ego_adr.helpmeout.generator import CATEGORIES
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
-from ego_adr.helpmeout.ontology import type_of
+from ego_adr.helpmeout.world.domain import parse_action
+from ego_adr.helpmeout.world.ontology import type_of
 
 MAX_ARGS = 4
 MAX_SG = 48
@@ -40,8 +40,8 @@ def subgoal_tokens(
     task: str, blocks: list[str] | tuple[str, ...] | None, templates_dir: str | None = None
 ) -> list[str]:
     """The lifted template's subgoals of the task variant as tokens (public input: no grounding)."""
-    from ego_adr.helpmeout.lifting import restrict
-    from ego_adr.helpmeout.templates import template_by_name
+    from ego_adr.helpmeout.world.lifting import restrict
+    from ego_adr.helpmeout.world.templates import template_by_name
 
     try:
         t = restrict(template_by_name(task, templates_dir), tuple(blocks) if blocks else None)

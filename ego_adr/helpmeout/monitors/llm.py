@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ego_adr.helpmeout.generator import CATEGORIES
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
 
 MAX_NEW_TOKENS = 512  # Table 16

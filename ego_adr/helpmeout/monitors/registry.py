@@ -1,5 +1,6 @@
-"""The monitor registry: one spec per monitor, from which ``evaluate --monitor`` choices, ``--help`` and the
-summary's privileged block derive (add a monitor = one module + one entry here).
+"""HelpMeOut's monitor registry: one spec per monitor, from which ``evaluate --monitor`` choices, ``--help`` and
+the summary's privileged block derive (add a monitor = one module + one entry here). It is a
+:class:`ego_adr.monitoring.registry.Registry` whose public reads are HelpMeOut's (``PUBLIC_READS``).
 
 ``reads`` says what a monitor is given. The task input of Figure 1c is the task name, the initial scene and the
 action prefix; every monitor may also read the lifted template of the task variant and train on training
@@ -8,10 +9,6 @@ symbolic reference, shown in its own block of the summary table with what it rea
 """
 
 from __future__ import annotations
-
-import importlib
-import inspect
-from dataclasses import dataclass
 
 from ego_adr.helpmeout.monitors.base import (
     CONFUSABLES,
@@ -23,30 +20,11 @@ from ego_adr.helpmeout.monitors.base import (
     TEMPLATE_NORMS,
     Monitor,
 )
+from ego_adr.monitoring.registry import MonitorSpec, Registry
 
 TEMPLATE = TASK_INPUT + ("template",)
 WORDS = TASK_INPUT + (PROCEDURE,)
 KNOWLEDGE = (TEMPLATE_NORMS, CONFUSABLES, SIMULATOR)
-
-
-@dataclass(frozen=True)
-class MonitorSpec:
-    name: str
-    factory: str  # "module:Class", imported only when built (torch stays off the import path)
-    description: str
-    reads: tuple[str, ...]
-    kwargs: tuple[tuple[str, object], ...] = ()
-    trains: bool = False  # fitted on the train split (--train or train.jsonl next to the episodes)
-    needs_model: bool = False  # --model NAME through ego_adr.models.load_model
-    seeds: bool = False  # averaged over --seeds runs (Random, Table 2's caption)
-
-    @property
-    def privileged(self) -> bool:
-        return not set(self.reads) <= PUBLIC_READS
-
-    @property
-    def extra_reads(self) -> tuple[str, ...]:
-        return tuple(r for r in self.reads if r not in PUBLIC_READS)
 
 
 _M = "ego_adr.helpmeout.monitors."
@@ -89,30 +67,24 @@ _SPECS = (
                 "Ego-ADR with the grounded goal and the generator's planner (the earlier variant)",
                 TEMPLATE + (GROUNDED_GOAL, "generator planner"), (("mode", "shallow"),)),
 )
-MONITORS: dict[str, MonitorSpec] = {s.name: s for s in _SPECS}
+REGISTRY = Registry("helpmeout", PUBLIC_READS, _SPECS)
+MONITORS: dict[str, MonitorSpec] = REGISTRY.specs  # name -> spec, in Table 2's block order
 
 
 def monitor_help() -> str:
     """One line per monitor for ``evaluate --help``."""
-    w = max(len(n) for n in MONITORS)
-    lines = []
-    for s in MONITORS.values():
-        tag = f" [privileged: reads {', '.join(s.extra_reads)}]" if s.privileged else ""
-        lines.append(f"  {s.name:<{w}}  {s.description}{tag}")
-    return "\n".join(lines)
+    return REGISTRY.help()
 
 
 def build_monitor(name: str, **kw) -> Monitor:
     """``kw`` goes to the constructor where it takes it (seed, budget_s, cache_dir, model, templates_dir, ...)."""
-    spec = MONITORS.get(name)
-    if spec is None:
-        raise ValueError(f"unknown monitor {name!r}; choose one of {', '.join(MONITORS)}")
-    mod, cls = spec.factory.split(":")
-    factory = getattr(importlib.import_module(mod), cls)
-    params = inspect.signature(factory).parameters
-    args = {k: v for k, v in kw.items() if k in params}
-    args.update(dict(spec.kwargs))
-    mon = factory(**args)
-    mon.name = name
-    mon.reads = spec.reads
-    return mon
+    return REGISTRY.build(name, **kw)  # type: ignore[return-value]
+
+
+def privileged(spec: MonitorSpec) -> bool:
+    """Whether ``spec`` reads more than HelpMeOut's task input + template (reported apart)."""
+    return REGISTRY.privileged(spec)
+
+
+def extra_reads(spec: MonitorSpec) -> tuple[str, ...]:
+    return REGISTRY.extra_reads(spec)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import Action
-from ego_adr.helpmeout.operators import ACTION_CONFUSIONS
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import Action
+from ego_adr.helpmeout.world.operators import ACTION_CONFUSIONS
 
 REPEATABLE = ("human-add", "human-pour", "human-take-dose", "human-fill")
 PUTS = ("human-put-inside-location", "human-put-ontop-location", "human-put-inside-receptacle-at-location",

@@ -92,14 +92,18 @@ def evaluate(
     seeds: int,
     subset: list[str] | None,
     progress: bool = False,
-) -> tuple[dict, list[dict]]:
-    """Run ``spec``'s monitor; returns (metrics, output rows of the first seed)."""
-    from ego_adr.helpmeout.metrics import compute_metrics, mean_metrics
+) -> tuple[dict, list[dict], list[dict]]:
+    """Run ``spec``'s monitor; returns (metrics, output rows of the first seed, per-step rows of the first seed).
+
+    The metrics of each seed are computed from its per-step rows alone (:mod:`ego_adr.helpmeout.evaluation.scoring`)."""
+    from ego_adr.helpmeout.evaluation.scoring import paper_random_row, score_rows, step_rows
     from ego_adr.helpmeout.monitors.base import run_monitor
+    from ego_adr.helpmeout.monitors.registry import extra_reads, privileged
+    from ego_adr.monitoring.episode_metrics import mean_metrics
 
     t0 = time.perf_counter()
     seed_list = list(range(seeds)) if spec.seeds else [0]
-    runs, first_rows, rule = [], None, None
+    runs, first_rows, first_steps, first_sub, rule = [], None, None, [], None
     sub_runs = []
     timing = {"fit_s": 0.0, "val_s": 0.0, "test_s": 0.0}
     for seed in seed_list:
@@ -113,24 +117,23 @@ def evaluate(
         t1 = time.perf_counter()
         rows = run_monitor(mon, episodes, progress=progress)
         timing["test_s"] += time.perf_counter() - t1
+        steps = step_rows(episodes, rows, thr)
         if first_rows is None:
-            first_rows = rows
-        runs.append(compute_metrics(episodes, rows, thr, tolerance, bootstrap if seed == 0 else 0, seed))
+            first_rows, first_steps = rows, steps
+        runs.append(score_rows(steps, thr, tolerance, bootstrap if seed == 0 else 0, seed))
         if subset:
             keep = set(subset)
-            idx = [i for i, ep in enumerate(episodes) if ep["id"] in keep]
-            if idx:
-                sub_runs.append(
-                    compute_metrics(
-                        [episodes[i] for i in idx],
-                        [rows[i] for i in idx],
-                        thr,
-                        tolerance,
-                        bootstrap if seed == 0 else 0,
-                        seed,
-                    )
-                )
-    metrics = runs[0] if len(runs) == 1 else mean_metrics(runs)
+            sub = [r for r in steps if r["episode"] in keep]
+            if sub:
+                sub_runs.append(score_rows(sub, thr, tolerance, bootstrap if seed == 0 else 0, seed))
+                first_sub = first_sub or sub
+
+    def combined(rs: list[dict], steps: list[dict]) -> dict:
+        if spec.seeds:  # Random: the paper's row (M1/M2 by definition, M3/M4 the mean of the seeds)
+            return paper_random_row(rs, steps, thr, tolerance)
+        return rs[0] if len(rs) == 1 else mean_metrics(rs)
+
+    metrics = combined(runs, first_steps)
     if hasattr(mon, "stats"):
         metrics["model_stats"] = mon.stats()
     if getattr(mon, "recipe", None):
@@ -138,19 +141,19 @@ def evaluate(
             mon.recipe
         )  # epochs run, best epoch, validation losses (learned monitors)
     if sub_runs:
-        metrics["subset"] = sub_runs[0] if len(sub_runs) == 1 else mean_metrics(sub_runs)
+        metrics["subset"] = combined(sub_runs, first_sub)
         metrics["subset"]["ids"] = subset
     metrics.update(
         {
             "monitor": spec.name,
             "description": spec.description,
             "reads": list(spec.reads),
-            "privileged": spec.privileged,
-            "privileged_reads": list(spec.extra_reads),
+            "privileged": privileged(spec),
+            "privileged_reads": list(extra_reads(spec)),
             "seeds": len(seed_list),
             "threshold_rule": rule,
             "seconds": round(time.perf_counter() - t0, 2),
             "timing": {k: round(v, 3) for k, v in timing.items()},
         }
     )
-    return metrics, first_rows or []
+    return metrics, first_rows or [], first_steps or []

@@ -3,10 +3,10 @@ empty, wash, rinse, dry, wipe, scrub, fold, spread, wrap, dose, write, water).""
 
 from __future__ import annotations
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout import operator_effects  # noqa: F401 - op() pairs each check with its effect
-from ego_adr.helpmeout.domain import Action, State
-from ego_adr.helpmeout.operator_base import Check, _at, _holds, _holds_tool, _reach, _t, op
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world import operator_effects  # noqa: F401 - op() pairs each check with its effect
+from ego_adr.helpmeout.world.domain import Action, State
+from ego_adr.helpmeout.world.operator_base import Check, _at, _holds, _holds_tool, _reach, _t, op
 
 
 def _process(flag: str, allowed: frozenset[str]) -> Check:

@@ -1,7 +1,7 @@
 """The nine categories, Table 4's proportions, Table 8's hyperparameters and the goal-control model.
 
-Split out of :mod:`.generator` (which re-exports every name) so that both stay short; the reasoning behind each
-number is in :mod:`.generator`'s docstring (Appendix A.6, Tables 4 and 8).
+Split out of :mod:`.injection` (which re-exports every name) so that both stay short; the reasoning behind each
+number is in :mod:`.injection`'s docstring (Appendix A.6, Tables 4 and 8).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ego_adr.helpmeout.lifting import LiftConfig
+from ego_adr.helpmeout.world.lifting import LiftConfig
 
 CATEGORIES = ("omission", "sequence", "anticipation", "perseveration", "action_addition",
               "object_substitution", "tool_substitution", "location_substitution", "action_substitution")

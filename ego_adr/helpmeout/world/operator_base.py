@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import State
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import State
 
 Check = Callable[[State, tuple[str, ...]], "str | None"]
 Apply = Callable[[State, tuple[str, ...]], None]

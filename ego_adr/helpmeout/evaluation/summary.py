@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ego_adr.helpmeout.generator import CATEGORIES
-from ego_adr.helpmeout.report import TABLE2_HEADER, _f, table2_row
+from ego_adr.helpmeout.evaluation.report import TABLE2_HEADER, _f, table2_rows
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
+from ego_adr.monitoring.report import reads_tag
 
 BLOCKS = ("Reference", "Learned and change-point monitors", "Symbolic and Ego-ADR monitors (task input + template)",
           "LLM prompting (60-episode subset)", "Privileged / symbolic references (read more than the task input)")
@@ -50,8 +51,8 @@ def table2(results: list[dict]) -> str:
             continue
         lines.append(f"| *{b}* | | | | | | | | | |")
         for m in rows:
-            name = label(m) + (f" — reads {', '.join(m['privileged_reads'])}" if m.get("privileged") else "")
-            lines.append(table2_row(name, m))
+            name = label(m) + (reads_tag(m["privileged_reads"]) if m.get("privileged") else "")
+            lines.append(table2_rows(name, m))
     return "\n".join(lines)
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.templates import Block
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.templates import Block
 
 _PROCESS_OPS = {"sliced": "human-slice", "cut": "human-cut", "peeled": "human-peel"}
 
@@ -20,7 +20,7 @@ class PlanError(RuntimeError):
 
 
 class SubgoalMethods:
-    """Mixed into :class:`ego_adr.helpmeout.planner.Planner`, which provides ``st``, ``do`` and the primitives."""
+    """Mixed into :class:`ego_adr.helpmeout.world.planner.Planner`, which provides ``st``, ``do`` and the primitives."""
 
     def achieve(self, fact: Sequence[str], block: Block, force: bool = False) -> None:
         """Reach one subgoal; ``force`` repeats its final action even when it already holds (perseveration)."""

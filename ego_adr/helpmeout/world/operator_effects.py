@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import Action, State
-from ego_adr.helpmeout.operator_base import _EFFECTS, Apply, _clear_mixed, _t, effect
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import Action, State
+from ego_adr.helpmeout.world.operator_base import _EFFECTS, Apply, _clear_mixed, _t, effect
 
 
 # --- effects -------------------------------------------------------------------------------------------------

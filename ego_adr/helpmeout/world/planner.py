@@ -14,11 +14,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.domain import Action, State, format_action, initial_state
-from ego_adr.helpmeout.operators import apply_action, check_action
-from ego_adr.helpmeout.planner_methods import PlanError, SubgoalMethods
-from ego_adr.helpmeout.templates import Block, Scene, Template
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.domain import Action, State, format_action, initial_state
+from ego_adr.helpmeout.world.operators import apply_action, check_action
+from ego_adr.helpmeout.world.planner_methods import PlanError, SubgoalMethods
+from ego_adr.helpmeout.world.templates import Block, Scene, Template
 
 DEFAULT_TOOLS = {
     "add": ("spoon", "teaspoon", "tablespoon"),

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from ego_adr.helpmeout import ontology as onto
+from ego_adr.helpmeout.world import ontology as onto
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "procedures" / "helpmeout"
+DEFAULT_DIR = Path(__file__).resolve().parents[3] / "procedures" / "helpmeout"
 FAMILIES = (
     "F1_food_preparation", "F2_beverage_preparation", "F3_kitchen_cleanup", "F4_house_cleaning",
     "F5_laundry_and_clothing", "F6_medication_and_health", "F7_personal_care", "F8_household_management",
@@ -187,7 +187,7 @@ def _parse(raw: dict, family: str, source: str) -> Template:
     )
     unknown = sorted(n for n in _names(t) if onto.class_of(n) is None)
     if unknown:
-        raise ValueError(f"{source}:{name}: unknown object types {unknown} (see ego_adr/helpmeout/ontology.py)")
+        raise ValueError(f"{source}:{name}: unknown object types {unknown} (see ego_adr/helpmeout/world/ontology.py)")
     return t
 
 

@@ -2,18 +2,18 @@
 
 Table 6's extracted text names six operators verbatim (move, the two pick-ups, the three puts); the rest follow
 the families the issue lists (open/close, switch on/off, cut/slice, pour, add, stir, cook/heat, wash, wipe, fold)
-and are ours, 38 in all. Each operator is a pair of functions on :class:`~ego_adr.helpmeout.domain.State`:
+and are ours, 38 in all. Each operator is a pair of functions on :class:`~ego_adr.helpmeout.world.domain.State`:
 ``check`` returns ``None`` when every precondition holds, else the first failed one as text (monitors and the
 replay validator report it), and ``apply`` adds/deletes facts. Type constraints come from the affordance sets of
-:mod:`ego_adr.helpmeout.ontology`. Tools are deliberately permissive (any tool stirs, any tool cuts): a fork used
+:mod:`ego_adr.helpmeout.world.ontology`. Tools are deliberately permissive (any tool stirs, any tool cuts): a fork used
 as a spoon is an *error* that replay cannot see, which is what makes tool substitution hard to monitor.
 """
 
 from __future__ import annotations
 
-from ego_adr.helpmeout import operator_checks, operator_effects, operator_process  # noqa: F401 - fill the table
-from ego_adr.helpmeout.domain import Action, State
-from ego_adr.helpmeout.operator_base import _EFFECTS, OPERATORS, Operator
+from ego_adr.helpmeout.world import operator_checks, operator_effects, operator_process  # noqa: F401 - fill the table
+from ego_adr.helpmeout.world.domain import Action, State
+from ego_adr.helpmeout.world.operator_base import _EFFECTS, OPERATORS, Operator
 
 __all__ = ["ACTION_CONFUSIONS", "OPERATORS", "Operator", "apply_action", "check_action"]
 

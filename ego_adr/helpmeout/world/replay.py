@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ego_adr.helpmeout.domain import Action, State, format_action, parse_action
-from ego_adr.helpmeout.operators import apply_action, check_action
+from ego_adr.helpmeout.world.domain import Action, State, format_action, parse_action
+from ego_adr.helpmeout.world.operators import apply_action, check_action
 
 
 @dataclass

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from ego_adr.helpmeout.generator import CATEGORIES
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
+from ego_adr.monitoring.report import fmt, privileged_note
 
 
 def _f(x: float | None, nd: int = 3) -> str:
-    return "–" if x is None or x != x else f"{x:.{nd}f}"
+    return fmt(x, nd)  # the layer's: the paper's en dash for a missing number
 
 
 TABLE2_HEADER = ("| Method | M1 | M2 all | M2 end | M2 mid | Missed | Early | On target | FA | M4 |\n"
@@ -20,8 +21,28 @@ def table2_row(name: str, m: dict) -> str:
             f"{_f(m['M4']['macro'])} |")
 
 
+def spread_row(name: str, m: dict) -> str | None:
+    """A random monitor's single-seed spread under its row (mean ± sd over its seeds), ``None`` for others."""
+    sp = m.get("single_seed")
+    if not sp:
+        return None
+
+    def c(k: str, nd: int = 3) -> str:
+        return f"{_f(sp[k]['mean'], nd)} ± {_f(sp[k]['sd'], nd)}"
+
+    return (f"| {name}: one seed (mean ± sd of {sp['M1']['seeds']}) | {c('M1')} | {c('M2')} | {c('M2_end')} | "
+            f"{c('M2_mid')} | {c('missed', 2)} | {c('early', 2)} | {c('on_target', 2)} | {c('false_alarm', 2)} | "
+            f"{c('M4')} |")
+
+
+def table2_rows(name: str, m: dict) -> str:
+    """The Table 2 row of ``m`` and, for a random monitor, its single-seed spread beside it."""
+    spread = spread_row(name, m)
+    return table2_row(name, m) + (f"\n{spread}" if spread else "")
+
+
 def summary_table(results: dict[str, dict]) -> str:
-    return "\n".join([TABLE2_HEADER] + [table2_row(n, m) for n, m in results.items()])
+    return "\n".join([TABLE2_HEADER] + [table2_rows(n, m) for n, m in results.items()])
 
 
 def report_markdown(name: str, m: dict) -> str:
@@ -33,15 +54,16 @@ def report_markdown(name: str, m: dict) -> str:
 
     m3 = m["M3"]
     reads = ", ".join(m.get("reads", [])) or "task name, initial scene, action prefix"
-    priv = (f" **Privileged / symbolic reference**: it also reads {', '.join(m.get('privileged_reads', []))}."
-            if m.get("privileged") else "")
+    priv = " " + privileged_note(m.get("privileged_reads", [])) if m.get("privileged") else ""
     dev = "".join(f" Deviation: {d}." for d in m.get("deviations", []))
+    if m.get("random_row"):
+        dev += f" Random row: {m['random_row']}."
     out = [f"# HelpMeOut results: {name}", "",
            f"Reads: {reads}.{priv} M3 threshold rule: {m.get('threshold_rule', 'fixed')}.{dev}", "",
            f"{m['episodes']} episodes ({m['errorful_episodes']} errorful). M3 at threshold {m3['threshold']:.4g} "
            f"(on target = alarm at the onset, up to {m3['tolerance']} step(s) after it); "
            f"{m3['timed_out_episodes']} timed-out episodes excluded from M3.", "",
-           "## Main results (Table 2 layout)", "", TABLE2_HEADER, table2_row(name, m), "",
+           "## Main results (Table 2 layout)", "", TABLE2_HEADER, table2_rows(name, m), "",
            "## With 95% bootstrap intervals (Table 13 layout)", "",
            "| Method | M1 | M2 | M2-end | M2-mid | M4 |", "|---|---|---|---|---|---|",
            f"| {name} | {with_ci('M1', m['M1'])} | {with_ci('M2', m['M2']['all'])} | {with_ci('M2_end', m['M2']['end'])} | "

@@ -51,7 +51,7 @@ def load_episodes(path: str | Path) -> list[dict]:
 
 def invalid_episodes(episodes: list[dict]) -> list[tuple[str, list[str]]]:
     """(id, problems) of every episode that fails replay validation."""
-    from ego_adr.helpmeout.episodes import validate_episode
+    from ego_adr.helpmeout.generator.episodes import validate_episode
 
     out = []
     for ep in episodes:

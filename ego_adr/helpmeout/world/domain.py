@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ego_adr.helpmeout import ontology as onto
+from ego_adr.helpmeout.world import ontology as onto
 
 TASK_END = "(task-end)"
 Action = tuple[str, ...]  # (operator, arg1, arg2, ...)

@@ -37,8 +37,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ego_adr.helpmeout.domain import State, goal_unmet
-from ego_adr.helpmeout.generator_sites import (  # noqa: F401 - re-exported: the generator's public names
+from ego_adr.helpmeout.generator.generator_sites import (  # noqa: F401 - re-exported: the generator's public names
     ADDITIONS,
     OP_SWAP,
     PLACEMENT,
@@ -51,7 +50,7 @@ from ego_adr.helpmeout.generator_sites import (  # noqa: F401 - re-exported: the
     apply_site,
     tool_key,
 )
-from ego_adr.helpmeout.goal_control import (  # noqa: F401 - re-exported: the generator's public names
+from ego_adr.helpmeout.generator.goal_control import (  # noqa: F401 - re-exported: the generator's public names
     CATEGORIES,
     COMMISSION,
     COMMISSION_WEIGHTS,
@@ -62,9 +61,10 @@ from ego_adr.helpmeout.goal_control import (  # noqa: F401 - re-exported: the ge
     GoalControlModel,
     target_shares,
 )
-from ego_adr.helpmeout.planner import PlanError, Planner, Step
-from ego_adr.helpmeout.replay import replay
-from ego_adr.helpmeout.templates import Scene, Template
+from ego_adr.helpmeout.world.domain import State, goal_unmet
+from ego_adr.helpmeout.world.planner import PlanError, Planner, Step
+from ego_adr.helpmeout.world.replay import replay
+from ego_adr.helpmeout.world.templates import Scene, Template
 
 
 @dataclass

@@ -6,7 +6,7 @@ Table 5. The paper lists the subclass names but not every member; the members be
 subclass has same-subclass *confusables* (Table 9's gate for object/tool substitution needs them).
 
 Affordance sets say which operators accept a type (e.g. only ``OPENABLE`` things can be opened); they are the
-type constraints of the operators in :mod:`ego_adr.helpmeout.operators`.
+type constraints of the operators in :mod:`ego_adr.helpmeout.world.operators`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where each error category can be injected (Table 9's feasibility gates) and how an edit is applied.
 
-Split out of :mod:`.generator` (which keeps the program, the tolerant realisation, the replay checks and the
+Split out of :mod:`.injection` (which keeps the program, the tolerant realisation, the replay checks and the
 onset rules). A *site* is ``(block index, payload)``: the block index lets the goal-control model order sites by
 activation (:meth:`GoalControlModel.commission_order`); the payload names the edit, which :func:`apply_site`
 turns into the edited subgoal program and its :class:`ErrorRecord`.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout.planner import DEFAULT_TOOLS
-from ego_adr.helpmeout.templates import Block, Scene, Template
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world.planner import DEFAULT_TOOLS
+from ego_adr.helpmeout.world.templates import Block, Scene, Template
 
 TOOL_KEYS = {
     "stirred": "stir",

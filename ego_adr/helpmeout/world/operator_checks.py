@@ -3,10 +3,10 @@ their families); registered into the operator table in the docs' order."""
 
 from __future__ import annotations
 
-from ego_adr.helpmeout import ontology as onto
-from ego_adr.helpmeout import operator_effects  # noqa: F401 - op() pairs each check with its effect
-from ego_adr.helpmeout.domain import Action, State
-from ego_adr.helpmeout.operator_base import _at, _holds, _reach, _reach_or_held, _t, op
+from ego_adr.helpmeout.world import ontology as onto
+from ego_adr.helpmeout.world import operator_effects  # noqa: F401 - op() pairs each check with its effect
+from ego_adr.helpmeout.world.domain import Action, State
+from ego_adr.helpmeout.world.operator_base import _at, _holds, _reach, _reach_or_held, _t, op
 
 
 # --- preconditions (registration order = the operator list of the docs) -----------------------------------

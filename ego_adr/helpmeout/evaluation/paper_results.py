@@ -141,6 +141,10 @@ def how_hard_table(evals: str | Path) -> str:
         o = ours(m)
         label = "" if p is not None else f"{name}{tag}"
         lines.append(f"| {label} | ours | " + " | ".join(_cell(o[c]) for c in COLUMNS) + " |")
+        if m.get("single_seed"):  # Random: the row is the paper's definition; one seed's spread beside it
+            sp = m["single_seed"]
+            lines.append(f"|  | ours, one seed (mean ± sd of {sp['M1']['seeds']}) | "
+                         + " | ".join(f"{_cell(sp[c]['mean'])} ± {_cell(sp[c]['sd'])}" for c in COLUMNS) + " |")
     lines += [
         "",
         "| Method | | simple M1 | simple M2-mid | medium M1 | medium M2-mid | complex M1 | complex M2-mid |",

@@ -19,8 +19,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ego_adr.helpmeout.domain import TASK_END, goal_unmet, state_from_facts
-from ego_adr.helpmeout.generator import (
+from ego_adr.helpmeout.generator.injection import (
     CATEGORIES,
     GeneratorConfig,
     GoalControlModel,
@@ -30,10 +29,11 @@ from ego_adr.helpmeout.generator import (
     target_shares,
     try_inject,
 )
-from ego_adr.helpmeout.lifting import ground
-from ego_adr.helpmeout.planner import PlanError, Step, plan, scene_state
-from ego_adr.helpmeout.replay import replay
-from ego_adr.helpmeout.templates import Template, instantiate_scene, load_templates
+from ego_adr.helpmeout.world.domain import TASK_END, goal_unmet, state_from_facts
+from ego_adr.helpmeout.world.lifting import ground
+from ego_adr.helpmeout.world.planner import PlanError, Step, plan, scene_state
+from ego_adr.helpmeout.world.replay import replay
+from ego_adr.helpmeout.world.templates import Template, instantiate_scene, load_templates
 
 SPLITS = ("train", "val", "test")
 
@@ -78,7 +78,7 @@ def _quotas(shares: dict[str, float], n: int) -> list[str]:
 @lru_cache(maxsize=4096)
 def _reference(template: Template, order: tuple[str, ...], scene_key: tuple) -> tuple[Step, ...]:
     # the correct plan does not depend on distractors, so it is cached per (template, order, locations)
-    from ego_adr.helpmeout.templates import Scene
+    from ego_adr.helpmeout.world.templates import Scene
 
     scene = Scene([tuple(f) for f in template.scene], set(scene_key), template.start)
     return tuple(plan(template, scene, order))
@@ -246,6 +246,8 @@ def release_stats(episodes: list[dict]) -> dict:
     total = sum(cats.values())
     tgt = target_shares()
     errorful = [ep for ep in episodes if not ep["correct"]]
+    firsts = Counter(ep["errors"][0]["category"] for ep in errorful)
+    laters = Counter(e["category"] for ep in errorful for e in ep["errors"][1:])
     return {
         "episodes": len(episodes),
         "splits": dict(Counter(ep.get("split", "all") for ep in episodes)),
@@ -255,6 +257,10 @@ def release_stats(episodes: list[dict]) -> dict:
         "errors_per_errorful_episode": round(total / max(1, len(errorful)), 4),
         "multi_error_episodes": sum(len(ep["errors"]) > 1 for ep in episodes),
         "category_counts": {c: cats.get(c, 0) for c in CATEGORIES},
+        # Figure 7's explanation of action addition: where each category's errors come from, an episode's first
+        # injected error (its planned category) or a later one (the goal-control model's second error)
+        "first_error_counts": {c: firsts.get(c, 0) for c in CATEGORIES},
+        "later_error_counts": {c: laters.get(c, 0) for c in CATEGORIES},
         "category_shares": {c: round(cats.get(c, 0) / max(1, total), 4) for c in CATEGORIES},
         "target_shares": {c: round(tgt[c], 4) for c in CATEGORIES},
         "max_share_gap_pp": round(100 * max(abs(cats.get(c, 0) / max(1, total) - tgt[c]) for c in CATEGORIES), 2),
@@ -273,12 +279,20 @@ def release_stats(episodes: list[dict]) -> dict:
 
 def shares_table(stats: dict) -> str:
     """Figure 7 as a table: target vs released share per category (percent)."""
-    lines = ["| Category | Target % | Released % | Diff (pp) | Count |", "|---|---:|---:|---:|---:|"]
+    lines = ["| Category | Target % | Released % | Diff (pp) | Count | as first / later error |",
+             "|---|---:|---:|---:|---:|---:|"]
     for c in CATEGORIES:
         t, r = 100 * stats["target_shares"][c], 100 * stats["category_shares"][c]
-        lines.append(f"| {c} | {t:.1f} | {r:.1f} | {r - t:+.1f} | {stats['category_counts'][c]} |")
+        lines.append(f"| {c} | {t:.1f} | {r:.1f} | {r - t:+.1f} | {stats['category_counts'][c]} | "
+                     f"{stats['first_error_counts'][c]} / {stats['later_error_counts'][c]} |")
+    later = sum(stats["later_error_counts"].values())
     lines.append(f"| all ({stats['injected_errors']} errors, {stats['errorful_episodes']} errorful episodes) "
-                 f"| 100.0 | 100.0 | max {stats['max_share_gap_pp']:.1f} | |")
+                 f"| 100.0 | 100.0 | max {stats['max_share_gap_pp']:.1f} | | "
+                 f"{stats['errorful_episodes']} / {later} |")
+    lines.append(f"\n{stats['multi_error_episodes']} multi-error episodes "
+                 f"({100 * stats['multi_error_episodes'] / max(1, stats['errorful_episodes']):.1f}% of errorful ones); "
+                 "a later error's category is drawn from the target shares (Figure 7's 8.4% action addition, "
+                 "\"frequently the second error of a multi-error episode\": docs/helpmeout.md, why ours differs)")
     return "\n".join(lines)
 
 
@@ -293,7 +307,7 @@ def write_release(episodes: list[dict], out: Path) -> dict:
     for split in SPLITS:
         write_jsonl(out / f"{split}.jsonl", (ep for ep in episodes if ep["split"] == split))
     stats = release_stats(episodes)
-    from ego_adr.helpmeout.composition import compare
+    from ego_adr.helpmeout.generator.composition import compare
 
     test = [ep for ep in episodes if ep["split"] == "test"]
     if test:

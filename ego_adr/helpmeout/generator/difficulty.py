@@ -16,10 +16,10 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from ego_adr.helpmeout.domain import TASK_END, parse_action
-from ego_adr.helpmeout.goal_control import CATEGORIES
-from ego_adr.helpmeout.metrics import average_precision
-from ego_adr.helpmeout.ontology import type_of
+from ego_adr.helpmeout.generator.goal_control import CATEGORIES
+from ego_adr.helpmeout.world.domain import TASK_END, parse_action
+from ego_adr.helpmeout.world.ontology import type_of
+from ego_adr.monitoring.ranking import average_precision
 
 # Table 12 (paper): per-class step-level AUPRC of the learned monitors on the 500-episode test set (the six
 # classes whose rows survived extraction).
