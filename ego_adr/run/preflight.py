@@ -67,12 +67,22 @@ def probe_video(path: str) -> dict:
         return {"error": "neither PyAV nor OpenCV is installed"}
 
 
-def _registered_alias(name: str | None) -> bool:
-    """A non-tiny alias of the family registry (its hub id is known to exist)."""
-    from ego_adr.models.registry import ALIASES
+def _model_check(cfg) -> tuple[str | None, str | None]:
+    """(what stops the run, what this machine lacks) about the model: what the runner checks before loading --
+    is the model there at all (offline: in the local cache)?
 
-    spec = ALIASES.get((name or "").strip().lower())
-    return spec is not None and not spec.tiny
+    A registered alias names weights that exist on the hub: not having them here (no cache, no hub) is a fact
+    about this machine, like an absent GPU, not a flaw of the plan. Any other name cannot be confirmed."""
+    from ego_adr.models.registry import ALIASES
+    from ego_adr.run.checks import check_model_name
+    from ego_adr.run.config import ConfigError
+
+    try:
+        check_model_name(cfg.model, cfg.backend)
+    except (ConfigError, InfrastructureError) as e:  # not cached, and offline or the hub unreachable
+        spec = ALIASES.get((cfg.model or "").strip().lower())
+        return (None, str(e)) if spec is not None and not spec.tiny else (str(e), None)
+    return None, None
 
 
 def model_family(name: str | None) -> tuple[str, str]:
@@ -163,8 +173,6 @@ def preflight(cfg) -> dict:
 def _preflight(cfg) -> dict:
     from ego_adr.data.window import WindowError
     from ego_adr.reasoning.protocol import policy_for
-    from ego_adr.run.checks import check_model_name
-    from ego_adr.run.config import ConfigError
     from ego_adr.run.runner import load_dataset
     from ego_adr.video.policies import get_policy
 
@@ -175,16 +183,7 @@ def _preflight(cfg) -> dict:
     policy = policy_for(cfg)
     rule = get_policy(policy)
     family, family_how = model_family(cfg.model)
-    model_problem = model_here = None
-    try:  # what the runner checks before loading: is the model there at all (offline: in the local cache)?
-        check_model_name(cfg.model, cfg.backend)
-    except (ConfigError, InfrastructureError) as e:  # not cached, and offline or the hub unreachable
-        # A registered alias names weights that exist on the hub: not having them here (no cache, no hub) is a
-        # fact about this machine, like an absent GPU, not a flaw of the plan. Any other name cannot be confirmed.
-        if _registered_alias(cfg.model):
-            model_here = str(e)
-        else:
-            model_problem = str(e)
+    model_problem, model_here = _model_check(cfg)
     mem, mem_note = _memory(cfg)
     arch, plan = mem if mem else (None, None)
     budget = plan.estimate.pixels_per_frame if plan is not None else cfg.max_pixels_per_frame
