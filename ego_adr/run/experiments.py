@@ -134,6 +134,16 @@ def _mark(v: object) -> str:
 
 
 def render(exp: dict, results: list[dict]) -> str:
+    from ego_adr.eval.report import cot_note
+
+    table = _render(exp, results)
+    if exp["table"] == "table3":
+        return table
+    notes = [(r["cell"]["label"], cot_note(r["metrics"])) for r in results]  # issue 29 item 1
+    return table + "".join(f"\n\nNote ({label}): {n}" for label, n in notes if n)
+
+
+def _render(exp: dict, results: list[dict]) -> str:
     from ego_adr.eval.report import render_table, table4_rows
 
     table = exp["table"]
