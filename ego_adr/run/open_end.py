@@ -123,6 +123,7 @@ class _Released:
 
     def __init__(self, model, failures: dict) -> None:
         self.model_id, self.fingerprint, self.capabilities = model.model_id, model.fingerprint, model.capabilities
+        self.backend = getattr(model, "backend", None)  # part of the cache key: the same as the judge's own
         self.failures = failures  # stage-cache key -> the first pass's failed Generation
         self.key = None  # the wrapping CachedModel's key function (set by judge_one_at_a_time)
 

@@ -18,7 +18,10 @@ from ego_adr.store import JsonlStore
 
 
 class ReplyJudgeDouble:
-    """A judge double: ``replies[answer]`` is its reply text; ``down`` fails every call with ``error``."""
+    """A judge double: ``replies[answer]`` is its reply text; ``down`` fails every call with ``error``. It names
+    its own backend, as the real ones do (the stage-cache key holds it)."""
+
+    backend = "double"
 
     def __init__(self, name: str, replies: dict | None = None, error: str | None = None) -> None:
         self.model_id, self.fingerprint = name, f"{name}@test"
