@@ -9,7 +9,9 @@ score is the mean of the judges. Appendix H: greedy decoding, 256 new tokens. Ta
 This module only reads and scores rows; asking the judges is :mod:`ego_adr.run.judging` (through the stage
 cache, so re-scoring with the same judges asks nobody again). Judgements are appended per answer to ``judgements.jsonl`` (:class:`ego_adr.store.JsonlStore`) and a
 restarted stage only judges what is missing. A score that cannot be parsed is recorded as such (``score`` null,
-``method`` says why), never silently scored 0.
+``method`` says why), never silently scored 0; the row then has no final score, since the paper's is the mean of
+*both* judges (:func:`row_score`, counted as ``one_judge_unparseable``). A judge call that failed leaves the row
+unjudged under every protocol: in no average, asked again by the next run (``n_unjudged``).
 """
 
 from __future__ import annotations
