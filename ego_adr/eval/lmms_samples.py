@@ -69,11 +69,10 @@ def mc_rows(samples: list[dict], path="samples file") -> list[dict]:
     out = []
     for s, row in zip(samples, _rows(samples, path), strict=True):
         reply, row = _reply(s), dict(row)
-        if row.get("answer") is not None:  # an obtained answer: the logged reply is what gets scored
-            if reply != row["answer"]:
-                raise SamplesError(f"{path}: doc_id {s['doc_id']} logged the reply {str(reply)[:60]!r} but scored "
-                                   f"{str(row['answer'])[:60]!r}; this log's numbers did not come from its replies")
-            row["answer"] = reply
+        # an obtained answer must be the logged reply: what gets scored is what lmms-eval logged
+        if row.get("answer") is not None and reply != row["answer"]:
+            raise SamplesError(f"{path}: doc_id {s['doc_id']} logged the reply {str(reply)[:60]!r} but scored "
+                               f"{str(row['answer'])[:60]!r}; this log's numbers did not come from its replies")
         row.update(answer_from="lmms-eval logged reply (filtered_resps)", lmms_doc_id=s["doc_id"])
         out.append(row)
     return out
