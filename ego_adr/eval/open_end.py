@@ -289,6 +289,9 @@ def render_open_end_report(metrics: dict | Sequence[dict]) -> str:
                      "not be parsed" if "rows_one_judge_unparseable" in rule else "")
                   + (f"; {rule['unparsed_replies_scored_0']} unparsed replies scored 0"
                      if "unparsed_replies_scored_0" in rule else "") + "."]
+        note = m.get("table_note") or empty_table_note(m, tiny_judges=False)
+        if note:  # a row of "-" says why (issue 28 item 9)
+            lines += ["", f"Note: {note}"]
         if m.get("n_unjudged"):
             lines += ["", f"**{m['n_unjudged']} answer(s) are unjudged: a judge call failed (an outage). They are in "
                       "no average; the next run asks those judges again.**"]

@@ -251,6 +251,11 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     rows = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
     metrics = score_open_end_rows(rows, selection=selection)
     metrics["judges_note"] = judge_note
+    from ego_adr.eval.open_end import empty_table_note
+
+    empty = empty_table_note(metrics, tiny_judges=judge_note.startswith(TINY_JUDGES))
+    if empty:  # printed under the table by the CLI and in report.md (issue 28 item 9)
+        metrics["table_note"] = empty
     decoders = sorted({(r.get("frames_info") or {}).get("backend") for r in answer_rows} - {None})
     _report(cfg, out, rows, metrics, judge_note, public, runtime_note(run_info["versions"], decoders))
     write_metrics_json(metrics, out)
@@ -309,7 +314,7 @@ def _answer(cfg: RunConfig, out: Path, samples, todo: dict, answers, selection: 
 
 def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_note: str, public: bool,
             runtime: str) -> None:
-    from ego_adr.eval.open_end import empty_table_note, render_open_end_report
+    from ego_adr.eval.open_end import render_open_end_report
 
     notes = [f"Judges: {judge_note}."]
     failed = judge_call_failures(rows)
@@ -331,9 +336,6 @@ def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_no
                      "public loop would leave a failed Qwen call out and score a failed DeepSeek call 0): " + "; ".join(
                          f"{n}: {c['call_failed_excluded'] + c['call_failed_scored_0']}" for n, c in counts.items())
                      + (f". {failed} such row(s) are retryable (--retry-failed)." if failed else "."))
-    empty = empty_table_note(metrics, tiny_judges=judge_note.startswith(TINY_JUDGES))
-    if empty:
-        notes.insert(0, empty)
     if is_tiny(cfg.model):
         notes.append("Demo model and judges have random weights: these numbers only show the machinery works.")
     notes.append(runtime)  # the multiple-choice report's runtime line (issue 19 item 7): run.json's versions

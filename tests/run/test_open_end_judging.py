@@ -114,7 +114,10 @@ def test_a_tiny_open_end_run_says_why_its_table_is_dashes(tmp_path, tiny_model_d
     _, m = execute(cfg, progress=False)
     assert m["n_scored"] == 0 and m["avg_sim"] is None  # the tiny random judges write no score in the rubric form
     report = (out / "report.md").read_text()
-    assert "Every score is '-': none of the" in report and "tiny random LMs" in report
+    assert "Note: Every score is '-': none of the" in report and "tiny random LMs" in report
+    from ego_adr.eval.open_end import render_open_end_report
+
+    assert "not judgeable" in render_open_end_report(m)  # what `run --task open-end` prints under its table
     run = json.loads((out / "run.json").read_text())
     table = table3_rows([{"cell": {"label": "8f"}, "config": cfg, "metrics": m, "judges": run["judges"]}])
     assert "| - |" in table and "Note: Every score is '-'" in table and "not judgeable" in table
