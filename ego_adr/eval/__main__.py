@@ -2,7 +2,8 @@
 
 Subcommands
   score PREDICTIONS.jsonl --out DIR    metrics.json, report.md, confusion_matrix.png, per_type_accuracy.png
-                                       (the public evaluator's strict rule; a lenient reading beside it)
+                                       (the public evaluator's strict rule; a lenient reading beside it); also
+                                       lmms-eval's own <date>_samples_<task>.jsonl of an egoerrorvqa task
   compare A.jsonl B.jsonl              paired comparison (B - A) with bootstrap CIs and McNemar's test
   agreement ratings.csv [--humans ..]  Cohen/Fleiss kappa, Pearson/Spearman (paper Table 8 layout)
   merge OUT.jsonl IN.jsonl ...         merge shard outputs (dedup by sample_id, see ego_adr.eval.merge)
@@ -86,6 +87,7 @@ def _score(args, rows: list[dict], out: Path) -> int:
     from ego_adr.eval.report import exclusion_line, summary_table, write_metrics_json, write_report
 
     title = args.title or Path(args.predictions).stem
+    rows = _from_lmms_eval(args, rows)
     if is_open_end_rows(rows):
         if not all(is_open_row(r) for r in rows):
             raise UsageError(f"{args.predictions} mixes open-ended and multiple-choice rows; score each task's "
@@ -126,6 +128,31 @@ def _score(args, rows: list[dict], out: Path) -> int:
             print(f"{kind}: {exclusion_line(metrics[kind])}")
     print(f"wrote {out / 'metrics.json'}, " + ", ".join(str(p) for p in paths.values()))
     return 0
+
+
+def _from_lmms_eval(args, rows: list[dict]) -> list[dict]:
+    """lmms-eval's ``samples_<task>.jsonl`` -> the rows ego_adr scores (ego_adr.eval.lmms_samples); other files
+    unchanged."""
+    from ego_adr.eval import lmms_samples as L
+
+    if not L.is_lmms_samples(rows):
+        if args.judgements:
+            raise UsageError("--judgements goes with an lmms-eval open-ended samples file (samples_<task>.jsonl)")
+        return rows
+    from ego_adr.store import cache_root
+
+    path = Path(args.predictions)
+    try:
+        if any((r.get(L.ROW_KEY) or {}).get("task") == "open-end" for r in rows):
+            out, found = L.open_end_rows(rows, path, Path(args.judgements) if args.judgements else None,
+                                         cache_root())
+            print(f"lmms-eval samples: {len(rows)} open-ended answers, judged in {found}")
+            return out
+        out = L.mc_rows(rows, path)
+    except L.SamplesError as e:
+        raise UsageError(str(e)) from None
+    print(f"lmms-eval samples: {len(rows)} multiple-choice replies (filtered_resps) scored by ego_adr.eval")
+    return out
 
 
 def cmd_compare(args) -> int:
@@ -247,6 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "and listed (default: every source in the file is scored)")
     s.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default: 1000)")
     s.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    s.add_argument("--judgements", help="an lmms-eval open-ended samples file's judgements (default: found by its "
+                                        "answers beside it, in --output_path or in the cache; docs/lmms_eval.md)")
     s.set_defaults(func=cmd_score)
 
     c = sub.add_parser("compare", help="paired comparison of two multiple-choice runs (B - A)")

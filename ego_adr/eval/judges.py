@@ -33,15 +33,20 @@ class JudgeSpec:
 
     @staticmethod
     def parse(text: str) -> JudgeSpec:
-        """``NAME=MODEL[@BACKEND]`` or just ``MODEL`` (name = last path component), for CLI flags."""
+        """``NAME=MODEL[@BACKEND]``, ``NAME=MODEL@http(s)://HOST:PORT/v1`` (an OpenAI-compatible server of its own:
+        each judge may live on another endpoint) or just ``MODEL`` (name = last path component), for CLI flags."""
         name, _, model = text.partition("=") if "=" in text else ("", "", text)
-        backend = "hf"
+        backend, base_url = "hf", None
+        for scheme in ("@http://", "@https://"):
+            if scheme in model:
+                model, _, rest = model.partition(scheme)
+                backend, base_url = "openai", scheme[1:] + rest
         if "@" in model and model.rsplit("@", 1)[1] in BACKENDS:
             model, backend = model.rsplit("@", 1)
         name = name or Path(model.rstrip("/")).name.lower()
         if not model:
-            raise ValueError(f"judge spec {text!r} names no model; use NAME=MODEL[@hf|@openai]")
-        return JudgeSpec(name=name, model=model, backend=backend)
+            raise ValueError(f"judge spec {text!r} names no model; use NAME=MODEL[@hf|@openai|@http://HOST:PORT/v1]")
+        return JudgeSpec(name=name, model=model, backend=backend, base_url=base_url)
 
 
 # Section 3.4: "Qwen2.5-7B-Instruct and DeepSeek-LLM-7B-Chat as judges".

@@ -174,6 +174,27 @@ def is_open_end_rows(rows: list[dict]) -> bool:
     return any(is_open_row(r) for r in rows)
 
 
+def cot_no_answer_line(rows: list[dict]) -> dict | None:
+    """CoT replies without their ``Answer:`` line (issue 29 item 1), per source; None when no row is CoT's.
+
+    Why counted: the CoT prompt asks for reasoning, then a final ``Answer: <option>`` line, which the method reads
+    (:func:`ego_adr.reasoning.answers.final_line_answer`). A reply cut off by the token budget (256, App. C)
+    before that line has none; under the public rule the whole reply is then the answer -- an error claim matching
+    no option. The scoring stays the public rule; how many replies it concerns is printed. Read from each row's
+    raw reply, so a lenient reading (``answers=lenient``) that found an option elsewhere still counts here."""
+    from ego_adr.reasoning.answers import final_line_answer  # noqa: PLC0415
+
+    cot = [r for r in rows if "cot" in (r.get("mode"), r.get("route")) and isinstance(r.get("raw"), str)]
+    if not cot:
+        return None
+    missing = Counter(r.get("source") or "unknown" for r in cot
+                      if final_line_answer(r["raw"]).extraction == "no-final-line")
+    replies = Counter(r.get("source") or "unknown" for r in cot)
+    return {"total": sum(missing.values()), "replies": len(cot),
+            "per_source": {s: {"n": missing.get(s, 0), "replies": replies[s]}
+                           for s in sorted(replies, key=source_order)}}
+
+
 def compute_mc_metrics(rows: list[dict], *, n_boot: int = 1000, seed: int = 0, sources=None) -> dict:
     """All multiple-choice metrics of a predictions file's rows (duplicates resolved by :func:`dedup_rows`).
 
@@ -181,7 +202,8 @@ def compute_mc_metrics(rows: list[dict], *, n_boot: int = 1000, seed: int = 0, s
     ``per_type_accuracy`` (overall and per source), ``confusion_matrix``, ``ci95`` (stratified percentile
     bootstrap of the overall rates, ``n_boot`` resamples, seeded) with ``ci95_flags`` (small n), ``lenient``
     (the same rates under the lenient reading, labelled, never the headline), ``scoring`` (the rule used),
-    ``excluded`` / ``unscored`` (rows that could not be scored, counted and listed) and bookkeeping counts.
+    ``excluded`` / ``unscored`` (rows that could not be scored, counted and listed), ``cot_no_answer_line``
+    (CoT replies without their ``Answer:`` line, per source; None without CoT rows) and bookkeeping counts.
     ``sources``, when given, is the set of sources the caller expects: rows of any other are excluded.
     """
     from ego_adr.eval.stats import bootstrap_ci, interval_flags  # noqa: PLC0415 -- numpy off `import eval.mc`
@@ -213,6 +235,7 @@ def compute_mc_metrics(rows: list[dict], *, n_boot: int = 1000, seed: int = 0, s
         "excluded": screened[EXCLUDED],
         "unscored": screened[UNSCORED],
         "failure_reasons": dict(Counter(o["failure"] for o in outcomes if o["status"] == NO_ANSWER)),
+        "cot_no_answer_line": cot_no_answer_line(rows),
         "n_rows_read": n_rows,
         "n_duplicates_dropped": n_kept - len(rows),
         "frames": "/".join(frames) if frames else None,

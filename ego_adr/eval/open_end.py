@@ -9,7 +9,9 @@ score is the mean of the judges. Appendix H: greedy decoding, 256 new tokens. Ta
 This module only reads and scores rows; asking the judges is :mod:`ego_adr.run.judging` (through the stage
 cache, so re-scoring with the same judges asks nobody again). Judgements are appended per answer to ``judgements.jsonl`` (:class:`ego_adr.store.JsonlStore`) and a
 restarted stage only judges what is missing. A score that cannot be parsed is recorded as such (``score`` null,
-``method`` says why), never silently scored 0.
+``method`` says why), never silently scored 0; the row then has no final score, since the paper's is the mean of
+*both* judges (:func:`row_score`, counted as ``one_judge_unparseable``). A judge call that failed leaves the row
+unjudged under every protocol: in no average, asked again by the next run (``n_unjudged``).
 """
 
 from __future__ import annotations
@@ -78,9 +80,22 @@ _CARRY = ("source", "task_id", "question", "reference", "answer", "model", "meth
 
 #: The method of a judge whose call failed (no reply at all): the row is retryable, never scored.
 JUDGE_CALL_FAILED = "judge_error"
+#: Why a row has no score, as counted in ``failures``: the answer failed; a judge call failed (an outage: the row
+#: is *unjudged* and asked again, never averaged); no judge's reply could be parsed; one judge's reply could not
+#: be parsed (the paper's score is the mean of both judges, so there is none).
+ANSWER_FAILED, UNJUDGED, NO_SCORE, ONE_UNPARSEABLE = (
+    "answer_failed", "judge_call_failed", "no_judge_score", "one_judge_unparseable")
+ONE_UNPARSEABLE_PREFIX = "one judge's reply unparseable, no mean of both (Section 3.4): "
+#: The default protocol's rule (item 2 of issue 29), named in metrics.json and the report.
+PAPER_RULE = ("mean of both judges (Section 3.4); a row where one judge's reply cannot be parsed has no score "
+              "and is counted, never the other judge's score alone")
+PUBLIC_RULE = "public: mean of both judges, a reply the public code cannot parse scores 0 (green_agent/agent.py)"
 
 
 def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dict:
+    """One judgement row under the default protocol. The final score is the mean of *both* judges (Section 3.4:
+    "we take their average as the final score"): a row where a judge's reply cannot be parsed has no score (it
+    is counted, see :func:`row_score`), never the other judge's score alone presented as the mean of two."""
     row = {"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
            **{k: r[k] for k in _CARRY if k in r}}
     per: dict[str, dict] = {}
@@ -99,21 +114,23 @@ def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dic
     calls = [n for n, p in per.items() if p["method"] == JUDGE_CALL_FAILED]
     if r.get("error"):
         failure = f"answer failed: {r['error']}"
+        row["failure_kind"] = r.get("failure_kind")  # the answer's own kind (written with the answer row)
     elif calls:  # a failed judge call is never a result, not even a one-judge mean: retryable (issue 19)
         failure = ("judge call failed (" + "; ".join(f"{n}: {per[n]['error']}" for n in calls)
                    + "); rerun with --retry-failed to ask again")
-        scores = []
         row["failure_kind"] = "infrastructure"
         per = {n: {**p, "score_not_counted": p["score"]} for n, p in per.items()}  # kept for audit only
         for p in per.values():
             p["score"] = None
-    elif not scores:
-        failure = "no judge score: " + ", ".join(f"{n} {per[n]['method']}" for n in failed)
+    elif failed:
+        failure = ("no judge score: " if not scores else ONE_UNPARSEABLE_PREFIX) + ", ".join(
+            f"{n} {per[n]['method']}" for n in failed)
+        row["failure_kind"] = "sample"
     row.update(
         judge_set=judge_set,
         judges=per,
         judge_scores={n: p["score"] for n, p in per.items()},
-        score=sum(scores) / len(scores) if scores else None,
+        score=sum(scores) / len(scores) if scores and not failure else None,
         failed_judges=failed,
         failure=failure,
     )
@@ -121,6 +138,44 @@ def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dic
 
 
 # --- scoring ------------------------------------------------------------------------------------------------
+def row_score(r: dict) -> tuple[float | None, str | None]:
+    """``(score, why there is none)`` of one judgement row; ``why`` is one of :data:`ANSWER_FAILED`,
+    :data:`UNJUDGED`, :data:`NO_SCORE`, :data:`ONE_UNPARSEABLE` (or None for a row that is no failure at all).
+
+    Why recomputed here rather than read from ``score``: the rule is the scorer's, so a file written by older
+    code is scored by today's rule. A judge call that failed (an outage: the row says ``judge call failed`` or is
+    marked ``failure_kind`` infrastructure) never enters an average under any protocol -- the row is unjudged
+    and the next run asks again. Default protocol: the mean of both judges, none when one reply could not be
+    parsed (Section 3.4, :data:`PAPER_RULE`); ``protocol: public`` rows keep the public loop's mean, whose
+    unparsed replies count 0 (:data:`PUBLIC_RULE`)."""
+    failure = str(r.get("failure") or "")
+    if failure.startswith("answer failed"):
+        return None, ANSWER_FAILED
+    if failure.startswith("judge call failed") or r.get("failure_kind") == "infrastructure":
+        return None, UNJUDGED
+    scores = r.get("judge_scores")
+    if r.get("protocol") != "public" and isinstance(scores, Mapping) and scores:
+        got = [float(v) for v in scores.values() if v is not None]
+        if len(got) == len(scores):
+            return sum(got) / len(got), None
+        return None, (ONE_UNPARSEABLE if got else NO_SCORE)
+    if r.get("score") is not None:
+        return float(r["score"]), None
+    return None, (NO_SCORE if failure or scores is not None else None)
+
+
+def _rule(rows: list[dict]) -> dict:
+    """Which rule combined the judges, and how many rows it left without a score because one reply was
+    unparseable (issue 29 item 2: the rows the rule affects are counted)."""
+    public = [r for r in rows if r.get("protocol") == "public"]
+    affected = sum(row_score(r)[1] == ONE_UNPARSEABLE for r in rows)
+    zeros = sum(1 for r in public for p in (r.get("judges") or {}).values() if p.get("method") == PUBLIC_UNPARSED)
+    if public and len(public) == len(rows):
+        return {"rule": PUBLIC_RULE, "unparsed_replies_scored_0": zeros}
+    return {"rule": PAPER_RULE, "rows_one_judge_unparseable": affected,
+            **({"public_rows": len(public), "unparsed_replies_scored_0": zeros} if public else {})}
+
+
 def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
@@ -152,18 +207,16 @@ def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> d
     failures: Counter = Counter()
     for r in uniq:
         src = r.get("source") or "unknown"
-        if r.get("score") is not None:
-            by_source.setdefault(src, []).append(float(r["score"]))
-        elif r.get("failure"):
-            failure = str(r["failure"])
-            kind = ("answer_failed" if failure.startswith("answer failed") else
-                    "judge_call_failed" if failure.startswith("judge call failed") else "no_judge_score")
-            failures[kind] += 1
+        score, why = row_score(r)
+        if score is not None:
+            by_source.setdefault(src, []).append(score)
+        elif why:
+            failures[why] += 1
         for n, p in (r.get("judges") or {}).items():
             judge_methods.setdefault(n, Counter())[p.get("method") or "?"] += 1
         for n, s in (r.get("judge_scores") or {}).items():
             judge_scores.setdefault(n, {}).setdefault(src, [])
-            if s is not None:
+            if s is not None and why != UNJUDGED:  # an outage's row says nothing about any judge
                 judge_scores[n][src].append(float(s))
     all_scores = [s for v in by_source.values() for s in v]
     from ego_adr.data.sources import order_key  # noqa: PLC0415
@@ -194,7 +247,8 @@ def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> d
         "n_scored": len(all_scores),
         "n_unscored": len(uniq) - len(all_scores),
         "failures": dict(failures),
-        "n_partial": sum(1 for r in uniq if r.get("score") is not None and r.get("failed_judges")),
+        "n_unjudged": failures.get(UNJUDGED, 0),
+        "judge_rule": _rule(uniq),
         "avg_sim": _mean(all_scores),
         "macro_avg": _mean(source_means),
         "per_source": per_source,
@@ -227,10 +281,35 @@ def render_open_end_report(metrics: dict | Sequence[dict]) -> str:
     lines += ["", "Scores: mean of the judges' 0-5 similarity ratings (Section 3.4); Avg-Sim. weights each source by "
               "its number of scored QA pairs (Table 3)."]
     for m in runs:
+        rule = m.get("judge_rule") or {}
         lines += ["", f"**{m.get('method') or 'model'}** - questions: {m['qa_selection']}; "
-                  f"{m['n_scored']}/{m['n_rows']} answers scored"
-                  f" ({m['n_partial']} by fewer than all judges; unscored: {m['failures'] or 'none'})", "",
-                  "| Judge | mean | n | parse failures | judge errors |", "|---|---|---|---|---|"]
+                  f"{m['n_scored']}/{m['n_rows']} answers scored (unscored: {m['failures'] or 'none'}). "
+                  f"Judges combined by: {rule.get('rule', PAPER_RULE)}"
+                  + (f"; {rule['rows_one_judge_unparseable']} row(s) have no score because one judge's reply could "
+                     "not be parsed" if "rows_one_judge_unparseable" in rule else "")
+                  + (f"; {rule['unparsed_replies_scored_0']} unparsed replies scored 0"
+                     if "unparsed_replies_scored_0" in rule else "") + "."]
+        note = m.get("table_note") or empty_table_note(m, tiny_judges=False)
+        if note:  # a row of "-" says why (issue 28 item 9)
+            lines += ["", f"Note: {note}"]
+        if m.get("n_unjudged"):
+            lines += ["", f"**{m['n_unjudged']} answer(s) are unjudged: a judge call failed (an outage). They are in "
+                      "no average; the next run asks those judges again.**"]
+        lines += ["", "| Judge | mean | n | parse failures | judge errors |", "|---|---|---|---|---|"]
         for n, j in m["per_judge"].items():
             lines.append(f"| {n} | {_fmt(j['mean'])} | {j['n']} | {j['parse_failures']} | {j['judge_errors']} |")
     return "\n".join(lines) + "\n"
+
+
+def empty_table_note(metrics: dict, tiny_judges: bool) -> str | None:
+    """Why a Table 3 row is all ``-`` (issue 28 item 9), or None when something was scored."""
+    if metrics.get("n_scored") or not metrics.get("n_rows"):
+        return None
+    why = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in (metrics.get("failures") or {}).items()) or "none"
+    note = f"Every score is '-': none of the {metrics['n_rows']} answers has a judge score ({why})."
+    if tiny_judges:
+        note += (" The offline stand-in judges are tiny random LMs: they never write a score in the form the judge "
+                 "prompt asks for ({\"score\": N}), and the tiny model's random answers are not judgeable anyway. "
+                 "This table shows that answering, judging and scoring run end to end, not a number; real judges "
+                 "(--judges, docs/protocol.md) score real answers.")
+    return note

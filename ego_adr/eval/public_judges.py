@@ -18,9 +18,9 @@ What the public parsing does, restated from reading it (the code here is our own
   We rebuild that text as the rendered prompt followed by the reply: the chat template around them adds neither
   digits nor braces, so every search finds what it finds in the public code.
 * Both judges are asked about every answer, also an empty one; the final score is the mean of the two, zeros
-  of failed parses included. An answer that could not be obtained, or a judge call that failed, leaves the sample
-  out of the average, as the public loop's ``except`` branch does (``successful_count``); a failed judge call is
-  not recorded at all, so a rerun asks again.
+  of failed parses included. An answer that could not be obtained leaves the sample out of the average, as the
+  public loop's ``except`` branch does (``successful_count``). A judge call that failed is an outage, never a
+  score: the row is unjudged and retried (the public loop would score a failed DeepSeek call 0; see below).
 
 Replies scored 0 because the public code could not parse them, and DeepSeek fallback readings, are counted per
 judge (``method`` ``public-unparsed-0`` / ``public-fallback-*``) so the report can say how many there were.
@@ -44,8 +44,9 @@ UNPARSED = "public-unparsed-0"
 #: What the public loop does with a judge call that raised (green_agent/agent.py): a failed **Qwen** call
 #: (the first judge) puts the sample in its ``except`` branch with an ``error`` key, so the merge leaves it out of
 #: the mean (and DeepSeek is skipped for it); a failed **DeepSeek** call records ``deepseek_score 0`` *without*
-#: an ``error`` key, so the sample counts with (Qwen + 0) / 2. Both are recorded that way here, and marked
-#: retryable: ``--retry-failed`` asks again (a rerun of the public loop would too).
+#: an ``error`` key, so the sample counts with (Qwen + 0) / 2. An outage is no judgement, so here either leaves
+#: the row unjudged -- in no average, the public loop's value kept as ``public_loop_score`` for audit -- and marked
+#: retryable: ``--retry-failed`` (or lmms-eval's next run) asks again (issue 28 item 4).
 QWEN_FAILED = "public-qwen-failed-excluded"
 DEEPSEEK_FAILED = "public-deepseek-failed-0"
 DEEPSEEK_SKIPPED = "public-skipped-after-qwen-error"

@@ -147,6 +147,9 @@ def write_report(metrics: dict, out_dir: str | Path, title: str = "Multiple-choi
         note = (metrics.get("ci95_flags") or {}).get("note")
         if note:
             parts += [f"**Flagged: {note}.**", ""]
+    cot = cot_note(metrics)
+    if cot:
+        parts += [cot, ""]
     if metrics.get("failure_reasons"):
         parts += ["## No-answer reasons", "",
                   render_table([{"r": r, "c": c} for r, c in sorted(metrics["failure_reasons"].items())],
@@ -189,6 +192,18 @@ def _screen_part(metrics: dict) -> list[str]:
                 render_table([{"r": r, "c": c} for r, c in b["by_reason"].items()],
                              [("r", "reason", None), ("c", "rows", "d")]), "", f"ids: {ids}", ""]
     return out
+
+
+def cot_note(metrics: dict) -> str | None:
+    """The table note on CoT replies without their ``Answer:`` line (metrics ``cot_no_answer_line``), or None."""
+    c = metrics.get("cot_no_answer_line")
+    if not c:
+        return None
+    per = ", ".join(f"{s} {v['n']}/{v['replies']}" for s, v in c["per_source"].items())
+    return (f"CoT replies without their `Answer:` line: {c['total']} of {c['replies']} ({per}). Scored by the "
+            "public rule like any reply (the whole reply is the answer: an error claim matching no option); a reply "
+            "cut off by the token budget has none -- raise it with `--protocol-option max_new_tokens=N`, a "
+            "deviation named in the folder and report.")
 
 
 def exclusion_line(block: dict, max_ids: int = 8) -> str:

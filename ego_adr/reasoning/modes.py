@@ -26,6 +26,17 @@ class ModeSpec:
     #: reasons first, so it keeps the paper's 256, App. C)
     protocol_budget: bool = False
 
+    def budget(self, stages: int, protocol: int | None) -> int:
+        """The token budget of this mode's call: ``stages`` is the pipeline's (the paper's 256, App. C, unless
+        ``--max-new-tokens``), ``protocol`` the protocol's one-pass budget (public 128, ``--protocol-option
+        max_new_tokens=N``). ``direct`` takes the protocol's; CoT, which reasons before its ``Answer:`` line, keeps
+        the larger of the two -- so the protocol option can raise its budget (a reply cut off before that line is
+        an error claim under the public rule, issue 29 item 1) but the public 128 never cuts it below 256. The
+        option is a deviation from the preset, so it is named in the folder, report and run.json."""
+        if not self.one_pass or protocol is None:
+            return stages
+        return protocol if self.protocol_budget else max(stages, protocol)
+
 
 MODES: dict[str, ModeSpec] = {
     spec.name: spec

@@ -82,10 +82,9 @@ class EgoADR:
 
     # ---- model calls ------------------------------------------------------------------------------
     def _gen(self, stage: str = "") -> GenerationConfig:
-        one_pass = self.config.one_pass_max_new_tokens
-        # a one-pass mode's only call, where the protocol's budget applies to it (ModeSpec.protocol_budget)
-        if stage in MODE_SPECS and MODE_SPECS[stage].protocol_budget and one_pass:
-            return GenerationConfig(max_new_tokens=one_pass)
+        if stage in MODE_SPECS:  # a one-pass mode's only call: its own budget rule (ModeSpec.budget)
+            return GenerationConfig(max_new_tokens=MODE_SPECS[stage].budget(self.config.max_new_tokens,
+                                                                            self.config.one_pass_max_new_tokens))
         return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
 
     def _text_request(self, prompt: P.Prompt, stage: str, **fields) -> Request:

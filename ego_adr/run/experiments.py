@@ -95,7 +95,8 @@ def run_experiment(exp: dict, overrides: dict | None = None, out_root: Path | No
         run = json.loads((out / "run.json").read_text())
         results.append({"cell": cell, "config": cfg, "metrics": metrics, "out": str(out),
                         "model_calls": run.get("model_calls", 0), "cache_hits": run.get("cache_hits", 0),
-                        "model_from_cell": "model" not in (overrides or {}), "failures": run.get("failures") or {}})
+                        "model_from_cell": "model" not in (overrides or {}), "failures": run.get("failures") or {},
+                        "judges": run.get("judges")})
     return render(exp, results), results
 
 
@@ -119,8 +120,13 @@ def table3_rows(results: list[dict]) -> str:
         for name, j in m["per_judge"].items():
             judge_rows.append({"method": f"{method} - judge {name}", "frames": frames, "avg": j["mean"], "n": j["n"],
                                **{src: j["per_source"].get(src) for src in labels}})
+    from ego_adr.eval.open_end import empty_table_note
+    from ego_adr.run.open_end import TINY_JUDGES
+
+    notes = {empty_table_note(r["metrics"], str(r.get("judges") or "").startswith(TINY_JUDGES)) for r in results}
+    notes = sorted(n for n in notes if n)  # issue 28 item 9: a table of "-" says why
     return (render_table(rows, cols) + "\n\nPer judge (each judge's own mean; the rows above average them):\n\n"
-            + render_table(judge_rows, cols))
+            + render_table(judge_rows, cols) + "".join(f"\n\nNote: {n}" for n in notes))
 
 
 def _mark(v: object) -> str:
@@ -128,6 +134,16 @@ def _mark(v: object) -> str:
 
 
 def render(exp: dict, results: list[dict]) -> str:
+    from ego_adr.eval.report import cot_note
+
+    table = _render(exp, results)
+    if exp["table"] == "table3":
+        return table
+    notes = [(r["cell"]["label"], cot_note(r["metrics"])) for r in results]  # issue 29 item 1
+    return table + "".join(f"\n\nNote ({label}): {n}" for label, n in notes if n)
+
+
+def _render(exp: dict, results: list[dict]) -> str:
     from ego_adr.eval.report import render_table, table4_rows
 
     table = exp["table"]

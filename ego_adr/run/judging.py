@@ -223,9 +223,12 @@ def judge_rows_public(answer_rows, judges: dict, prompts: list[PublicJudgePrompt
 
 
 def _public_judgement(r: dict, named: dict, per_judge: dict, judge_set: list[str]) -> dict:
-    """One judgement row as the public loop would score it, a failed judge call included (see
-    :data:`ego_adr.eval.public_judges.QWEN_FAILED`): a failed Qwen call leaves the sample out of the mean, a
-    failed DeepSeek call scores 0 in it; either is marked retryable (``failure_kind`` infrastructure)."""
+    """One judgement row as the public loop would score it -- its prompts, its parsing, its zeros for replies it
+    cannot parse -- except for a judge call that failed (an outage, not a judgement): the public loop leaves a
+    sample whose Qwen call raised out of its mean and scores a raised DeepSeek call 0 *in* it; here either makes
+    the row unjudged (``score`` None, ``failure`` "judge call failed ...", ``failure_kind`` infrastructure), so
+    no outage ever enters an average and the next run asks again. What the public loop would have scored is kept
+    as ``public_loop_score`` for audit (issue 28 item 4)."""
     from ego_adr.eval.public_judges import DEEPSEEK_FAILED, DEEPSEEK_SKIPPED, QWEN_FAILED
 
     key = (r["sample_id"], r["qa_index"])
@@ -242,8 +245,8 @@ def _public_judgement(r: dict, named: dict, per_judge: dict, judge_set: list[str
             failed_calls.append(f"{p.judge_class}: {g.error}")
             first = p.judge_class == "QwenJudge"
             excluded = excluded or first
-            per[n] = {**base, "raw": None, "error": g.error, "score": None if first else 0.0,
-                      "method": QWEN_FAILED if first else DEEPSEEK_FAILED}
+            per[n] = {**base, "raw": None, "error": g.error, "score": None,
+                      "public_loop_score": None if first else 0.0, "method": QWEN_FAILED if first else DEEPSEEK_FAILED}
         else:
             score, method = public_score(p.judge_class, req.messages[0].content[0], g.text)
             per[n] = {**base, "raw": g.text, "error": g.error, "score": float(score), "method": method}
@@ -255,9 +258,13 @@ def _public_judgement(r: dict, named: dict, per_judge: dict, judge_set: list[str
            "judge_scores": {n: x["score"] for n, x in per.items()},
            "score": None if excluded or not scores else sum(scores) / len(scores), "failed_judges": [],
            "failure": f"answer failed: {r['error']}" if r.get("error") else None}
+    if r.get("error"):
+        row["failure_kind"] = r.get("failure_kind")  # the answer's own kind (written with the answer row)
     if failed_calls:
-        how = "left out of the mean" if excluded else "scored 0 by that judge"
-        row.update(failure_kind="infrastructure", failure=None if not excluded else
-                   f"judge call failed ({'; '.join(failed_calls)}): {how}, as the public loop does; "
-                   "--retry-failed asks again", public_judge_failure=f"{'; '.join(failed_calls)}: {how}")
+        loop = [x.get("public_loop_score", x["score"]) for x in per.values()]
+        row.update(score=None, failure_kind="infrastructure",
+                   failure=f"judge call failed ({'; '.join(failed_calls)}): unjudged, in no average; the next run "
+                           "(or --retry-failed) asks again",
+                   public_loop_score=None if excluded else sum(loop) / len(loop))
+        row["judge_scores"] = {n: None for n in per}
     return row

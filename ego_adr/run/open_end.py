@@ -17,6 +17,7 @@ from ego_adr.models.registry import is_tiny
 from ego_adr.run.config import RunConfig
 
 DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
+TINY_JUDGES = "two tiny random text LMs stand in for the default judges (offline demo)"  # the report's line
 
 
 def _hub_offline() -> bool:
@@ -57,7 +58,7 @@ def judge_specs(cfg: RunConfig):
     except ValueError as e:
         raise ConfigError(str(e)) from None
     if cfg.judge_backend == "openai":
-        return [JudgeSpec(s.name, s.model, "openai", base_url=cfg.base_url) for s in specs]
+        return [JudgeSpec(s.name, s.model, "openai", base_url=s.base_url or cfg.base_url) for s in specs]
     from pathlib import Path as _P
 
     from ego_adr.models.registry import resolve
@@ -95,7 +96,7 @@ def judge_loaders(cfg: RunConfig) -> tuple[dict, str, str]:
             return load_judge(JudgeSpec(name, str(folder)), device="cpu")
 
         loaders = {n: (lambda n=n, s=s: tiny(n, s)) for s, n in enumerate(("tiny-judge-a", "tiny-judge-b"))}
-        return loaders, "two tiny random text LMs stand in for the default judges (offline demo)", "hf"
+        return loaders, TINY_JUDGES, "hf"
     dev = None if cfg.device == "auto" else cfg.device
     loaders = {s.name: (lambda s=s: load_judge(s, device=dev)) for s in specs}
     return loaders, ", ".join(f"{s.name}={s.model}" for s in specs), cfg.judge_backend
@@ -116,15 +117,22 @@ def public_prompts(cfg: RunConfig):
 
 
 class _Released:
-    """Stands in for a judge whose answers are all in the stage cache and whose weights were freed."""
+    """Stands in for a judge whose answers are all in the stage cache and whose weights were freed. A request its
+    first pass could not answer gets that pass's own failure back -- connection refused, timeout, HTTP status, out
+    of memory, with its kind -- so the row records the real cause (issue 29 item 2)."""
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, failures: dict) -> None:
         self.model_id, self.fingerprint, self.capabilities = model.model_id, model.fingerprint, model.capabilities
+        self.backend = getattr(model, "backend", None)  # part of the cache key: the same as the judge's own
+        self.failures = failures  # stage-cache key -> the first pass's failed Generation
+        self.key = None  # the wrapping CachedModel's key function (set by judge_one_at_a_time)
 
     def generate(self, requests):
         from ego_adr.models.base import Generation
 
-        return [Generation(None, error="judge already released; its first pass did not answer this") for _ in requests]
+        lost = "judge already released; its first pass did not answer this"
+        return [self.failures.get(self.key(r)) if self.key and self.key(r) in self.failures
+                else Generation(None, error=lost) for r in requests]
 
 
 def free_memory() -> None:
@@ -153,10 +161,14 @@ def judge_one_at_a_time(loaders: dict, requests_for, cache, backend: str, progre
         reqs = requests_for(k)
         judge = CachedModel(load(), cache, backend)
         bs = max(1, judge.capabilities.max_batch_size)
+        failures = {}
         for i in tqdm(range(0, len(reqs), bs), desc=f"judge {name}", disable=not progress or not reqs):
-            judge.generate(reqs[i:i + bs])
+            chunk = reqs[i:i + bs]
+            failures.update({judge.key(r): g for r, g in zip(chunk, judge.generate(chunk), strict=True) if not g.ok})
         stats[name] = judge.stats()
-        released[name] = CachedModel(_Released(judge.model), cache, backend)
+        stand_in = _Released(judge.model, failures)
+        released[name] = CachedModel(stand_in, cache, backend)
+        stand_in.key = released[name].key
         del judge
         free_memory()
     return released, stats
@@ -239,6 +251,11 @@ def run_open_end(cfg: RunConfig, out: Path, samples: list[Sample], info: dict, p
     rows = [r for r in rows if (r.get("sample_id"), r.get("qa_index")) in wanted]
     metrics = score_open_end_rows(rows, selection=selection)
     metrics["judges_note"] = judge_note
+    from ego_adr.eval.open_end import empty_table_note
+
+    empty = empty_table_note(metrics, tiny_judges=judge_note.startswith(TINY_JUDGES))
+    if empty:  # printed under the table by the CLI and in report.md (issue 28 item 9)
+        metrics["table_note"] = empty
     decoders = sorted({(r.get("frames_info") or {}).get("backend") for r in answer_rows} - {None})
     _report(cfg, out, rows, metrics, judge_note, public, runtime_note(run_info["versions"], decoders))
     write_metrics_json(metrics, out)
@@ -264,6 +281,7 @@ def _answer(cfg: RunConfig, out: Path, samples, todo: dict, answers, selection: 
 
     from ego_adr.reasoning.pipeline import EgoADR, Item, PipelineConfig
     from ego_adr.run.common import decoded, load_vlm
+    from ego_adr.run.failures import mark
     from ego_adr.run.identity import confirm  # issue 11: the folder's answers are all from these weights
 
     model = load_vlm(cfg, given_model)
@@ -281,13 +299,13 @@ def _answer(cfg: RunConfig, out: Path, samples, todo: dict, answers, selection: 
             clones = [Item(s, item.frames, item.frames_error, item.frames_info, timings=dict(item.timings))
                       for _ in qis]
             for q, res in zip(qis, pipe.answer_open(clones, [s.qa_pairs[q].question for q in qis])):
-                answers.append({
+                answers.append(mark({  # failure_kind: sample (a missing video) or infrastructure, as MC rows
                     "task": "open-end", "sample_id": s.sample_id, "qa_index": q, "source": s.source,
                     "task_id": s.task_id, "question": s.qa_pairs[q].question,
                     "reference": s.qa_pairs[q].answer, "answer": res["answer"], "error": res["failure"],
                     "failure": res["failure"], "model": label, "method": label, "frames": cfg.frames,
                     "qa_selection": selection, "timings": res["timings"], "frames_info": res["frames_info"],
-                })
+                }))
             bar.update(len(qis))
     finally:
         bar.close()
@@ -301,7 +319,7 @@ def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_no
     notes = [f"Judges: {judge_note}."]
     failed = judge_call_failures(rows)
     lead = ""  # the report leads with what makes its numbers incomplete
-    if failed and not public:
+    if failed:
         lead = (f"**{failed} answer(s) have no judgement: a judge call failed. They are left out below and are not "
                 "results; rerun with --retry-failed to ask the judges again.**\n\n")
     if public:
@@ -314,11 +332,10 @@ def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_no
                          f"{n}: {c['unparsed_scored_0']} unparsed (0), {c['fallback']} read by a fallback rule, "
                          f"{c['answer_failed_excluded']} failed answers left out of the mean (as the public loop)"
                          for n, c in counts.items()) + ".")
-        notes.append("A failed judge call, as the public loop handles it: a failed Qwen (first judge) call leaves "
-                     "the sample out of the mean, a failed DeepSeek (second judge) call scores 0 in it: " + "; ".join(
-                         f"{n}: {c['call_failed_excluded']} left out, {c['call_failed_scored_0']} scored 0"
-                         for n, c in counts.items()) + (f". {failed} such row(s) are retryable (--retry-failed)."
-                                                        if failed else "."))
+        notes.append("A failed judge call is an outage, not a judgement: the row is unjudged and in no average (the "
+                     "public loop would leave a failed Qwen call out and score a failed DeepSeek call 0): " + "; ".join(
+                         f"{n}: {c['call_failed_excluded'] + c['call_failed_scored_0']}" for n, c in counts.items())
+                     + (f". {failed} such row(s) are retryable (--retry-failed)." if failed else "."))
     if is_tiny(cfg.model):
         notes.append("Demo model and judges have random weights: these numbers only show the machinery works.")
     notes.append(runtime)  # the multiple-choice report's runtime line (issue 19 item 7): run.json's versions
@@ -327,8 +344,10 @@ def _report(cfg: RunConfig, out: Path, rows: list[dict], metrics: dict, judge_no
 
 
 def judge_call_failures(rows: list[dict]) -> int:
-    """Judgement rows marked retryable (a judge call failed; see ego_adr.eval.open_end / public_judges)."""
-    return sum(1 for r in rows if r.get("failure_kind") == "infrastructure")
+    """Judgement rows left unjudged because a judge call failed (see :func:`ego_adr.eval.open_end.row_score`)."""
+    from ego_adr.eval.open_end import UNJUDGED, row_score
+
+    return sum(1 for r in rows if row_score(r)[1] == UNJUDGED)
 
 
 def drop_retryable_open_end(out: Path) -> int:
@@ -357,7 +376,7 @@ def _rewrite(path: Path, keep: list[dict], dropped: list[dict]) -> None:
     import json
     import os
 
-    with open(path.with_name("judgements.retried.jsonl"), "a", encoding="utf-8") as f:
+    with open(path.with_suffix(".retried.jsonl"), "a", encoding="utf-8") as f:  # judgements.retried.jsonl
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in dropped)
     tmp = path.with_suffix(".jsonl.tmp")
     with open(tmp, "w", encoding="utf-8") as f:

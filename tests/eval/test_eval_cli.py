@@ -65,14 +65,41 @@ def test_score_subprocess_writes_all_files(tmp_path):
     assert f"{100 * m['overall']['precision']:.1f}" in report
 
 
-def test_score_matches_library(tmp_path):
-    from ego_adr.eval.mc import compute_mc_metrics
+# Eight rows whose numbers are known by hand (the public rule: strip whitespace, then .,!?;:" ; a hit equals a
+# ground-truth option ignoring case; any text but "correct" claims an error; no answer = in n, in no cell).
+BY_HAND = [  # (source, ground truth, answer): what it scores as
+    ("captaincook4d", ["Omission"], "Omission"),  # hit, TP
+    ("captaincook4d", ["correct"], "correct"),  # hit, TN
+    ("captaincook4d", ["correct"], "Wrong order"),  # FP
+    ("captaincook4d", ["Omission"], "correct"),  # FN
+    ("epic_tent", ["Wrong object", "Wrong action"], "Wrong action"),  # hit (either label), TP
+    ("epic_tent", ["Wrong order"], "Answer: Wrong order"),  # not an option: an uncredited error claim, FP
+    ("epic_tent", ["correct"], None),  # no answer (video missing): in n, in no cell
+    ("epic_tent", ["Wrong order"], " wrong order."),  # hit after the public cleaning, TP
+]
 
-    rows = make_rows(seed=5)
+
+def test_score_gives_the_numbers_computed_by_hand(tmp_path):
+    rows = [{"sample_id": f"h{i}", "source": src, "task_id": "t", "ground_truth": gt, "answer": a,
+             "failure": None if a is not None else "video: missing"} for i, (src, gt, a) in enumerate(BY_HAND)]
     pred = write_jsonl(tmp_path / "p.jsonl", rows)
     assert main(["score", str(pred), "--out", str(tmp_path / "o"), "--n-boot", "50", "--seed", "3"]) == 0
-    on_disk = json.loads((tmp_path / "o" / "metrics.json").read_text())
-    assert on_disk == json.loads(json.dumps(compute_mc_metrics(rows, n_boot=50, seed=3)))
+    m = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    o = m["overall"]
+    assert (o["tp"], o["fp"], o["tn"], o["fn"], o["n"], o["n_failed"], o["n_unparseable"]) == (3, 2, 1, 1, 8, 1, 1)
+    approx = pytest.approx
+    # accuracy 4 hits / 8; precision 3 / 5; recall 3 / 4; F1 2 * 0.6 * 0.75 / 1.35 = 2/3
+    assert (o["accuracy"], o["precision"], o["recall"], o["f1"]) == approx((0.5, 0.6, 0.75, 2 / 3), abs=1e-12)
+    cook, tent = m["per_source"]["captaincook4d"], m["per_source"]["epic_tent"]
+    assert (cook["accuracy"], cook["precision"], cook["recall"], cook["f1"]) == approx((0.5, 0.5, 0.5, 0.5))
+    assert (tent["accuracy"], tent["precision"], tent["recall"], tent["f1"]) == approx((0.5, 2 / 3, 1.0, 0.8))
+    sa = m["simple_average"]  # unweighted over the two sources
+    assert (sa["precision"], sa["recall"], sa["f1"]) == approx(((0.5 + 2 / 3) / 2, 0.75, 0.65))
+    types = m["per_type_accuracy"]["overall"]
+    assert types["Omission"]["accuracy"] == 0.5 and types["correct"]["accuracy"] == approx(1 / 3)
+    assert types["Wrong order"]["accuracy"] == 0.5 and types["Wrong action"]["accuracy"] == 1.0
+    assert types["Wrong object"]["accuracy"] == 0.0  # the two-label sample was answered with its other label
+    assert types["Others"]["accuracy"] is None  # no sample of that type
 
 
 def test_open_end_file_is_delegated(tmp_path, capsys):

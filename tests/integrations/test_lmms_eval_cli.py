@@ -37,8 +37,9 @@ def lmms_eval_cli() -> str:
     return path
 
 
-def run_lmms(tmp: Path, model: str, model_args: str, tasks: str, env: dict | None = None, limit: int = LIMIT):
-    out = tmp / "out"
+def run_lmms(tmp: Path, model: str, model_args: str, tasks: str, env: dict | None = None, limit: int = LIMIT,
+             out_name: str = "out"):
+    out = tmp / out_name
     cmd = [
         lmms_eval_cli(),
         "--model",
@@ -73,14 +74,17 @@ def run_lmms(tmp: Path, model: str, model_args: str, tasks: str, env: dict | Non
     return json.loads(found[-1].read_text())["results"], out, p.stdout + p.stderr
 
 
-def logged(out: Path, task: str) -> list[dict]:
+def samples_file(out: Path, task: str) -> Path:
     (path,) = sorted(out.rglob(f"*_samples_{task}.jsonl"))
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return path
 
 
-def rescore(tmp: Path, rows: list[dict], name: str) -> dict:
-    path = tmp / f"{name}.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+def logged(out: Path, task: str) -> list[dict]:
+    return [json.loads(line) for line in samples_file(out, task).read_text().splitlines() if line.strip()]
+
+
+def rescore(tmp: Path, path: Path, name: str) -> dict:
+    """``python -m ego_adr.eval score`` on a file as it is: lmms-eval's own samples file (issue 28 item 4)."""
     p = subprocess.run(
         [sys.executable, "-m", "ego_adr.eval", "score", str(path), "--out", str(tmp / name)],
         capture_output=True,
@@ -92,27 +96,38 @@ def rescore(tmp: Path, rows: list[dict], name: str) -> dict:
     return json.loads((tmp / name / "metrics.json").read_text())
 
 
-def replies(samples: list[dict]) -> list[dict]:
-    """Predictions rows made of lmms-eval's logged replies (its ``filtered_resps``) and the documents' ids."""
-    rows = []
+def reply_of(sample: dict) -> str:
+    reply = sample["filtered_resps"]
+    return reply[0] if isinstance(reply, list) else reply
+
+
+def public_rule(samples: list[dict]) -> dict:
+    """The oracle: the public evaluator's counts, restated here from its green agent (the reply stripped of
+    whitespace, then of ``.,!?;:"``; a hit when it equals a ground-truth option ignoring case; any text but
+    ``correct`` claims an error; TP = a hit claim on an error sample, FP = every other claim, TN/FN = ``correct``
+    on a correct/error sample; a rate with a zero denominator is 0). The ground truth is lmms-eval's logged
+    ``target`` (``doc_to_target``); a sample ego_adr could not answer (no clip) is in n and in no cell."""
+    n, hits, tp, fp, tn, fn = len(samples), 0, 0, 0, 0, 0
     for s in samples:
-        reply = s["filtered_resps"]
-        reply = reply[0] if isinstance(reply, list) else reply
-        row = s["egoerrorvqa_row"]
-        if row["answer"] is None:  # no answer (no clip, or the method concluded nothing): the reply is empty
-            assert reply == "" or row.get("reply_without_clip") == reply
-            reply = None
-        assert row["answer"] == reply  # what was scored is what lmms-eval logged as the reply
-        rows.append(
-            {
-                "sample_id": row["sample_id"],
-                "source": row["source"],
-                "ground_truth": row["ground_truth"],
-                "answer": reply,
-                "failure": row["failure"],
-            }
-        )
-    return rows
+        if s["egoerrorvqa_row"]["answer"] is None:
+            continue
+        truth = [t.lower() for t in s["target"].split(" | ")]
+        said = reply_of(s).strip().strip('.,!?;:"').lower()
+        hit, claim, error = said in truth, said != "correct", "correct" not in truth
+        hits += hit
+        if claim:
+            tp, fp = tp + (hit and error), fp + (not (hit and error))
+        else:
+            tn, fn = tn + (not error), fn + error
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return {"accuracy": hits / n, "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0,
+            "tp": tp, "fp": fp, "tn": tn, "fn": fn}
+
+
+def assert_rates(results: dict, task: str, want: dict) -> None:
+    for k in ("accuracy", "precision", "recall", "f1"):
+        assert results[task][f"{k},none"] == pytest.approx(want[k], abs=1e-12), (task, k)
 
 
 def expected(metrics: dict, block: str, source: str | None = None) -> dict:
@@ -147,7 +162,7 @@ def tiny_qwen():
     return ensure_tiny("qwen2.5-vl")
 
 
-def test_lmms_eval_qwen2_5_vl_on_the_demo_task_rescores_equal(tmp_path, tiny_qwen):
+def test_lmms_eval_qwen2_5_vl_on_the_demo_task(tmp_path, tiny_qwen):
     # lmms-eval's own Qwen2.5-VL wrapper over our tiny random folder; small pixel range and budget keep it quick
     args = f"pretrained={tiny_qwen},device=cpu,device_map=cpu,min_pixels=3136,max_pixels=12544"
     # LMMS_EVAL_PLUGINS as the issue names it (0.7.3 takes only models from it; the tasks come by --include_path)
@@ -159,7 +174,8 @@ def test_lmms_eval_qwen2_5_vl_on_the_demo_task_rescores_equal(tmp_path, tiny_qwe
     assert "Failed to probe video [<PIL.Image.Image" in text
     samples = logged(out, "egoerrorvqa_mc_demo")
     assert len(samples) == LIMIT
-    metrics = rescore(tmp_path, replies(samples), "rescored")
+    assert_rates(results, "egoerrorvqa_mc_demo", public_rule(samples))  # the oracle: the public rule, restated
+    metrics = rescore(tmp_path, samples_file(out, "egoerrorvqa_mc_demo"), "rescored")  # lmms-eval's own file
     assert metrics["overall"]["n"] == LIMIT
     assert_same(results, "egoerrorvqa_mc_demo", expected(metrics, "overall"))
 
@@ -203,11 +219,18 @@ def test_lmms_eval_model_ego_adr_on_the_demo_tasks(ego_adr_run):
         ev = s["ego_adr_evidence"]
         assert ev["route"] == "shallow" and ev["stages"]["match"]["step"] and "narration" in ev["stages"]
         assert ev["frames_info"]["indices"] and ev["answer"] == s["egoerrorvqa_row"]["answer"]
-    metrics = rescore(tmp, replies(samples), "rescored_demo")
+    assert_rates(results, "egoerrorvqa_mc_demo", public_rule(samples))
+    metrics = rescore(tmp, samples_file(out, "egoerrorvqa_mc_demo"), "rescored_demo")
     assert_same(results, "egoerrorvqa_mc_demo", expected(metrics, "overall"))
-    # open-ended: the judgements our judge stage wrote, scored by ego_adr.eval, give lmms-eval's numbers
+    # open-ended: the oracle is the mean over answers of the two recorded per-judge scores (the public protocol's
+    # mean of both, its zeros included); `eval score` on lmms-eval's samples file finds the judgements itself
     (judged,) = sorted(out.glob("egoerrorvqa_oe_judgements-*.jsonl"))
-    oe = rescore(tmp, [json.loads(x) for x in judged.read_text().splitlines()], "oe")
+    rows = [json.loads(x) for x in judged.read_text().splitlines()]
+    assert len(rows) == LIMIT and all(len(r["judges"]) == 2 for r in rows)
+    means = [sum(j["score"] for j in r["judges"].values()) / 2 for r in rows]
+    assert results["egoerrorvqa_oe_demo"]["avg_sim,none"] == pytest.approx(sum(means) / len(means), abs=1e-12)
+    assert results["egoerrorvqa_oe_demo"]["unjudged,none"] == 0
+    oe = rescore(tmp, samples_file(out, "egoerrorvqa_oe_demo"), "oe")
     assert oe["n_rows"] == LIMIT
     assert results["egoerrorvqa_oe_demo"]["avg_sim,none"] == oe["avg_sim"]
     assert results["egoerrorvqa_oe_demo"]["macro_avg,none"] == oe["macro_avg"]
@@ -219,14 +242,148 @@ def test_real_annotations_group_with_stand_in_videos(ego_adr_run):
         if os.environ.get("CI"):
             pytest.fail(f"needs the public annotations at {SHARED / 'egoerrorvqa'}")
         pytest.skip(f"needs the public annotations at {SHARED / 'egoerrorvqa'}")
-    rows, by_source = [], {}
-    for task in (t for t in results if t.startswith("egoerrorvqa_mc_") and t != "egoerrorvqa_mc_demo"):
-        got = replies(logged(out, task))
-        rows += got
-        by_source[task.removeprefix("egoerrorvqa_mc_")] = got
-    assert set(by_source) == {"captaincook4d", "epic_tent", "assembly101", "egooops"}
-    metrics = rescore(tmp, rows, "rescored")
+    sources = ("captaincook4d", "epic_tent", "assembly101", "egooops")
+    assert {t.removeprefix("egoerrorvqa_mc_") for t in results if t.startswith("egoerrorvqa_mc_")} == {
+        *sources, "demo"}
+    by_source = {src: logged(out, f"egoerrorvqa_mc_{src}") for src in sources}
+    every = [s for v in by_source.values() for s in v]
+    assert_rates(results, "egoerrorvqa_mc", public_rule(every))  # pooled: the rule over every reply at once
+    for src, got in by_source.items():
+        assert_rates(results, f"egoerrorvqa_mc_{src}", public_rule(got))
+    # the docs' recipe for a group: the four subtasks' samples files together, scored as one file
+    both = tmp / "group_samples.jsonl"
+    both.write_text("".join(samples_file(out, f"egoerrorvqa_mc_{s}").read_text() for s in sources))
+    metrics = rescore(tmp, both, "rescored")
     assert metrics["overall"]["n"] == 4 * LIMIT and metrics["overall"]["n_failed"] == 0  # every clip decoded
     assert_same(results, "egoerrorvqa_mc", expected(metrics, "overall"))  # pooled over the sources
     for src in by_source:
         assert_same(results, f"egoerrorvqa_mc_{src}", expected(metrics, "per_source", src))
+
+
+# --- scripted replies: numbers known by hand, and a judge outage --------------------------------------------------
+# The model is a double (tests/integrations/lmms_scripted: --model scripted_replies) replying from a script, the
+# judges are doubles served on loopback (an OpenAI-compatible chat endpoint each): the tests are about the task's
+# scoring and judging code. The demo's first six multiple-choice documents have the ground truths below.
+MC_TRUTH = ["correct", "correct", "correct", "Wrong object", "Wrong order", "correct"]
+MC_REPLIES = ["correct", "Wrong action", "The step looks fine.", "Wrong object.", "correct", ""]
+# by hand: hits d0 d3 -> accuracy 2/6; TP d3; FP d1 d2 d5 (prose and an empty reply are error claims); TN d0;
+# FN d4 -> precision 1/4, recall 1/2, F1 2 * 1/4 * 1/2 / (3/4) = 1/3; correct 1 of 4, Wrong object 1/1, Wrong order 0/1
+MC_BY_HAND = {"accuracy": 2 / 6, "precision": 1 / 4, "recall": 1 / 2, "f1": 1 / 3, "per_type_accuracy_correct": 1 / 4,
+              "per_type_accuracy_wrong_object": 1.0, "per_type_accuracy_wrong_order": 0.0}
+# open-ended: (answer, Qwen-prompted judge's score, DeepSeek-prompted judge's score); the empty answer is judged too
+OE_SCRIPT = [("I picked up the kettle and took it to the tap.", 5, 4), ("I picked up the cup.", 2, 3), ("", 0, 0),
+             ("Salt went in.", 4, 4), ("I do not know.", 1, 0), ("No mistake.", 5, 5)]
+OE_BY_HAND = (4.5 + 2.5 + 0.0 + 4.0 + 0.5 + 5.0) / 6  # 2.75; one source, so macro_avg is the same
+N_SCRIPTED = 6
+
+
+class JudgeDouble:
+    """A judge double on loopback: an OpenAI-compatible ``/v1/chat/completions`` replying ``{"score": N}`` by the
+    answer quoted in the public judge prompt (``Model's Answer: ...``); counts the requests it was sent."""
+
+    def __init__(self, scores: dict[str, int], port: int = 0) -> None:
+        import http.server
+        import threading
+
+        double = self
+        self.scores, self.requests = scores, 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                content = body["messages"][-1]["content"]
+                text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+                answer = text.split("Model's Answer: ")[1].split("\n")[0]
+                double.requests += 1
+                reply = json.dumps({"score": double.scores[answer], "reason": "judge double"})
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def scripted(tmp_path_factory):
+    """The script, judge A (Qwen-prompted) up, judge B's port (DeepSeek-prompted) free: B is down."""
+    from ego_adr.integrations.lmms_eval import docs as D
+
+    tmp = tmp_path_factory.mktemp("scripted_lmms")
+    mc = D.load_docs("egoerrorvqa_mc_demo", D.MC, "demo")[:N_SCRIPTED]
+    oe = D.load_docs("egoerrorvqa_oe_demo", D.OE, "demo")[:N_SCRIPTED]
+    script = {d["sample_id"]: r for d, r in zip(mc, MC_REPLIES, strict=True)}
+    script.update({f"{d['sample_id']}#{d['qa_index']}": a for d, (a, _, _) in zip(oe, OE_SCRIPT, strict=True)})
+    (tmp / "script.json").write_text(json.dumps(script))
+    judge_a = JudgeDouble({a: qa for a, qa, _ in OE_SCRIPT})
+    port_b = _free_port()
+    env = {"PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'tests' / 'integrations'}", "LMMS_EVAL_PLUGINS": "lmms_scripted",
+           "EGOERRORVQA_JUDGES": f"qwen=judge-a@http://127.0.0.1:{judge_a.port}/v1,"
+                                 f"deepseek=judge-b@http://127.0.0.1:{port_b}/v1"}
+    yield tmp, env, judge_a, port_b
+    judge_a.close()
+
+
+def _run_scripted(tmp, env, out_name):
+    return run_lmms(tmp, "scripted_replies", f"script={tmp / 'script.json'}", "egoerrorvqa_mc_demo,egoerrorvqa_oe_demo",
+                    env, limit=N_SCRIPTED, out_name=out_name)
+
+
+def test_scripted_replies_give_the_numbers_computed_by_hand_and_a_judge_outage_is_unjudged(scripted):
+    tmp, env, judge_a, _ = scripted
+    results, out, text = _run_scripted(tmp, env, "down")
+    samples = logged(out, "egoerrorvqa_mc_demo")
+    assert [s["target"] for s in samples] == MC_TRUTH and [reply_of(s) for s in samples] == MC_REPLIES
+    for name, want in MC_BY_HAND.items():
+        assert results["egoerrorvqa_mc_demo"][f"{name},none"] == pytest.approx(want, abs=1e-12), name
+    metrics = rescore(tmp, samples_file(out, "egoerrorvqa_mc_demo"), "mc")  # eval score on lmms-eval's own file
+    assert (metrics["overall"]["accuracy"], metrics["overall"]["f1"]) == pytest.approx((2 / 6, 1 / 3), abs=1e-12)
+    # judge B down: no answer has both judgements, so none is averaged (before: (A + 0) / 2 = 17/12 = 1.42)
+    oe = results["egoerrorvqa_oe_demo"]
+    assert oe["unjudged,none"] == N_SCRIPTED and math.isnan(oe["avg_sim,none"]) and math.isnan(oe["macro_avg,none"])
+    assert f"{N_SCRIPTED} of {N_SCRIPTED} answers are UNJUDGED" in text
+    (judged,) = sorted(out.glob("egoerrorvqa_oe_judgements-*.jsonl"))
+    for r in map(json.loads, judged.read_text().splitlines()):
+        assert r["score"] is None and r["failure_kind"] == "infrastructure"
+        assert r["failure"].startswith("judge call failed (DeepSeekJudge: [infrastructure]")
+        assert "already released" not in r["failure"]  # the real cause, kept through the stage cache
+    again = rescore(tmp, samples_file(out, "egoerrorvqa_oe_demo"), "oe_down")
+    assert again["n_unjudged"] == N_SCRIPTED and again["avg_sim"] is None
+    assert judge_a.requests == N_SCRIPTED
+
+
+def test_a_rerun_with_the_judge_back_gives_the_full_score(scripted):
+    tmp, env, judge_a, port_b = scripted
+    if not sorted((tmp / "down").rglob("*_results.json")):
+        pytest.skip("needs the outage run of the test before")
+    judge_b = JudgeDouble({a: ds for a, _, ds in OE_SCRIPT}, port=port_b)  # the judge is back
+    try:
+        results, out, _ = _run_scripted(tmp, env, "back")  # another --output_path: the judgements are kept apart
+    finally:
+        judge_b.close()
+    oe = results["egoerrorvqa_oe_demo"]
+    assert oe["unjudged,none"] == 0
+    assert oe["avg_sim,none"] == pytest.approx(OE_BY_HAND, abs=1e-12)
+    assert oe["macro_avg,none"] == pytest.approx(OE_BY_HAND, abs=1e-12)
+    assert judge_b.requests == N_SCRIPTED and judge_a.requests == N_SCRIPTED  # A answered from the stage cache
+    metrics = rescore(tmp, samples_file(out, "egoerrorvqa_oe_demo"), "oe_back")
+    assert metrics["avg_sim"] == pytest.approx(OE_BY_HAND, abs=1e-12) and metrics["n_unjudged"] == 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ego_adr.eval.open_end import PUBLIC_RULE
 from ego_adr.eval.public_judges import (
     UNPARSED,
     deepseek_score,
@@ -150,10 +151,13 @@ def test_public_judging_scores_unparsed_replies_0_and_counts_them(prompts, tmp_p
     assert got["s1"]["score"] == 4.5
     assert got["s2"]["judges"]["qwen"]["method"] == UNPARSED and got["s2"]["judge_scores"]["qwen"] == 0.0
     assert got["s2"]["judges"]["deepseek"]["method"] == "public-fallback-first-digit"  # public reads the rubric's 0
-    # the public loop (green_agent/agent.py): a failed DeepSeek call scores 0 in the mean, a failed Qwen call
-    # leaves the sample out (DeepSeek is skipped); both recorded as such and retryable
-    assert got["s3"]["score"] == 1.0 and got["s3"]["judges"]["deepseek"]["method"] == "public-deepseek-failed-0"
-    assert got["s3"]["failure_kind"] == "infrastructure" and got["s3"]["failure"] is None
+    # the public loop (green_agent/agent.py) scores a failed DeepSeek call 0 in the mean (Qwen 2 -> 1.0) and leaves
+    # a failed Qwen call out (DeepSeek is skipped): an outage is no judgement (issue 28 item 4), so here either
+    # leaves the row unjudged -- in no average, retryable -- and what the public loop would have scored is kept
+    assert got["s3"]["score"] is None and got["s3"]["judges"]["deepseek"]["method"] == "public-deepseek-failed-0"
+    assert got["s3"]["public_loop_score"] == 1.0 and got["s3"]["judge_scores"] == {"qwen": None, "deepseek": None}
+    assert got["s3"]["failure_kind"] == "infrastructure" and got["s3"]["failure"].startswith(
+        "judge call failed (DeepSeekJudge: CUDA out of memory): unjudged")
     assert got["s6"]["score"] is None and got["s6"]["judges"]["qwen"]["method"] == "public-qwen-failed-excluded"
     assert got["s6"]["judges"]["deepseek"]["method"] == "public-skipped-after-qwen-error"
     assert got["s6"]["failure_kind"] == "infrastructure" and got["s6"]["failure"].startswith("judge call failed")
@@ -167,8 +171,15 @@ def test_public_judging_scores_unparsed_replies_0_and_counts_them(prompts, tmp_p
     from ego_adr.eval.open_end import score_open_end_rows
 
     m = score_open_end_rows(list(got.values()))
-    assert m["n_scored"] == 4 and json.dumps(m)  # s1-s4; the failed answer and the failed Qwen call are out
+    assert m["n_scored"] == 3 and json.dumps(m)  # s1, s2, s4; the failed answer and both failed calls are out
+    assert m["failures"] == {"judge_call_failed": 2, "answer_failed": 1} and m["n_unjudged"] == 2
+    assert m["avg_sim"] == (4.5 + 0.0 + 0.0) / 3  # s2: Qwen's prose scores 0, DeepSeek reads the rubric's 0
+    assert m["per_judge"]["deepseek"]["n"] == 3  # the outage's 0 is in no judge's mean either
     assert m["per_judge"]["qwen"]["parse_failures"] == 1  # the unparsed reply is a parse failure (issue 18)
+    assert m["judge_rule"] == {"rule": PUBLIC_RULE, "unparsed_replies_scored_0": 1}
+    # an older file whose DeepSeek outage row holds the public loop's 1.0: still no average (scored by the rule)
+    old = {**got["s3"], "score": 1.0, "failure": None, "judge_scores": {"qwen": 2.0, "deepseek": 0.0}}
+    assert score_open_end_rows([old, got["s1"]])["avg_sim"] == 4.5
 
 
 def test_public_open_end_run_with_tiny_models(prompts, tmp_path, tiny_model_dir, demo_root):

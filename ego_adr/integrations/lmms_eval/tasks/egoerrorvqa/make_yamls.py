@@ -35,12 +35,12 @@ doc_to_target: !function utils.doc_to_target
 """
 
 
-def _metrics(names, fn: str | None = None, group: bool = False) -> str:
+def _metrics(names, fn: str | None = None, group: bool = False, lower=()) -> str:
     out = "aggregate_metric_list:\n" if group else "metric_list:\n"
     for k in names:
         agg = fn or f"utils.aggregate_{k}"
         out += f"  - metric: {k}\n    aggregation: !function {agg}\n"
-        out += "    weight_by_size: true\n" if group else "    higher_is_better: true\n"
+        out += "    weight_by_size: true\n" if group else f"    higher_is_better: {str(k not in lower).lower()}\n"
     return out
 
 
@@ -92,15 +92,16 @@ def files() -> dict[str, str]:
 
 
 def _oe_task(name: str) -> str:
-    from ego_adr.integrations.lmms_eval.open_end import OE_METRICS
+    from ego_adr.integrations.lmms_eval.open_end import LOWER_IS_BETTER, OE_METRICS
 
     return (
         HEAD + "# EgoErrorVQA open-ended VQA: one QA pair per sample, judged by ego_adr's "
-        "judge stage\n# in the aggregation (ego_adr/integrations/lmms_eval/open_end.py).\n"
+        "judge stage\n# in the aggregation (ego_adr/integrations/lmms_eval/open_end.py). `unjudged`: answers a "
+        "judge outage\n# left without a judgement (in no average); rerun the same command to ask again.\n"
         + DOC_FNS
         + "process_results: !function utils.process_results_oe\n"
         + GEN.replace("128 new tokens", "128 new tokens (the white agent's)")
-        + _metrics(OE_METRICS)
+        + _metrics(OE_METRICS, lower=LOWER_IS_BETTER)
         + f"task: {name}\ndataset_kwargs:\n  data_files:\n"
         f"    test: manifests/{name}.jsonl\nmetadata:\n  version: 1.0\n"
     )
