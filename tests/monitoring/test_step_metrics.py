@@ -86,3 +86,24 @@ def test_conventions_on_hand_made_rows():
     assert m["macro_f1"] == pytest.approx((0.4 + f_ok) / 2)
     never = metrics([{"label": y, "flagged": False} for y in labels])
     assert never["mistake_precision"] == never["balanced_precision"] == never["balanced_f1"] == 0.0
+
+
+def test_the_goal_names_the_monitor_chosen_on_validation_beside_the_best_on_test():
+    """The best row on the test is a choice made by looking at it; the goal line also names the monitor with the
+    highest cross-validated objective (no test number involved), and a monitor without one is never that."""
+    from ego_adr.monitoring.steps.report import goal, validation_choice
+
+    def row(name, macro, f1b, objective=None, privileged=False):
+        sel = {"cv_score": {"objective": objective}} if objective is not None else {}
+        return {"monitor": name, "privileged": privileged, "macro_f1": macro, "balanced_f1": f1b, "selection": sel}
+
+    rows = [row("flag-all", 0.2, 0.667), row("best-on-test", 0.74, 0.60, objective=0.70),
+            row("best-on-validation", 0.70, 0.64, objective=0.76), row("no-cv", 0.73, 0.69),
+            row("peeker", 0.99, 0.99, objective=0.99, privileged=True)]
+    assert validation_choice([r for r in rows if not r["privileged"]])["monitor"] == "best-on-validation"
+    by_metric = {g["metric"]: g for g in goal(rows, "assembly101-o", "oracle")}
+    assert by_metric["macro_f1"]["ours"] == "best-on-test"
+    assert by_metric["balanced_f1"]["ours"] == "no-cv"
+    for g in by_metric.values():
+        assert g["chosen_on_validation"] == "best-on-validation"
+    assert by_metric["macro_f1"]["chosen_margin"] == pytest.approx(0.70 - 0.759)
