@@ -18,6 +18,7 @@ from ego_adr.run.config import RunConfig
 
 DEFAULT_JUDGE_NAMES = ["qwen2.5-7b-instruct", "deepseek-llm-7b-chat"]
 TINY_JUDGES = "two tiny random text LMs stand in for the default judges (offline demo)"  # the report's line
+EMPTY_ANSWER = "empty answer"  # the failure note reasoning.pipeline.answer_open writes on a blank reply
 
 
 def _hub_offline() -> bool:
@@ -302,7 +303,10 @@ def _answer(cfg: RunConfig, out: Path, samples, todo: dict, answers, selection: 
                 answers.append(mark({  # failure_kind: sample (a missing video) or infrastructure, as MC rows
                     "task": "open-end", "sample_id": s.sample_id, "qa_index": q, "source": s.source,
                     "task_id": s.task_id, "question": s.qa_pairs[q].question,
-                    "reference": s.qa_pairs[q].answer, "answer": res["answer"], "error": res["failure"],
+                    "reference": s.qa_pairs[q].answer, "answer": res["answer"],
+                    # an empty answer is still an answer: judged, as the public green agent judges "" (the
+                    # rubric's 0); its failure note stays on the row, as on a multiple-choice row
+                    "error": None if res["failure"] == EMPTY_ANSWER else res["failure"],
                     "failure": res["failure"], "model": label, "method": label, "frames": cfg.frames,
                     "qa_selection": selection, "timings": res["timings"], "frames_info": res["frames_info"],
                 }))

@@ -121,3 +121,30 @@ def test_a_tiny_open_end_run_says_why_its_table_is_dashes(tmp_path, tiny_model_d
     run = json.loads((out / "run.json").read_text())
     table = table3_rows([{"cell": {"label": "8f"}, "config": cfg, "metrics": m, "judges": run["judges"]}])
     assert "| - |" in table and "Note: Every score is '-'" in table and "not judgeable" in table
+
+
+def test_an_empty_answer_is_judged_as_the_public_evaluator_does(tmp_path, monkeypatch, demo_root):
+    """The public green agent sends the white agent's stripped text, "" included, to its judges (the rubric's
+    0); ``ego_adr.run --task open-end`` recorded an empty answer as a failed answer and never asked. The model
+    double answers "" to every question; each judge double scores "" 0, so every row is asked and scores 0."""
+    from ego_adr.models.doubles import ScriptedModelDouble
+    from ego_adr.run import open_end
+    from ego_adr.run.runner import execute
+
+    judges = {n: ReplyJudgeDouble(n, {"": '{"score": 0, "reason": "no answer"}'}) for n in ("judge-a", "judge-b")}
+    monkeypatch.setattr(open_end, "judge_loaders",
+                        lambda cfg: ({n: (lambda j=j: j) for n, j in judges.items()}, "two doubles", "test"))
+
+    class SilentModelDouble(ScriptedModelDouble):
+        def generate(self, requests):
+            return [Generation("", seconds=0.0) for _ in requests]
+
+    out = tmp_path / "silent"
+    _, m = execute(RunConfig(task="open-end", limit=2, output_dir=str(out), use_cache=False), progress=False,
+                   model=SilentModelDouble())
+    answers = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+    judged = [json.loads(x) for x in (out / "judgements.jsonl").read_text().splitlines()]
+    assert answers and all(r["answer"] == "" and not r.get("error") for r in answers)
+    assert judges["judge-a"].calls == judges["judge-b"].calls == len(answers)
+    assert [r["score"] for r in judged] == [0.0] * len(answers)
+    assert m["n_scored"] == len(answers) and m["avg_sim"] == 0.0
