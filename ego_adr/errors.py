@@ -59,6 +59,17 @@ def one_line(e: BaseException) -> str:
     return text or type(e).__name__
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit does not raise on the closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def run_cli(fn: Callable[[], int | None], *, interrupted: str = "interrupted; rerun the same command to resume",
             user_errors: tuple[type[BaseException], ...] = ()) -> int:
     """Call ``fn`` and turn what it raises into one line on stderr and the shared exit code.
@@ -76,6 +87,9 @@ def run_cli(fn: Callable[[], int | None], *, interrupted: str = "interrupted; re
     except KeyboardInterrupt:
         print(f"\n{interrupted}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (``| head``): what it wanted was printed; no traceback
+        _quiet_stdout()
+        return EXIT_OK
     except user_errors as e:  # type: ignore[misc]
         print(f"error: {one_line(e)}", file=sys.stderr)
         return EXIT_USER

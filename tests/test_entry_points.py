@@ -229,3 +229,19 @@ def test_bad_input_is_one_line_and_exit_2(ep, case, inputs, tmp_path, capsys):
     assert len(lines) == 1 and lines[0].startswith("error:"), err
     assert expect in lines[0], lines[0]
     assert not (tmp_path / "out" / "predictions.jsonl").exists()
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    """``python -m ego_adr.helpmeout templates | head -1``: the pipe closes after one line; the command says
+    nothing more and exits 0 (it raised BrokenPipeError with a traceback before)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "ego_adr.helpmeout", "templates"], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    proc.stdout.read(1)
+    proc.stdout.close()  # the reader goes away
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
