@@ -23,7 +23,7 @@ Decoding, as the named options of :data:`DECODINGS` (``--decoding``; ``--samples
   ground-truth steps): ``--temperature=0 --num_samples=5 --max_gen_len=4``. At temperature 0 Llama's
   ``generate`` takes the argmax, so its replies to one prompt are all the same reply: one greedy reply of at
   most 4 tokens is that set exactly.
-- ``sampled``: the setting of the script's two active lines, which use emoji symbols (Llama-2 7B):
+- ``sampled``: the setting of the script's two active lines, which use emoji symbols (Llama-2 7B and 14b):
   ``--temperature=0.6 --num_samples=5 --max_gen_len=8``, with ``top_p`` 0.9 (``llama_meta.py``'s default, which
   the script never changes). ``llama_meta.py``'s loop asks ``num_samples`` times for a batch of ``num_samples``
   copies of the prompt, so its set is the union of 5 x 5 = 25 replies; ``samples`` here counts replies, 25.
