@@ -9,6 +9,7 @@ transformers or vLLM, and backends know nothing about error types.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -42,13 +43,55 @@ class Message:
 
 @dataclass
 class GenerationConfig:
-    """Greedy decoding with 256 new tokens is the paper's setting (Appendix C, H)."""
+    """How one reply is decoded. Greedy with 256 new tokens is the paper's setting (Appendix C, H) and the default.
+
+    Sampling (``do_sample=True``) is for methods that draw several replies to one prompt: PREGO's anticipated set
+    is the union of several sampled replies (``ego_adr.monitoring.steps.monitors.prego``). A sampled request
+    carries everything its reply depends on: ``temperature`` (> 0), ``top_p`` (nucleus mass in (0, 1]; 1 is
+    off) and its own ``seed``, so the same request gives the same reply on every backend that can seed per
+    request (HF, our server, vLLM; a hosted API treats the seed as best effort), whatever batch it travels in.
+    No top-k: Llama's reference sampler, the OpenAI API and vLLM's default sample from temperature and top-p only.
+
+    The three sampling fields are meaningless to a greedy reply, so a greedy config refuses values for them
+    (a temperature set on a greedy config is a mistake, not a setting) and leaves them out of its :meth:`key`:
+    the stage-cache key of a greedy call is exactly what it was before sampling existed.
+    """
 
     max_new_tokens: int = 256
     do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.do_sample:
+            if (self.temperature, self.top_p, self.seed) != (1.0, 1.0, 0):
+                raise ValueError("temperature, top_p and seed apply to sampled decoding only: set do_sample=True "
+                                 "(or use GenerationConfig.sampled), or leave them out for greedy")
+            return
+        t, p = float(self.temperature), float(self.top_p)
+        if not (t > 0 and math.isfinite(t)):
+            raise ValueError(f"temperature must be a finite number > 0 for sampling, got {self.temperature!r} "
+                             "(temperature 0 is greedy: do_sample=False)")
+        if not 0 < p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise ValueError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
+        self.temperature, self.top_p = t, p
+
+    @classmethod
+    def sampled(cls, temperature: float, top_p: float = 1.0, seed: int = 0,
+                max_new_tokens: int = 256) -> GenerationConfig:
+        """A sampled config; ``temperature == 0`` gives the greedy one (as Llama's and vLLM's samplers read 0)."""
+        if temperature == 0:
+            return cls(max_new_tokens=max_new_tokens)
+        return cls(max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature, top_p=top_p, seed=seed)
 
     def key(self) -> dict:
-        return {"max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
+        k: dict = {"max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
+        if self.do_sample:
+            k.update(temperature=self.temperature, top_p=self.top_p, seed=self.seed)
+        return k
 
 
 @dataclass

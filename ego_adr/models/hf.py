@@ -7,9 +7,17 @@ offline models go through exactly the same code. Text-only causal LMs (the open-
 use the tokenizer's template instead; the judges (``ego_adr.run.judging``) run on this class too, so VLMs and
 judges share one generation path.
 
-Decoding is greedy with the request's ``max_new_tokens`` (256 in the paper, Appendix C/H). Batches are left
-padded; a batch that raises is retried one request at a time so only the bad request fails; a CUDA
+Decoding is greedy with the request's ``max_new_tokens`` (256 in the paper, Appendix C/H) unless the request
+asks for sampling (``GenerationConfig.do_sample``: temperature, top-p, no top-k, a per-request seed). Batches are
+left padded; a batch that raises is retried one request at a time so only the bad request fails; a CUDA
 out-of-memory error on one request is reported on that request and the cache is cleared.
+
+A sampled request is generated alone, under ``torch.manual_seed(seed)`` inside ``torch.random.fork_rng`` (the
+process's random state is restored afterwards). Why alone: transformers draws every row of a batch from one
+generator, so a reply would depend on which other requests shared its batch and in what order, and padding would
+change its logits slightly; alone and seeded, a sampled request's reply depends on the request only (the same
+alone, in any batch, locally and behind :mod:`ego_adr.models.serve`). Sampled calls are few and short (PREGO's
+replies are 8 tokens), so the lost batching costs little; vLLM seeds per request natively and keeps its batching.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ego_adr.models.base import Capabilities, Generation, Request
+from ego_adr.models.base import Capabilities, Generation, GenerationConfig, Request
 from ego_adr.models.compat import image_text_model_class, is_v4
 from ego_adr.models.families import family_for_model_type, get_family
 from ego_adr.models.hf_inputs import (
@@ -212,8 +220,9 @@ class HFVideoLM:
                 key += tuple(len(v) for v in prepared[i].videos)
             groups.setdefault(key, []).append(i)
         for idx in groups.values():
-            for s in range(0, len(idx), self.batch_size):
-                chunk = idx[s : s + self.batch_size]
+            size = 1 if requests[idx[0]].config.do_sample else self.batch_size  # sampled: alone (module doc)
+            for s in range(0, len(idx), size):
+                chunk = idx[s : s + size]
                 for i, g in zip(chunk, self._run_chunk([prepared[i] for i in chunk], requests[chunk[0]])):
                     out[i] = g
         return out  # type: ignore[return-value]
@@ -229,7 +238,7 @@ class HFVideoLM:
     def _run_chunk(self, items: list, request: Request) -> list[Generation]:
         t0 = time.perf_counter()
         try:
-            texts = self._generate_batch(items, request.config.max_new_tokens)
+            texts = self._generate_batch(items, request.config)
             per = (time.perf_counter() - t0) / len(items)
             self._note_peak_memory(len(items))
             return [Generation(text=t, seconds=per) for t in texts]
@@ -310,7 +319,7 @@ class HFVideoLM:
             return {k: v for k, v in self._video_kwargs.items() if k != "size"}
         return dict(self._video_kwargs)
 
-    def _generate_batch(self, items: list, max_new_tokens: int) -> list[str]:
+    def _generate_batch(self, items: list, config: GenerationConfig) -> list[str]:
         import torch
 
         inputs = self._encode(items).to(self.model.device)
@@ -322,12 +331,27 @@ class HFVideoLM:
             if k.startswith("pixel_values") and torch.is_tensor(v) and torch.is_floating_point(v):
                 inputs[k] = v.to(self.dtype)
         gen_cfg = self.model.generation_config.__class__.from_dict(self.model.generation_config.to_dict())
-        gen_cfg.update(do_sample=False, temperature=None, top_p=None, top_k=None, max_new_tokens=max_new_tokens,
+        gen_cfg.update(do_sample=False, temperature=None, top_p=None, top_k=None, max_new_tokens=config.max_new_tokens,
                        pad_token_id=self.tokenizer.pad_token_id)
-        with torch.inference_mode(), _cpu_threads(self._cpu_threads):
+        if config.do_sample:
+            gen_cfg.update(do_sample=True, temperature=config.temperature, top_p=config.top_p)
+        with torch.inference_mode(), _cpu_threads(self._cpu_threads), self._seeded(config):
             out = self.model.generate(**inputs, generation_config=gen_cfg)
         new = out[:, inputs["input_ids"].shape[1] :]
         return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+
+    @contextmanager
+    def _seeded(self, config: GenerationConfig):
+        """A sampled request's own random state (module docstring); nothing for a greedy one."""
+        if not config.do_sample:
+            yield
+            return
+        import torch
+
+        cuda = self.model.device.type == "cuda"
+        with torch.random.fork_rng(devices=[self.model.device] if cuda else [], device_type="cuda"):
+            torch.manual_seed(config.seed)
+            yield
 
     def describe(self) -> dict:
         """What a run records about the model (results header)."""

@@ -9,7 +9,10 @@ own server :mod:`ego_adr.models.serve` then answers exactly like the local model
 hosted APIs). It is part of the fingerprint, so it shows in ``run.json``/``identity.json`` and in every cache key.
 
 Decoding: the paper decodes greedily (Appendix C, H); OpenAI-style APIs have no ``do_sample`` switch, so greedy is
-sent as ``temperature=0`` (hosted models may still be slightly non-deterministic at temperature 0).
+sent as ``temperature=0`` (hosted models may still be slightly non-deterministic at temperature 0). A sampled
+request (``GenerationConfig.do_sample``) sends its ``temperature``, ``top_p`` and ``seed``: vLLM, SGLang and our
+own server seed each request with it (:mod:`ego_adr.models.serve` answers exactly like the local HF model), while
+hosted APIs document the seed as best effort.
 
 Keys come only from the environment variable named by ``api_key_env`` (never a flag or a config value, so they do
 not land in resolved configs or shell history). A loopback ``base_url`` may run without a key.
@@ -180,8 +183,9 @@ class OpenAIChatModel:
                 exact_fps=self.transfer.exact_fps,
             ),
             "max_tokens": int(cfg.max_new_tokens),
-            # greedy (the paper's setting) is temperature 0 on these APIs; sampling uses the API default of 1
-            "temperature": 1.0 if cfg.do_sample else 0.0,
+            # greedy (the paper's setting) is temperature 0 on these APIs
+            "temperature": 0.0,
+            **sampling_fields(cfg),
         }
 
     def _generate_one(self, request: Request) -> Generation:
@@ -283,6 +287,14 @@ class OpenAIChatModel:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def sampling_fields(cfg) -> dict:
+    """What a sampled config adds to (and replaces in) the payload; nothing for a greedy one, whose payload is
+    what it was before sampling existed."""
+    if not cfg.do_sample:
+        return {}
+    return {"temperature": cfg.temperature, "top_p": cfg.top_p, "seed": cfg.seed}
 
 
 def _error_message(r) -> str:

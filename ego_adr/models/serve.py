@@ -12,7 +12,9 @@ at the size they arrive: with the client's ``lossless`` transfer (its default to
 the local call's pixels and rate, and the served model answers exactly as the local one; with ``jpeg-512`` they
 are not (:mod:`ego_adr.models.wire`). Concurrent HTTP
 requests are gathered into batches of up to ``capabilities.max_batch_size`` and run by one worker thread, so a
-model that is not thread-safe (HF) is only ever called from that thread.
+model that is not thread-safe (HF) is only ever called from that thread. Decoding follows the request's
+``temperature``, ``top_p`` and ``seed`` (:func:`generation_config`); the HF backend generates a sampled request
+alone under its seed, so a served sampled reply equals the local one whatever else the batcher gathered with it.
 """
 
 from __future__ import annotations
@@ -86,6 +88,23 @@ def parse_messages(raw: list, default_fps: float = 1.0) -> list[Message]:
             parts.append(_make_frames(images, fps))
         out.append(Message(m["role"], parts))
     return out
+
+
+def generation_config(body: dict, max_tokens: int) -> GenerationConfig:
+    """The request's decoding, as :class:`~ego_adr.models.openai_api.OpenAIChatModel` sends it: no temperature or
+    0 is greedy; a temperature > 0 samples with ``top_p`` (default 1) and ``seed`` (default 0: a request without
+    one is still reproducible). The model then decodes it exactly as a local call with the same config."""
+    temperature = body.get("temperature")
+    if temperature is None or temperature == 0:
+        return GenerationConfig(max_new_tokens=max_tokens)
+    for name, kinds, what in (("temperature", (int, float), "a number"), ("top_p", (int, float), "a number"),
+                              ("seed", (int,), "an integer")):
+        v = body.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, kinds)):
+            raise BadRequest(f"'{name}' must be {what}, got {v!r}")
+    top_p = body.get("top_p")
+    return GenerationConfig.sampled(float(temperature), top_p=1.0 if top_p is None else float(top_p),
+                                    seed=int(body.get("seed") or 0), max_new_tokens=max_tokens)
 
 
 class _Batcher:
@@ -162,8 +181,7 @@ def create_app(model, model_name: str | None = None, default_fps: float = 1.0, b
         try:
             messages = parse_messages(body.get("messages"), default_fps)
             max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 256
-            temperature = body.get("temperature")
-            config = GenerationConfig(max_new_tokens=int(max_tokens), do_sample=bool(temperature))
+            config = generation_config(body, int(max_tokens))
         except (BadRequest, ValueError, TypeError) as e:
             return error(400, str(e), "invalid_request_error")
         fut = batcher.submit(Request(messages, config, meta={"source": "ego_adr.models.serve"}))

@@ -17,7 +17,10 @@ integer, so sampled rates above 2 fps collapse its temporal positions (e.g. 32 f
 Frames larger than ``max_pixels_per_frame`` are downscaled here, so the token budget does not depend on a processor
 option whose name differs between model families.
 
-Greedy decoding (the paper's setting, Appendix C, H) is ``SamplingParams(temperature=0)``.
+Greedy decoding (the paper's setting, Appendix C, H) is ``SamplingParams(temperature=0)``. A sampled request
+(``GenerationConfig.do_sample``) is ``SamplingParams(temperature, top_p, seed)``: vLLM gives each request with a
+seed its own generator, so its reply does not depend on the batch it is scheduled in (top-k stays vLLM's default,
+off, as in the other backends).
 """
 
 from __future__ import annotations
@@ -95,8 +98,11 @@ def to_vllm_input(
 
 
 def sampling_kwargs(request: Request) -> dict:
+    """``SamplingParams`` keywords of one request (greedy: exactly what they were before sampling existed)."""
     cfg = request.config
-    return {"temperature": 1.0 if cfg.do_sample else 0.0, "max_tokens": int(cfg.max_new_tokens)}
+    if not cfg.do_sample:
+        return {"temperature": 0.0, "max_tokens": int(cfg.max_new_tokens)}
+    return {"temperature": cfg.temperature, "top_p": cfg.top_p, "seed": cfg.seed, "max_tokens": int(cfg.max_new_tokens)}
 
 
 class VLLMModel:

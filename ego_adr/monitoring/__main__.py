@@ -28,6 +28,7 @@ def _download(a) -> int:
 
 def _evaluate_parser(sub) -> None:
     from ego_adr.monitoring.steps.data import BENCHMARKS, STREAMS
+    from ego_adr.monitoring.steps.monitors.prego import DECODINGS
     from ego_adr.monitoring.steps.registry import REGISTRY
 
     e = sub.add_parser("evaluate", help="stream a monitor over a step-stream benchmark and score it",
@@ -48,7 +49,14 @@ def _evaluate_parser(sub) -> None:
     e.add_argument("--backend", default="hf", choices=("hf", "vllm", "openai"), help="prego: model backend")
     e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1")
     e.add_argument("--device", default=None, help="prego, hf backend: auto, cpu, cuda or cuda:N")
-    e.add_argument("--max-new-tokens", type=int, default=8, help="prego: tokens per reply (PREGO: 8)")
+    e.add_argument("--decoding", default=None, choices=tuple(DECODINGS), help="prego: PREGO's decoding, "
+                   "numeric (default: its numeric-symbol run, 1 greedy reply of <= 4 tokens) or sampled (its "
+                   "emoji runs: 25 replies at temperature 0.6, top-p 0.9, <= 8 tokens); docs/online_mistakes.md")
+    e.add_argument("--samples", type=int, default=None, help="prego: replies per step (default: the --decoding's)")
+    e.add_argument("--temperature", type=float, default=None,
+                   help="prego: sampling temperature, 0 greedy (default: the --decoding's)")
+    e.add_argument("--max-new-tokens", type=int, default=None,
+                   help="prego: tokens per reply (default: the --decoding's, PREGO's 4 numeric / 8 sampled)")
     e.add_argument("--cache-dir", default=None, help="prego: folder of the stage cache (default: the ego_adr cache)")
     e.add_argument("--quiet", action="store_true")
     e.set_defaults(fn=_evaluate)

@@ -40,6 +40,8 @@ class EchoModelDouble:
                     else:
                         desc.append(f"{m.role}:text={p}")
             desc.append(f"max_new_tokens={r.config.max_new_tokens}:sample={r.config.do_sample}")
+            if r.config.do_sample:
+                desc[-1] += f":t={r.config.temperature}:top_p={r.config.top_p}:seed={r.config.seed}"
             out.append(Generation(" | ".join(desc)))
         return out
 
@@ -117,7 +119,21 @@ def test_serve_rejects_bad_input_without_retry():
             f"{srv.base_url}/chat/completions", json={"model": "x", "messages": [], "stream": True}
         )
         assert r.status_code == 400
+        for bad in ({"temperature": 0.5, "top_p": 0}, {"temperature": 0.5, "seed": "x"}, {"temperature": -1}):
+            r = httpx.post(f"{srv.base_url}/chat/completions",
+                           json={"model": "x", "messages": [{"role": "user", "content": "q"}], **bad})
+            assert r.status_code == 400 and len(r.json()["error"]["message"].splitlines()) == 1, bad
     assert double.calls == []
+
+
+def test_a_sampled_config_reaches_the_served_model_intact():
+    double = EchoModelDouble()
+    with BackgroundServer(double) as srv:
+        client = OpenAIChatModel("echo", base_url=srv.base_url)
+        cfgs = [GenerationConfig.sampled(0.6, top_p=0.9, seed=24, max_new_tokens=8), GenerationConfig(5)]
+        gens = client.generate([Request([Message.user("q")], c) for c in cfgs])
+    assert [g.text.split(" | ")[-1] for g in gens] == ["max_new_tokens=8:sample=True:t=0.6:top_p=0.9:seed=24",
+                                                       "max_new_tokens=5:sample=False"]
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -76,3 +76,43 @@ def test_frame_transfer_is_a_run_flag_for_the_openai_backend_only(capsys):
     assert cfg.extra["frame_transfer"] == "jpeg-512"
     assert main(["--frame-transfer", "lossless", "--limit", "1"]) == 2
     assert "--frame-transfer" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # starts a server (see tests/README.md)
+def test_sampled_requests_served_equal_local_in_any_batch(tiny_model_dir):
+    """Sampled decoding (temperature, top-p, seed) reaches the served model as the local call has it, and the
+    server's batcher, which gathers concurrent requests, changes no reply: each equals the local reply alone."""
+    from ego_adr.models import GenerationConfig, Message, Request, load_model
+    from ego_adr.models.openai_api import OpenAIChatModel
+    from ego_adr.models.serve import BackgroundServer
+
+    model = load_model(str(tiny_model_dir), device="cpu", batch_size=4)
+
+    def req(q, seed, temperature=0.8):
+        return Request([Message.user(q)], GenerationConfig.sampled(temperature, top_p=0.9, seed=seed,
+                                                                   max_new_tokens=8))
+
+    reqs = [req("Next Symbol:", s) for s in range(4)] + [req("Which step comes next?", 2, 1.3),
+                                                          Request([Message.user("Next Symbol:")], GenerationConfig(8))]
+    local = [model.generate([r])[0] for r in reqs]  # each alone
+    assert all(g.ok for g in local) and len({g.text for g in local[:4]}) > 1  # the seeds drew different replies
+    with BackgroundServer(model, model_name="tiny") as srv:
+        remote = OpenAIChatModel("tiny", base_url=srv.base_url, concurrency=6).generate(reqs)  # concurrently
+    assert [g.error for g in remote] == [None] * len(reqs)
+    assert [g.text for g in remote] == [g.text for g in local]
+
+
+def test_the_server_reads_the_requests_decoding_and_refuses_a_bad_one_in_one_line():
+    from ego_adr.models.base import BadRequest, GenerationConfig
+    from ego_adr.models.serve import generation_config
+
+    assert generation_config({}, 9) == generation_config({"temperature": 0, "seed": 3}, 9) == GenerationConfig(9)
+    assert generation_config({"temperature": 0.6, "top_p": 0.9, "seed": 4}, 8) == GenerationConfig.sampled(
+        0.6, top_p=0.9, seed=4, max_new_tokens=8)
+    assert generation_config({"temperature": 1}, 8) == GenerationConfig.sampled(1.0, max_new_tokens=8)
+    for body in ({"temperature": "hot"}, {"temperature": 0.5, "seed": "x"}, {"temperature": 0.5, "top_p": True}):
+        with pytest.raises(BadRequest):
+            generation_config(body, 8)
+    for body in ({"temperature": -0.5}, {"temperature": 0.5, "top_p": 0}, {"temperature": 0.5, "seed": -2}):
+        with pytest.raises(ValueError):
+            generation_config(body, 8)

@@ -1,6 +1,7 @@
 """PREGO's anticipation monitor: the prompt it builds (training sequences as examples, the prefix and nothing
-after it), how a reply is read, an outage never becoming a verdict (exit 3, nothing written, the rerun resumes
-from the stage cache), and an offline run with the tiny model."""
+after it), how a reply is read, the anticipated set of several sampled replies (PREGO's named decodings, each
+sample its own cached call), an outage never becoming a verdict (exit 3, nothing written, the rerun resumes
+from the stage cache), and offline runs with the tiny model."""
 
 from __future__ import annotations
 
@@ -134,7 +135,13 @@ def test_prego_runs_offline_with_the_tiny_model(online_root, cli, tmp_path):
     m = json.loads((out / "metrics.json").read_text())
     assert m["stats"]["calls"] == m["steps"] == 19 and m["stats"]["failed"] == 0
     rows = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
-    assert all(len(r["evidence"]["replies"]) == 1 for r in rows)
+    assert all(len(r["evidence"]["replies"]) == 1 and "seeds" not in r["evidence"] for r in rows)
+    # the default is PREGO's numeric-symbol run: one greedy reply of at most 4 tokens, recorded as such
+    hp = m["selection"]["hyper_parameters"]
+    assert {k: hp[k] for k in ("decoding", "samples", "temperature", "top_p", "max_new_tokens")} == {
+        "decoding": "numeric", "samples": 1, "temperature": 0.0, "top_p": None, "max_new_tokens": 4}
+    ident = json.loads((out / "identity.json").read_text())
+    assert (ident["decoding"], ident["samples"], ident["max_new_tokens"]) == ("numeric", 1, 4)
     prompts = json.loads((out / "prompts.json").read_text())
     assert prompts["examples"]["all"].count("Input Sequence") == 13
     assert (tmp_path / "cache" / "stage_cache.sqlite").is_file()
@@ -147,3 +154,144 @@ def test_model_flags_are_checked_before_anything_is_read(online_root, cli, tmp_p
     code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--monitor", "prego", flag, value, "--data-root",
                        tmp_path, "--out", tmp_path / "out")
     assert code == 2 and value in err and not (tmp_path / "out").exists()
+
+
+# ---- sampled decoding: PREGO's set of several replies ----------------------------------------------------------
+class SeededReplyModelDouble:
+    """A model double for the set logic: the reply to a request is ``replies[seed]`` (greedy: seed 0); it records
+    every request's decoding and fails, as told, the samples whose seeds are in ``fail`` (retryable or not)."""
+
+    model_id = fingerprint = "seeded-reply-double"
+    capabilities = Capabilities(video=False, text_only=True)
+
+    def __init__(self, replies, fail=(), retryable=False):
+        self.replies, self.fail, self.retryable = replies, set(fail), retryable
+        self.configs: list = []
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            self.configs.append(r.config)
+            seed = r.config.seed
+            if seed in self.fail:
+                out.append(Generation(None, "timed out" if self.retryable else "bad request: refused",
+                                      kind="infrastructure" if self.retryable else None))
+            else:
+                out.append(Generation(self.replies[seed]))
+        return out
+
+
+def _one_recording(steps=(3, 4, 5)):
+    return Stream("assembly101-o", "toy", "-", "-", (Recording(A08, steps),))
+
+
+def test_the_anticipated_set_is_the_union_of_the_parsed_sampled_replies():
+    from ego_adr.monitoring.steps.harness import feed
+
+    double = SeededReplyModelDouble([" 3\n---", "5", "no idea", "3.", "the next is 4"])
+    mon = Prego(model=double, decoding="sampled", samples=5)
+    mon.fit(_train())
+    rows = feed(mon, _train(), _one_recording())
+    ev = rows[0]["evidence"]
+    assert ev["seeds"] == [0, 1, 2, 3, 4] and ev["replies"] == double.replies
+    assert ev["anticipated"] == [3, 4, 5]  # "no idea" adds nothing; the repeated 3 counts once
+    assert [r["flagged"] for r in rows] == [False, False, False]
+    assert mon.stats()["unparseable"] == 3 and mon.stats()["calls"] == 15
+    cfgs = double.configs
+    assert {(c.do_sample, c.temperature, c.top_p, c.max_new_tokens) for c in cfgs} == {(True, 0.6, 0.9, 8)}
+    assert [c.seed for c in cfgs] == [0, 1, 2, 3, 4] * 3  # seed = sample index, at every step
+    # a step outside the set is a mistake
+    rows = feed(mon, _train(), _one_recording((3, 7)))
+    assert [r["flagged"] for r in rows] == [False, True]
+
+
+def test_a_failed_sample_is_recorded_and_the_other_samples_still_make_the_set():
+    from ego_adr.errors import InfrastructureError
+    from ego_adr.monitoring.steps.harness import feed
+
+    mon = Prego(model=SeededReplyModelDouble(["3", "5", "4"], fail={1}), decoding="sampled", samples=3)
+    mon.fit(_train())
+    rows = feed(mon, _train(), _one_recording((5, 4)))
+    assert rows[0]["evidence"]["replies"] == ["3", None, "4"] and rows[0]["evidence"]["anticipated"] == [3, 4]
+    assert rows[0]["evidence"]["failed"] == ["bad request: refused"] and mon.stats()["failed"] == 2
+    assert [r["flagged"] for r in rows] == [True, False]  # 5 only came from the failed sample
+    mon = Prego(model=SeededReplyModelDouble(["3", "5", "4"], fail={2}, retryable=True), decoding="sampled",
+                samples=3)
+    mon.fit(_train())
+    with pytest.raises(InfrastructureError, match="rerun the same command"):  # one outage: no verdict at all
+        feed(mon, _train(), _one_recording())
+
+
+def test_each_sample_is_its_own_cached_call(tmp_path):
+    from ego_adr.models.cache import CachedModel, StageCache
+    from ego_adr.monitoring.steps.harness import feed
+
+    def run():
+        double = SeededReplyModelDouble(["3", "5", "4", "9"])
+        cached = CachedModel(double, StageCache(tmp_path), "double")
+        mon = Prego(model=cached, decoding="sampled", samples=4)
+        mon.fit(_train())
+        return feed(mon, _train(), _one_recording()), cached, double
+
+    first, cached, double = run()
+    assert (cached.model_calls, cached.cache_hits, len(double.configs), len(cached.cache)) == (12, 0, 12, 12)
+    again, cached, double = run()
+    assert (cached.model_calls, cached.cache_hits, len(double.configs)) == (0, 12, 0) and again == first
+
+
+def test_the_named_decodings_are_prego_s_and_a_change_is_named():
+    from ego_adr.monitoring.steps.monitors.prego import DECODINGS, resolve_decoding
+
+    assert resolve_decoding() == ("numeric", DECODINGS["numeric"])
+    n, s = DECODINGS["numeric"], DECODINGS["sampled"]
+    assert (n.samples, n.temperature, n.top_p, n.max_new_tokens) == (1, 0.0, None, 4)
+    assert (s.samples, s.temperature, s.top_p, s.max_new_tokens) == (25, 0.6, 0.9, 8)
+    label, dec = resolve_decoding("numeric", samples=5, temperature=0.8)
+    assert label == "numeric (samples 5, temperature 0.8)" and (dec.top_p, dec.max_new_tokens) == (0.9, 4)
+    label, dec = resolve_decoding("sampled", samples=1, temperature=0)  # greedy: no top-p to speak of
+    assert label == "sampled (samples 1, temperature 0)" and dec.top_p is None
+    for bad in ({"samples": 5}, {"samples": 0}, {"temperature": -1.0}, {"max_new_tokens": 0},
+                {"name": "sampled", "temperature": 0}):  # 25 samples at temperature 0: one reply 25 times
+        with pytest.raises(ValueError):
+            resolve_decoding(**bad)
+    # the sampled decoding's departures from PREGO are recorded; the numeric one has none about decoding
+    greedy, sampled = Prego(model=NextStepModelDouble()), Prego(model=NextStepModelDouble(), decoding="sampled")
+    assert len(greedy.deviations) == 2 and not any("seed" in d or "emoji" in d for d in greedy.deviations)
+    assert sampled.deviations[:2] == greedy.deviations and len(sampled.deviations) == 4
+
+
+@pytest.mark.parametrize("flags", [("--samples", "5"), ("--temperature", "-1"), ("--decoding", "emoji")])
+def test_a_decoding_that_cannot_be_used_is_one_line_before_anything_is_read(online_root, cli, tmp_path, flags):
+    code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--monitor", "prego", "--model", "tiny", *flags,
+                       "--data-root", tmp_path, "--out", tmp_path / "out")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and flags[0] in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_prego_sampled_runs_offline_with_the_tiny_model_and_resumes_from_the_cache(online_root, cli, tmp_path):
+    root, out = _mini_root(online_root, tmp_path, videos=1), tmp_path / "out"
+    argv = ("evaluate", "--benchmark", "epic-tent-o", "--monitor", "prego", "--model", "tiny", "--decoding",
+            "sampled", "--samples", "3", "--data-root", root, "--out", out, "--cache-dir", tmp_path / "cache",
+            "--quiet")
+    code, _, err = cli(*argv)
+    assert code == 0, err
+    m = json.loads((out / "metrics.json").read_text())
+    hp = m["selection"]["hyper_parameters"]
+    assert {k: hp[k] for k in ("decoding", "samples", "temperature", "top_p", "max_new_tokens")} == {
+        "decoding": "sampled (samples 3)", "samples": 3, "temperature": 0.6, "top_p": 0.9, "max_new_tokens": 8}
+    assert m["stats"]["calls"] == 3 * m["steps"] == m["stats"]["model_calls"] and m["stats"]["failed"] == 0
+    rows = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    assert all(r["evidence"]["seeds"] == [0, 1, 2] and len(r["evidence"]["replies"]) == 3 for r in rows)
+    assert any(len(set(r["evidence"]["replies"])) > 1 for r in rows)  # the seeds drew different replies
+    ident = json.loads((out / "identity.json").read_text())
+    assert (ident["decoding"], ident["samples"], ident["temperature"], ident["top_p"]) == ("sampled (samples 3)",
+                                                                                          3, 0.6, 0.9)
+    report = (out / "report.md").read_text()
+    assert "temperature=0.6" in report and "samples=3" in report and "emoji" in report
+    before = (out / "steps.jsonl").read_text()
+    code, _, err = cli(*argv)  # the same command again: the same folder, every reply from the cache
+    m2 = json.loads((out / "metrics.json").read_text())
+    assert code == 0 and m2["stats"]["model_calls"] == 0 and m2["stats"]["cache_hits"] == m["stats"]["calls"]
+    assert (out / "steps.jsonl").read_text() == before
+    code, _, err = cli(*argv[:9], "--samples", "2", *argv[11:])  # other settings: refused in one line
+    assert code == 2 and "samples 3 -> 2" in err.strip().splitlines()[-1]  # (above it: the weights' progress bar)

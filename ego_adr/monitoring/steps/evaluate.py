@@ -32,7 +32,8 @@ from ego_adr.monitoring.steps.registry import REGISTRY
 from ego_adr.monitoring.steps.report import goal, monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json
 
-MODEL_KEYS = ("model", "backend", "base_url", "max_new_tokens")
+MODEL_KEYS = ("model", "backend", "base_url")
+PREGO_FLAGS = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's decoding (its DECODINGS)
 
 
 def _check_flags(a) -> list[str]:
@@ -46,6 +47,9 @@ def _check_flags(a) -> list[str]:
         check_device(a.device, a.backend)
     if a.model:
         check_model_name(a.model, a.backend)
+    from ego_adr.monitoring.steps.monitors.prego import cli_settings
+
+    a.prego_settings = cli_settings(a)
     D.spec(a.benchmark)
     if a.monitor == "all":
         return [s.name for s in REGISTRY]
@@ -66,7 +70,7 @@ def _identity(a, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) 
     names = [monitor] if isinstance(monitor, str) else monitor
     ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
     if any(REGISTRY.get(m).needs_model for m in names):
-        ident.update({k: getattr(a, k) for k in MODEL_KEYS})
+        ident.update({k: getattr(a, k) for k in MODEL_KEYS}, **a.prego_settings)
     return ident
 
 
@@ -78,7 +82,7 @@ def _model(a):
 
 
 def _one(a, name: str, train, stream, out: Path, ident: dict, model) -> dict:
-    kw = {"model": model, "max_new_tokens": a.max_new_tokens} if REGISTRY.get(name).needs_model else {}
+    kw = {"model": model, **{k: getattr(a, k) for k in PREGO_FLAGS}} if REGISTRY.get(name).needs_model else {}
     with OutputFolder(out, ident, "--out", RESULT_FILES):
         t0 = time.perf_counter()
         rows, monitor = run_monitor(name, train, stream, **kw)

@@ -3,24 +3,40 @@ any model of the project's one protocol (HF, vLLM, OpenAI-compatible; ``--model 
 
 At every observed step the model is shown the correct training sequences as solved examples and the prefix
 observed so far, and asked for the "Next Symbol" (``PREGO_NEXT_STEP`` in :mod:`ego_adr.reasoning.prompts`). The
-anticipated set is what ``samples`` replies name; the step actually observed is a mistake when it is outside the
-set. As in PREGO's ``llama_meta.py``:
+anticipated set is what the step's ``samples`` replies name; the step actually observed is a mistake when it is
+outside the set. As in PREGO's ``step_anticipation/src/models/llama_meta.py``:
 
 - an example per training sequence: ``Input Sequence: -1, s1, ..., s(n-1)`` / ``Next Symbol: sn`` (-1 the start);
 - Assembly101-O's examples are the training sequences of the same toy as the test recording (the toy id in the
   video name, PREGO's ``get_toy``; ``Sequence type: <toy>``), all of them when training has none of that toy;
   EPIC-Tent-O has one task, so every training sequence is an example and no ``Sequence type`` line is written;
-- a reply is read as PREGO reads it: underscores stripped, then everything before the first and after the last
-  digit; what is left must be a whole number, else the reply names no step (so the step is outside the set);
-- replies of at most ``max_new_tokens`` = 8 tokens (PREGO's ``anticipation.sh``: ``--max_gen_len=8``).
+- a reply is read as PREGO reads a numeric one: underscores stripped, then everything before the first and after
+  the last digit; what is left must be a whole number, else the reply names no step;
+- the anticipated set is the union of the symbols the replies name (``pred.add`` over every reply of the step);
+  a reply that names no step adds nothing PREGO could match (it adds the leftover string, never equal to a step).
+
+Decoding, as the named options of :data:`DECODINGS` (``--decoding``; ``--samples``, ``--temperature`` and
+``--max-new-tokens`` change one value of it, and the result is recorded under its own name):
+
+- ``numeric`` (the default): the setting of PREGO's numeric-symbol run, which is what our step ids are. Its
+  ``scripts/anticipation.sh`` has one line with ``--type_prompt=num`` (commented out there, Llama-2 13B on the
+  ground-truth steps): ``--temperature=0 --num_samples=5 --max_gen_len=4``. At temperature 0 Llama's
+  ``generate`` takes the argmax, so its replies to one prompt are all the same reply: one greedy reply of at
+  most 4 tokens is that set exactly.
+- ``sampled``: the setting of the script's two active lines, which use emoji symbols (Llama-2 7B and 14b):
+  ``--temperature=0.6 --num_samples=5 --max_gen_len=8``, with ``top_p`` 0.9 (``llama_meta.py``'s default, which
+  the script never changes). ``llama_meta.py``'s loop asks ``num_samples`` times for a batch of ``num_samples``
+  copies of the prompt, so its set is the union of 5 x 5 = 25 replies; ``samples`` here counts replies, 25.
+  Our symbols stay the step ids (a recorded deviation).
+
+Each sample is its own request with its own seed (the sample index), so each is its own stage-cache entry and
+its reply is reproducible alone; the seeds and replies are in the step's evidence. PREGO draws its replies from
+one torch stream seeded once (``Llama.build(seed=1)``): the same distribution, other draws.
 
 Deviations, each recorded in ``metrics.json`` and the report:
 
 - our backends are chat models: the prompt goes as one user message (a base model without a chat template gets
   ``User: ... Assistant:``), where PREGO completes the raw text;
-- decoding is greedy (the model protocol has no temperature): the anticipated set is one reply, PREGO's setting
-  at ``--temperature=0`` (its ``anticipation.sh``'s numeric line); PREGO's other lines sample 5 replies at
-  temperature 0.6, which a protocol with a temperature would add as ``samples``;
 - the examples are DTGL's training sequences (PREGO's own Assembly101-O prompt file holds the same 135; its
   EPIC-Tent-O file holds 14 sequences that are not DTGL's 13).
 
@@ -28,28 +44,89 @@ Every prompt and reply goes through the stage cache: the prompts' texts are reco
 task in ``prompts.json``, the query and replies per step in ``steps.jsonl``). A failed call that asking again may
 fix (an outage: connection, timeout, 5xx, out of memory) stops the run with exit 3 before anything is written,
 never a verdict; the answers so far are cached, so rerunning the same command resumes where it stopped. A call
-that fails for its input is recorded in the step's evidence and counted, and the step is outside the (empty)
-anticipated set, as PREGO counts a reply that names no step.
+that fails for its input is recorded in the step's evidence and counted; it adds nothing to the anticipated set,
+as PREGO counts a reply that names no step.
 """
-
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass, replace
 
-from ego_adr.errors import InfrastructureError
+from ego_adr.errors import InfrastructureError, UserError
 from ego_adr.monitoring.protocol import Monitor, StepOutput
 from ego_adr.monitoring.steps.monitors.baselines import START
 from ego_adr.monitoring.steps.types import StepContext, TrainingSet
 
-MAX_NEW_TOKENS = 8  # PREGO step_anticipation/scripts/anticipation.sh --max_gen_len=8
-SETTINGS = {"samples": 1, "decoding": "greedy", "max_new_tokens": MAX_NEW_TOKENS, "examples": "same task"}
+_SCRIPT = "PREGO step_anticipation/scripts/anticipation.sh"
+PREGO_TOP_P = 0.9  # llama_meta.py main(top_p=0.9): every sampled PREGO run uses it
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a step's anticipated set is drawn: ``samples`` replies at ``temperature`` (0: greedy, one reply) and
+    ``top_p`` (None when greedy), each of at most ``max_new_tokens`` tokens; ``source`` says where in PREGO's code
+    the values come from."""
+
+    samples: int
+    temperature: float
+    top_p: float | None
+    max_new_tokens: int
+    source: str
+
+
+DECODINGS = {
+    "numeric": Decoding(1, 0.0, None, 4, f"{_SCRIPT}, its --type_prompt=num line: --temperature=0 --num_samples=5 "
+                        "--max_gen_len=4 (greedy, so its 5 x 5 replies are one reply)"),
+    "sampled": Decoding(25, 0.6, PREGO_TOP_P, 8, f"{_SCRIPT}, its active --type_prompt=emoji lines: "
+                        "--temperature=0.6 --num_samples=5 --max_gen_len=8, top_p 0.9 (llama_meta.py's default); "
+                        "llama_meta.py draws num_samples batches of num_samples replies: 25"),
+}
+DEFAULT_DECODING = "numeric"  # the numeric-symbol run's: our step ids are numbers
 DEVIATIONS = (
     "prompt sent as one user message of a chat model (PREGO completes the raw text)",
-    "greedy decoding, one reply per step (PREGO samples 5 at temperature 0.6 in its emoji runs; its numeric run "
-    "uses temperature 0)",
     "in-context examples are DTGL's training sequences (on EPIC-Tent-O PREGO's prompt holds 14 other sequences)",
 )
+SAMPLED_DEVIATIONS = (
+    "symbols are the step ids (numeric) where PREGO pairs this sampled decoding with emoji symbols",
+    "each reply is drawn under its own seed (the sample index), where PREGO draws all from one torch stream "
+    "seeded once: the same distribution, other draws",
+)
 _EDGES = re.compile(r"^[^0-9]*|[^0-9]*$")
+
+
+def resolve_decoding(name: str | None = None, samples: int | None = None, temperature: float | None = None,
+                     max_new_tokens: int | None = None) -> tuple[str, Decoding]:
+    """The named option ``name`` with any value given here in its place; its label says what was changed.
+    Raises ValueError naming the setting that cannot be used."""
+    name = name or DEFAULT_DECODING
+    if name not in DECODINGS:
+        raise ValueError(f"decoding {name!r} is not one of {', '.join(DECODINGS)}")
+    base = DECODINGS[name]
+    given = {"samples": samples, "temperature": temperature, "max_new_tokens": max_new_tokens}
+    changed = {k: v for k, v in given.items() if v is not None and v != getattr(base, k)}
+    dec = replace(base, **changed)
+    if dec.samples < 1 or dec.max_new_tokens < 1:
+        raise ValueError("samples and max_new_tokens must be >= 1")
+    if not (math.isfinite(dec.temperature) and dec.temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0, got {dec.temperature}")
+    if dec.temperature == 0 and dec.samples > 1:
+        raise ValueError(f"{dec.samples} samples at temperature 0 are one greedy reply {dec.samples} times: use "
+                         "samples 1, or a temperature > 0 to sample")
+    dec = replace(dec, top_p=(dec.top_p or PREGO_TOP_P) if dec.temperature > 0 else None)
+    label = name + (" (" + ", ".join(f"{k} {v}" for k, v in changed.items()) + ")" if changed else "")
+    return label, dec
+
+
+def cli_settings(a) -> dict:
+    """The prego settings of ``evaluate``'s flags (checked before any data is read): what the monitor is built
+    with and what its folder's identity records. One line naming the flag when a value cannot be used."""
+    try:
+        label, dec = resolve_decoding(a.decoding, a.samples, a.temperature, a.max_new_tokens)
+    except ValueError as e:
+        raise UserError(f"--decoding/--samples/--temperature/--max-new-tokens: {e}") from None
+    return {"decoding": label, "samples": dec.samples, "temperature": dec.temperature, "top_p": dec.top_p,
+            "max_new_tokens": dec.max_new_tokens}
 
 
 def task_of(video: str) -> str | None:
@@ -69,18 +146,27 @@ def _line(prefix) -> str:
 
 
 class Prego(Monitor):
-    """PREGO's anticipation monitor; ``model`` is a VLM of :mod:`ego_adr.models` behind the stage cache."""
+    """PREGO's anticipation monitor; ``model`` is a VLM of :mod:`ego_adr.models` behind the stage cache.
+    ``decoding`` names one of :data:`DECODINGS`; ``samples``, ``temperature`` and ``max_new_tokens`` replace one
+    value of it."""
 
-    def __init__(self, model=None, max_new_tokens: int = MAX_NEW_TOKENS) -> None:
+    def __init__(self, model=None, max_new_tokens: int | None = None, decoding: str | None = None,
+                 samples: int | None = None, temperature: float | None = None) -> None:
         if model is None:
             raise ValueError("prego needs a model (--model NAME; --model tiny runs offline)")
         self.model = model
-        self.max_new_tokens = max_new_tokens
+        self.label, self.decoding = resolve_decoding(decoding, samples, temperature, max_new_tokens)
+        self.max_new_tokens = self.decoding.max_new_tokens
         self.calls = self.failed = self.unparseable = 0
-        self.selection = {"hyper_parameters": {**SETTINGS, "max_new_tokens": max_new_tokens},
-                          "chosen_by": "not tuned: PREGO's published settings (step_anticipation/scripts/"
-                          "anticipation.sh), so nothing was chosen on any data"}
-        self.deviations = list(DEVIATIONS)
+        d = self.decoding
+        self.selection = {"hyper_parameters": {"decoding": self.label, "samples": d.samples,
+                                               "temperature": d.temperature, "top_p": d.top_p,
+                                               "max_new_tokens": d.max_new_tokens, "symbols": "numeric",
+                                               "examples": "same task"},
+                          "chosen_by": f"not tuned: PREGO's published settings ({d.source}), so nothing was "
+                          "chosen on any data" + ("" if self.label in DECODINGS else
+                                                  f"; changed by the user from {self.label.split(' (')[0]}")}
+        self.deviations = list(DEVIATIONS) + (list(SAMPLED_DEVIATIONS) if d.temperature > 0 else [])
 
     def fit(self, train: TrainingSet) -> None:
         by_task: dict[str | None, list[tuple[int, ...]]] = {}
@@ -102,7 +188,9 @@ class Prego(Monitor):
         self.context = self.task if self.task in self.examples else "all"
         self.prefix: list[int] = []
 
-    def request(self):
+    def requests(self) -> tuple[list, str]:
+        """The step's requests, one per sample (seed = sample index; greedy: one request, no seed), and the
+        query: the prompt without the examples, as recorded in the evidence."""
         from ego_adr.models.base import GenerationConfig, Message, Request
         from ego_adr.reasoning.prompts import PREGO_NEXT_STEP as P
 
@@ -110,34 +198,41 @@ class Prego(Monitor):
         header = f"Sequence type: {self.task}\n" if self.context != "all" else ""
         query = P.render(examples="", header=header, prefix=_line(self.prefix))
         text = P.render(examples=examples, header=header, prefix=_line(self.prefix))
-        return Request([Message.user(text)], GenerationConfig(max_new_tokens=self.max_new_tokens),
-                       meta=P.meta("prego_next_step")), query
+        d = self.decoding
+        configs = [GenerationConfig.sampled(d.temperature, top_p=d.top_p or 1.0, seed=i,
+                                            max_new_tokens=d.max_new_tokens) for i in range(d.samples)]
+        return [Request([Message.user(text)], c, meta=P.meta("prego_next_step")) for c in configs], query
 
     def step(self, t: int, step_id: int) -> StepOutput:
-        req, query = self.request()
-        gen = self.model.generate([req])[0]
-        self.calls += 1
-        evidence: dict = {"examples": self.context, "query": query}
-        anticipated: set[int] = set()
-        if gen.retryable:
-            raise InfrastructureError(f"{self.model.model_id} failed at {self.video} step {t} ({gen.error}); "
+        reqs, query = self.requests()
+        gens = self.model.generate(reqs)  # one batch: the cache asks the model for the misses only
+        self.calls += len(reqs)
+        outage = next((g for g in gens if g.retryable), None)
+        if outage is not None:
+            raise InfrastructureError(f"{self.model.model_id} failed at {self.video} step {t} ({outage.error}); "
                                       "nothing was recorded: rerun the same command (the replies so far are cached)")
-        if not gen.ok:
-            self.failed += 1
-            evidence["failed"] = gen.error
-        else:
-            evidence["replies"] = [gen.text]
-            sym = parse_symbol(gen.text)
-            if sym is None:
-                self.unparseable += 1
-            else:
-                anticipated.add(sym)
+        evidence: dict = {"examples": self.context, "query": query}
+        if self.decoding.temperature > 0:
+            evidence["seeds"] = [r.config.seed for r in reqs]
+        evidence["replies"] = [g.text if g.ok else None for g in gens]
+        failed = [g.error for g in gens if not g.ok]
+        if failed:
+            self.failed += len(failed)
+            evidence["failed"] = failed
+        anticipated = self.anticipated([g.text for g in gens if g.ok])
         evidence["anticipated"] = sorted(anticipated)
         self.prefix.append(step_id)
         outside = step_id not in anticipated
         return StepOutput(1.0 if outside else 0.0, flagged=outside, evidence=evidence)
 
+    def anticipated(self, replies: list[str]) -> set[int]:
+        """PREGO's set: the union of the symbols the replies name; a reply that names none adds nothing."""
+        symbols = [parse_symbol(r) for r in replies]
+        self.unparseable += sum(s is None for s in symbols)
+        return {s for s in symbols if s is not None}
+
     def stats(self) -> dict:
-        return {"calls": self.calls, "failed": self.failed, "unparseable": self.unparseable,
+        return {"calls": self.calls, "samples_per_step": self.decoding.samples, "failed": self.failed,
+                "unparseable": self.unparseable,
                 "model_calls": getattr(self.model, "model_calls", None),
                 "cache_hits": getattr(self.model, "cache_hits", None), "model": self.model.model_id}
