@@ -101,7 +101,7 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
                about="write the review sheet (CSV) and page (HTML) of a built data root (docs/build.md)"),
     EntryPoint("build merge", "ego_adr.build.__main__:main", ("merge", "{out}", "{text}"),
                about="merge the reviewers' sheets into the data root (docs/build.md)"),
-    # h2-steps' `monitoring evaluate` entry (on main) walks the bad-input table; its second subcommand is listed:
+    # `monitoring evaluate` walks the bad-input table above; its second subcommand is listed:
     EntryPoint("monitoring download", "ego_adr.monitoring.__main__:main", ("download", "--out", "{out}"),
                about="fetch the step-stream benchmark files (Assembly101-O, EPIC-Tent-O) at pinned commits"),
     EntryPoint("models.planner", "ego_adr.models.planner:main", ("--model", "qwen2.5-vl"),
@@ -137,6 +137,8 @@ _ABOUT = {  # the commands that walk the bad-input table say what they do here, 
     "data stats": "Table 2 of the paper for any data root",
     "data build": "a benchmark from error-annotated recordings (docs/build.md)",
     "build": "the same as data build, from its own layer",
+    "monitoring evaluate": "online mistake detection on Assembly101-O / EPIC-Tent-O step streams, beside the "
+                           "published rows (docs/online_mistakes.md)",
 }
 
 
