@@ -15,13 +15,20 @@ Every returned frame's index is read back from the picture (the video encodes it
 a mismatch count. Prints a markdown table and the fastest method per frame count.
 
     python scripts/bench_frames.py [--windows 6] [--frames 8 16 32] [--minutes 10]
+    python scripts/bench_frames.py --runs 6 [--windows 10]   # steadiness: 32 frames, six separate runs
+
+``--runs N`` answers how steady the figure is from one run to the next (issue 28 item 8: six runs gave 1.00 to
+1.32x): N fresh processes, each the 32-frame comparison over the same windows, then one row per run and the
+spread (slowest / fastest run) of each method. Its block is ``frames-runs``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -59,6 +66,14 @@ def decord_reopen(path: Path, start: float, end: float, n: int) -> tuple[np.ndar
     return vr.get_batch(idx).asnumpy(), idx
 
 
+def _read_plan(reader, s: float, e: float, n: int) -> tuple[np.ndarray, list[int]]:
+    """A reader called directly: no window rule, no honest-frames checks, no assembly."""
+    plan = bin_centre(reader.num_frames, reader.fps, s, e, n)
+    uniq = sorted(set(plan.indices))
+    got = dict(zip(uniq, (d.frame for d in reader.read(uniq, lambda f: f)), strict=True))
+    return np.stack([got[i] for i in plan.indices]), plan.indices
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--windows", type=int, default=6, help="30-s windows per setting (same for every method)")
@@ -66,8 +81,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--window-seconds", type=float, default=30.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--runs", type=int, default=0, help="steadiness: this many separate runs at 32 frames")
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one run's rows, for --runs
     docs_tables.add_flag(ap)
     args = ap.parse_args(argv)
+    if args.runs:
+        docs_tables.check(args, ["frames-runs"])
+        with docs_tables.Printed() as table:
+            steadiness(args)
+        docs_tables.publish(args, {"frames-runs": table.text})
+        return
     docs_tables.check(args, ["frames"])
 
     path = bench_video(args.minutes)
@@ -96,12 +119,14 @@ def main(argv: list[str] | None = None) -> None:
     bare = _READERS[auto_backend](str(path))
 
     def run_bare(s, e, n):
-        plan = bin_centre(bare.num_frames, bare.fps, s, e, n)
-        uniq = sorted(set(plan.indices))
-        got = dict(zip(uniq, (d.frame for d in bare.read(uniq, lambda f: f)), strict=True))
-        return np.stack([got[i] for i in plan.indices]), plan.indices
+        return _read_plan(bare, s, e, n)
 
     methods[f"{labels[auto_backend]} reader alone (no checks)"] = run_bare
+    before = None
+    if "pyav" in available_backends():  # the PyAV reader as it was before issue 28: FFmpeg picks its threads
+        before = _READERS["pyav"](str(path))
+        before._st.codec_context.thread_count = 0  # the codec is not open yet: this takes effect
+        methods["PyAV reader, FFmpeg's own thread count (before)"] = lambda s, e, n: _read_plan(before, s, e, n)
     if "decord" in available_backends():
         methods["decord reopen per sample (public agent)"] = lambda s, e, n: decord_reopen(path, s, e, n)
 
@@ -129,10 +154,42 @@ def main(argv: list[str] | None = None) -> None:
     for fs in samplers.values():
         fs.close()
     bare.close()
+    if before is not None:
+        before.close()
+    if args.json:
+        print(json.dumps({"ours": next(iter(samplers)), "rows": rows}))
+        return
 
     with docs_tables.Printed() as table:
         print_table(path, windows, args, auto_backend, opens, rows, next(iter(samplers)))
     docs_tables.publish(args, {"frames": table.text})
+
+
+def steadiness(args) -> None:
+    """``--runs``: the 32-frame comparison in ``args.runs`` fresh processes over the same windows."""
+    cmd = [sys.executable, __file__, "--json", "--frames", "32", "--windows", str(args.windows),
+           "--minutes", f"{args.minutes:g}", "--window-seconds", f"{args.window_seconds:g}", "--seed", str(args.seed)]
+    runs = []
+    for r in range(args.runs):
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+        print(f"run {r + 1}/{args.runs} done", file=sys.stderr, flush=True)
+    ours = runs[0]["ours"]
+    names = [m for _, m, *_ in runs[0]["rows"] if "checks" not in m and "reopen" not in m]
+    print(f"\n32 frames, {args.windows} random {args.window_seconds:g}-s windows (the same in every run), "
+          f"{args.runs} separate runs; ms/sample (mean over the windows)\n")
+    print("| run | " + " | ".join(names) + " | ours / fastest other |")
+    print("|---:|" + "---:|" * (len(names) + 1))
+    per = {m: [] for m in names}
+    ratios = []
+    for r, run in enumerate(runs, 1):
+        ms = {m: mean for _, m, mean, *_ in run["rows"]}
+        for m in names:
+            per[m].append(ms[m])
+        ratios.append(ms[ours] / min(ms[m] for m in names if m != ours and "before" not in m))
+        print(f"| {r} | " + " | ".join(f"{ms[m]:.0f}" for m in names) + f" | {ratios[-1]:.2f}x |")
+    print("| slowest / fastest run | " + " | ".join(f"{max(v) / min(v):.2f}" for v in per.values())
+          + f" | {min(ratios):.2f}-{max(ratios):.2f}x |")
 
 
 def print_table(path, windows, args, auto_backend, opens, rows, ours) -> None:
@@ -149,7 +206,7 @@ def print_table(path, windows, args, auto_backend, opens, rows, ours) -> None:
         best = min((r for r in rows if r[0] == n), key=lambda r: r[2])
         lean = min((r for r in rows if r[0] == n), key=lambda r: r[4])
         mine = next(r for r in rows if r[0] == n and r[1] == ours)
-        others = [r for r in rows if r[0] == n and r[1] != ours and "checks" not in r[1]]
+        others = [r for r in rows if r[0] == n and r[1] != ours and not any(w in r[1] for w in ("checks", "before"))]
         fastest = min(others, key=lambda r: r[2]) if others else mine
         leanest = min(others, key=lambda r: r[4]) if others else mine
         print(f"fastest for {n} frames: {best[1]} ({best[2]:.0f} ms/sample); "

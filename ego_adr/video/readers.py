@@ -13,6 +13,7 @@ what the container's header claims (``None`` when it does not say), so a truncat
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import NamedTuple
 
@@ -99,6 +100,14 @@ class _DecordReader(_Reader):
         self._vr = None
 
 
+def decode_threads() -> int:
+    """The cores this process may run on (its CPU affinity, which containers and ``taskset`` narrow)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
+
+
 class _PyAVReader(_Reader):
     """Frame-exact random access with PyAV: the packets are indexed once (demux only, no decoding), then a
     target frame is reached by seeking to its keyframe and decoding forward -- only when it is not reachable by
@@ -114,6 +123,11 @@ class _PyAVReader(_Reader):
         self._c = av.open(path)
         st = self._c.streams.video[0]
         st.thread_type = "AUTO"
+        # One decoding thread per core this process may use, as OpenCV's FFmpeg backend does. Left at 0, FFmpeg
+        # picks cores + 1 frame threads: on 2 cores one is always waiting for a core, and every seek (one per GOP
+        # a sample touches) refills one more frame in flight, so the time a sample takes varied from run to run
+        # (issue 28 item 8; `scripts/bench_frames.py --runs`, docs/benchmarks.md). Same frames either way.
+        st.codec_context.thread_count = decode_threads()
         self._st = st
         pts, keys = [], []
         for pkt in self._c.demux(st):

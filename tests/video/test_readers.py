@@ -1,4 +1,5 @@
 """The PyAV reader's pixels: its one reused RGB converter gives what PyAV's own per-frame conversion gives.
+Its decoder threads follow the cores the process may use, with the same frames.
 
 Why: the reader converts every frame through one ``VideoReformatter`` (a cached swscale context, issue 17 item 6)
 instead of ``VideoFrame.to_ndarray(format="rgb24")``, which builds a context per frame. The two must agree byte
@@ -66,5 +67,25 @@ def test_reused_converter_gives_pyav_own_pixels(tmp_path, codec, pix_fmt, w, h, 
                 assert d.problem is None and d.index == i
                 assert d.frame.shape == (h, w, 3) and d.frame.dtype == np.uint8
                 assert np.array_equal(d.frame, ref[i]), f"frame {i} differs from PyAV's own conversion"
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("cores", [{0}, {0, 1, 2}])
+def test_decoder_threads_follow_the_cores_this_process_may_use(tmp_path, monkeypatch, cores):
+    """FFmpeg's own choice (thread_count 0) is cores + 1 frame threads, which made the reader's time vary on 2
+    cores (issue 28 item 8): the reader asks for one thread per core it may run on, and the frames are the same."""
+    import ego_adr.video.readers as readers
+
+    path = tmp_path / "v.mp4"
+    _write(path, "libx264", "yuv420p", 160, 120, n=40, gop=10)
+    ref = _reference(path)
+    monkeypatch.setattr(readers.os, "sched_getaffinity", lambda pid: set(cores), raising=False)
+    reader = _PyAVReader(str(path))
+    try:
+        assert reader._st.codec_context.thread_count == len(cores)
+        wanted = [0, 5, 11, 12, 23, 39]
+        for i, d in zip(wanted, reader.read(wanted, lambda f: f), strict=True):
+            assert d.index == i and np.array_equal(d.frame, ref[i])
     finally:
         reader.close()
