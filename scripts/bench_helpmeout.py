@@ -4,12 +4,14 @@
     python scripts/bench_helpmeout.py monitors --release runs/helpmeout --out runs/helpmeout/eval
     python scripts/bench_helpmeout.py detectability --release runs/helpmeout --evals runs/helpmeout/eval
     python scripts/bench_helpmeout.py howhard --evals runs/helpmeout/eval        # paper vs ours, M1-M4 + Table 14
+    python scripts/bench_helpmeout.py oneclass --evals runs/helpmeout/eval       # supervised vs one-class, per family
 
 ``generate`` prints episodes, workers, seconds, the largest category-share gap (Figure 7) and whether every
 composition figure is within 10% of the paper's. ``monitors`` evaluates each registered monitor that needs no
 model on DIR/test.jsonl (threshold chosen on DIR/val.jsonl, learned ones trained on DIR/train.jsonl), prints the
-time spent per monitor streaming the test split (training and the validation pass shown apart), then the
-summary tables (``python -m ego_adr.helpmeout summarize``) of the same folders. ``detectability`` prints how
+time spent per monitor streaming the test split (training and the validation pass shown apart; docs block
+``helpmeout-monitors``), then the summary tables (``python -m ego_adr.helpmeout summarize``) of the same folders
+(block ``helpmeout-summary``: the results of docs/helpmeout.md). ``detectability`` prints how
 predictable each category's realisation is (:mod:`ego_adr.helpmeout.generator.difficulty`: an n-gram probe trained on
 DIR/train.jsonl, step-level AUPRC per category on DIR/test.jsonl) beside the learned monitors' Table 12 from
 ``--evals`` and the paper's SGT row.
@@ -69,8 +71,20 @@ def bench_monitors(a: argparse.Namespace) -> None:
         total = sum(t["test_s"] for _, t, _ in rows)
         print(f"| **all {len(rows)}, training excluded** | | {sum(t['val_s'] for _, t, _ in rows):.1f} | "
               f"**{total:.1f}** |")
-    a.blocks = {"helpmeout-monitors": table.text}
-    cli(["summarize", *dirs, "--out", str(out / "summary")])
+    with docs_tables.Printed() as summary:  # the paper's tables of the same folders: the results block
+        cli(["summarize", *dirs, "--out", str(out / "summary")])
+    a.blocks = {"helpmeout-monitors": table.text, "helpmeout-summary": _results_only(summary.text)}
+    if a.write_docs:  # the plot beside the tables comes from the same run
+        import shutil
+
+        shutil.copyfile(out / "summary" / "figure3.png", Path(a.write_docs) / "docs" / "img" / "helpmeout_figure3.png")
+
+
+def _results_only(text: str) -> str:
+    """The summary's tables without the lines that name this run's folders (they differ per machine), its
+    headings one level down (they sit under the page's Results heading)."""
+    keep = [x for x in text.splitlines() if not x.startswith(("-> ", "(skipping ", "![Figure 3"))]  # plot: below
+    return "\n".join("#" + x if x.startswith("## ") else x for x in keep).strip("\n")
 
 
 def bench_detectability(a: argparse.Namespace) -> None:
@@ -97,6 +111,12 @@ def bench_howhard(a: argparse.Namespace) -> None:
     print(how_hard_table(a.evals))
 
 
+def bench_oneclass(a: argparse.Namespace) -> None:
+    from ego_adr.helpmeout.evaluation.paper_results import oneclass_table
+
+    print(oneclass_table(a.evals))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -116,13 +136,15 @@ def main() -> None:
     d.add_argument("--n", type=int, default=3, help="n-gram order of the probe")
     h = sub.add_parser("howhard", help="the paper's rows beside ours (M1-M4, Table 14) from `monitors` output")
     h.add_argument("--evals", required=True)
-    for sp in (g, m, d, h):
+    o = sub.add_parser("oneclass", help="each learned family trained supervised and one-class, beside the paper")
+    o.add_argument("--evals", required=True, help="the `monitors` output folder")
+    for sp in (g, m, d, h, o):
         docs_tables.add_flag(sp)
     a = p.parse_args()
     cmds = {"generate": bench_generate, "monitors": bench_monitors, "detectability": bench_detectability,
-            "howhard": bench_howhard}
+            "howhard": bench_howhard, "oneclass": bench_oneclass}
     name = f"helpmeout-{a.cmd}"  # the docs block of this subcommand's table (--write-docs)
-    docs_tables.check(a, [name])
+    docs_tables.check(a, [name] + (["helpmeout-summary"] if a.cmd == "monitors" else []))
     a.blocks = None
     with docs_tables.Printed() as printed:
         cmds[a.cmd](a)

@@ -136,3 +136,31 @@ def test_how_hard_table_puts_each_paper_row_beside_ours(tmp_path):
     assert f"{PAPER['sgt']['M1']:.3f}" in paper_row and "| – |" in paper_row  # SGT's M4 did not survive
     assert "|  | ours | 0.700 | 0.500 | 0.800 | 0.300 | 0.200 | 0.100 | 0.600 | 0.300 | 0.400 |" in text
     assert "| sgt | paper | 0.844 | 0.690 |" in text and "|  | ours | 0.900 | 0.500 | – | – | – | – |" in text
+
+
+def test_oneclass_table_puts_each_family_trained_both_ways_beside_the_paper(tmp_path):
+    import json
+
+    from ego_adr.helpmeout.evaluation.paper_results import oneclass_table
+
+    def write(name, m1, recipe=None):
+        m = {"monitor": name, "privileged": False, "M1": m1, "M2": {"all": 0.25, "end": 0.5, "mid": 0.125},
+             "M3": {"missed": 0.1, "early": 0.5, "on_target": 0.25, "false_alarm": 0.375}, "M4": {"macro": 0.0},
+             "by_complexity": {"simple": {"M1": 0.55}, "medium": {"M1": 0.7}, "complex": {"M1": 0.75}}}
+        if recipe:
+            m["training_recipe"] = recipe
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.json").write_text(json.dumps(m))
+
+    write("seq2seq", 0.6)
+    write("seq2seq-oneclass", 0.65, {"chosen": {"hidden": 64, "epochs": 6, "heldout_nll": 0.9, "score": "margin"}})
+    lines = oneclass_table(tmp_path).splitlines()
+    rows = [x for x in lines if x.startswith("| seq2seq")]
+    # the paper's supervised Seq2Seq (Table 2 / 13 / 15, Table 14's M1 by complexity), then ours both ways
+    assert rows[0] == ("| seq2seq | paper (supervised) | 0.496 | 0.376 | 0.656 | 0.132 | 0.990 | 0.000 | 0.100 "
+                       "| 0.614 / 0.498 / 0.349 | |")
+    assert rows[1].startswith("| seq2seq | ours, supervised | 0.600 | 0.250 | 0.500 | 0.125 | 0.100 | 0.250 | "
+                              "0.375 | 0.550 / 0.700 / 0.750 |")
+    assert rows[2].startswith("| seq2seq-oneclass | ours, one-class | 0.650 |")
+    assert rows[2].endswith("| hidden 64, epochs 6, score margin |")  # the chosen recipe, not the NLL
+    assert not any(x.startswith(("| seq2seq-sg |", "| sgt |")) and "ours" in x for x in lines)  # no folder: no row

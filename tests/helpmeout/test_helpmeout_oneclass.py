@@ -137,3 +137,6 @@ def test_evaluate_writes_the_recipe(tmp_path):
         v for c in r["heldout_nll"].values() for _, v in c)
     assert m["M4"]["macro"] == 0.0 and "Youden" in m["threshold_rule"] and not m["privileged"]
     assert (out / "oneclass_seq2seq.pt").is_file()
+    from importlib import metadata
+
+    assert m["versions"]["torch"] == metadata.version("torch")  # the same seed on another torch: other weights

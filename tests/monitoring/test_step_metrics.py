@@ -43,6 +43,9 @@ def test_flag_all_on_assembly101_oracle_merged_is_the_hand_computed_row(online_r
     assert got == {"mistake_precision": 0.274, "mistake_recall": 1.0, "mistake_f1": 0.430,
                    "balanced_precision": 0.5, "balanced_f1": 0.667, "macro_f1": 0.215}
     assert (m["tp"], m["fp"], m["fn"], m["tn"]) == (182, 482, 0, 0)
+    from importlib import metadata
+
+    assert m["versions"]["torch"] == metadata.version("torch")  # learned monitors' weights depend on it
     report = (tmp_path / "fa" / "report.md").read_text()
     assert "| **flag-all** (ours) | oracle steps (PREGO's gt, merged) | 27.4 | 100.0 | 43.0 | 50.0 | 66.7 | 21.5 |" \
         in report

@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from ego_adr.models.compat import runtime_versions
+
 SUBSET_SIZE = 60
 SUBSET_CORRECT = 30
 
@@ -154,6 +156,7 @@ def evaluate(
             "threshold_rule": rule,
             "seconds": round(time.perf_counter() - t0, 2),
             "timing": {k: round(v, 3) for k, v in timing.items()},
+            "versions": runtime_versions(),  # learned monitors train from a seed: torch decides their weights
         }
     )
     return metrics, first_rows or [], first_steps or []

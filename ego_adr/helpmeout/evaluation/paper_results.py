@@ -162,3 +162,38 @@ def how_hard_table(evals: str | Path) -> str:
             + " |"
         )
     return "\n".join(lines)
+
+
+ONECLASS_COLUMNS = ("M1", "M2", "M2_end", "M2_mid", "missed", "on_target", "false_alarm")
+
+
+def oneclass_table(evals: str | Path) -> str:
+    """Markdown: per learned family, the paper's (supervised) row, ours supervised and ours one-class, with M1 by
+    template complexity (Table 14) and the one-class recipe's chosen settings. Why: issue 27 asks whether the
+    paper's weak Seq2Seq (Table 2, M1 0.496) is a training regime; the same inputs trained both ways on the same
+    release answer it for our data."""
+    found = {}
+    for f in sorted(Path(evals).glob("*/metrics.json")):
+        m = json.loads(f.read_text())
+        found[m["monitor"]] = m
+    cols = ONECLASS_COLUMNS
+    head = ("| Family | trained | " + " | ".join(c.replace("_", " ") for c in cols)
+            + " | M1 simple / medium / complex | chosen (one-class) |")
+    lines = [head, "|---|---|" + "---:|" * len(cols) + "---|---|"]
+    for fam in ("seq2seq", "seq2seq-sg", "sgt"):
+        p, t14 = PAPER.get(fam), PAPER_T14.get(fam)
+        if p is not None:
+            cx = " / ".join(f"{a:.3f}" for a, _ in t14) if t14 else "–"
+            lines.append(f"| {fam} | paper (supervised) | " + " | ".join(_cell(p.get(c)) for c in cols)
+                         + f" | {cx} | |")
+        for name, how in ((fam, "ours, supervised"), (f"{fam}-oneclass", "ours, one-class")):
+            m = found.get(name)
+            if m is None:
+                continue
+            o = ours(m)
+            cx = " / ".join(_cell(m.get("by_complexity", {}).get(k, {}).get("M1"))
+                            for k in ("simple", "medium", "complex"))
+            ch = (m.get("training_recipe") or {}).get("chosen") or {}
+            chosen = ", ".join(f"{k} {v}" for k, v in ch.items() if k != "heldout_nll") if "oneclass" in name else ""
+            lines.append(f"| {name} | {how} | " + " | ".join(_cell(o[c]) for c in cols) + f" | {cx} | {chosen} |")
+    return "\n".join(lines)

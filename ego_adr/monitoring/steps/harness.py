@@ -18,6 +18,7 @@ import json
 import os
 from pathlib import Path
 
+from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.monitoring.step_metrics import metrics
 from ego_adr.monitoring.steps.data import Stream
@@ -72,6 +73,9 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
         "deviations": list(getattr(monitor, "deviations", [])), "note": getattr(monitor, "note", None),
         "notes": list(stream.notes), "extra_videos": list(stream.extra_videos),
         "harness_version": HARNESS_VERSION,
+        # a learned monitor trains from its seed, and the same code on another torch gives other weights
+        # (sgt-oneclass moved up to 4.2 points from torch 2.14.1 to 2.15.0): the libraries are part of the result
+        "versions": runtime_versions(),
     }
     if hasattr(monitor, "stats"):
         out["stats"] = monitor.stats()
