@@ -57,9 +57,9 @@ def run_all(root: str, out: Path) -> tuple[dict, float]:
 
 def table(results: dict) -> str:
     """One table per data set: every stream's rows, ours then the published ones measured on that stream."""
-    from ego_adr.monitoring.steps import published as pub
-    from ego_adr.monitoring.steps.data import BENCHMARKS as SPECS
-    from ego_adr.monitoring.steps.report import _header, ours_row, published_row
+    from ego_adr.online_mistakes import published as pub
+    from ego_adr.online_mistakes.data import BENCHMARKS as SPECS
+    from ego_adr.online_mistakes.report import _header, ours_row, published_row
 
     lines = []
     for b in BENCHMARKS:
@@ -77,7 +77,7 @@ def _goal_lines(results: dict) -> list[str]:
     """Issue 27's goal, each metric on the stream its best published rows were measured on (DTGL's macro F1 on
     ``oracle``, TI-PREGO's F1b on ``oracle-merged``, both on ``miniroad``), flag-all's value beside each, and the
     monitor chosen on the training sequences alone (the highest cross-validated objective) beside the best on test."""
-    from ego_adr.monitoring.steps.report import goal
+    from ego_adr.online_mistakes.report import goal
 
     out = ["Issue 27's goal (flag-all left out): the best published row on the same kind of step input, our best "
            "non-privileged monitor on this test, and the monitor chosen without the test (highest cross-validated "
@@ -156,8 +156,8 @@ def dtgl_hashseed(root: str, checkout: str, seeds: int, ours: dict) -> str:
 def cycle_facts(root: str) -> str:
     """The cycles of each data set's precondition edges before any is removed (strongly connected components of
     more than one step), with each edge's transition probability: what DTGL's seed-dependent rule chooses among."""
-    from ego_adr.monitoring.steps.data import load_training
-    from ego_adr.monitoring.steps.monitors.count_based import TransitionGraph
+    from ego_adr.online_mistakes.data import load_training
+    from ego_adr.online_mistakes.monitors.count_based import TransitionGraph
 
     lines = []
     for b in BENCHMARKS:

@@ -46,7 +46,7 @@ class GenerationConfig:
     """How one reply is decoded. Greedy with 256 new tokens is the paper's setting (Appendix C, H) and the default.
 
     Sampling (``do_sample=True``) is for methods that draw several replies to one prompt: PREGO's anticipated set
-    is the union of several sampled replies (``ego_adr.monitoring.steps.monitors.prego``). A sampled request
+    is the union of several sampled replies (``ego_adr.online_mistakes.monitors.prego``). A sampled request
     carries everything its reply depends on: ``temperature`` (> 0), ``top_p`` (nucleus mass in (0, 1]; 1 is
     off) and its own ``seed``, so the same request gives the same reply on every backend that can seed per
     request (HF, our server, vLLM; a hosted API treats the seed as best effort), whatever batch it travels in.

@@ -15,21 +15,21 @@ from ego_adr.errors import OneLineParser, run_cli
 
 
 def _evaluate(a) -> int:
-    from ego_adr.monitoring.steps.evaluate import evaluate
+    from ego_adr.online_mistakes.evaluate import evaluate
 
     return evaluate(a)
 
 
 def _download(a) -> int:
-    from ego_adr.monitoring.steps.download import download_cli
+    from ego_adr.online_mistakes.download import download_cli
 
     return download_cli(a)
 
 
 def _evaluate_parser(sub) -> None:
-    from ego_adr.monitoring.steps.data import BENCHMARKS, STREAMS
-    from ego_adr.monitoring.steps.monitors.prego import DECODINGS
-    from ego_adr.monitoring.steps.registry import REGISTRY
+    from ego_adr.online_mistakes.data import BENCHMARKS, STREAMS
+    from ego_adr.online_mistakes.monitors.prego import DECODINGS
+    from ego_adr.online_mistakes.registry import REGISTRY
 
     e = sub.add_parser("evaluate", help="stream a monitor over a step-stream benchmark and score it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

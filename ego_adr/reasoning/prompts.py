@@ -345,7 +345,7 @@ VERSIONS = {p.name: p.version for p in ALL}
 # steps but the last as the input, the last as the next symbol), then the observed prefix. The field labels
 # ("Sequence type", "Input Sequence", "Next Symbol", "---" between examples, -1 as the start symbol) are the method's
 # format, kept so that a model sees what PREGO's saw; the examples and the prefix are filled in by
-# ego_adr.monitoring.steps.monitors.prego.
+# ego_adr.online_mistakes.monitors.prego.
 PREGO_NEXT_STEP = Prompt(
     name="prego_next_step",
     version="1",

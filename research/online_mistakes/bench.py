@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from ego_adr.monitoring.protocol import stream_episode
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 ROOT = Path(__file__).resolve().parents[3] / "shared" / "online-mistakes"
 DATASETS = {"assembly101-o": ("assembly101", "output_miniROAD_Assembly101-O.json"),

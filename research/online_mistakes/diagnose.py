@@ -18,7 +18,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from ego_adr.monitoring.steps import cv  # noqa: E402
+from ego_adr.online_mistakes import cv  # noqa: E402
 from research.online_mistakes.bench import DATASETS, STREAMS, run, training_set  # noqa: E402
 from research.online_mistakes.monitors import build  # noqa: E402
 

@@ -24,8 +24,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from ego_adr.monitoring.steps import cv  # noqa: E402
-from ego_adr.monitoring.steps.monitors.oneclass import _Adam  # noqa: E402
+from ego_adr.online_mistakes import cv  # noqa: E402
+from ego_adr.online_mistakes.monitors.oneclass import _Adam  # noqa: E402
 from research.online_mistakes.bench import DATASETS, STREAMS, score, test_streams, training_set  # noqa: E402
 
 BETAS = (0.005, 0.05, 0.5)

@@ -10,15 +10,15 @@ import sys
 
 import pytest
 
-from ego_adr.monitoring.steps.monitors.count_based import END, START, TransitionGraph
+from ego_adr.online_mistakes.monitors.count_based import END, START, TransitionGraph
 
 PUBLISHED = {("assembly101-o", "oracle"): 0.260, ("assembly101-o", "miniroad"): 0.232,
              ("epic-tent-o", "oracle"): 0.566, ("epic-tent-o", "miniroad"): 0.404}  # DTGL Table 3, Count-Based * / +
 
 
 def _macro_f1(root, bench: str, stream: str) -> tuple[float, list]:
-    from ego_adr.monitoring.steps.data import load_stream, load_training
-    from ego_adr.monitoring.steps.harness import result, run_monitor
+    from ego_adr.online_mistakes.data import load_stream, load_training
+    from ego_adr.online_mistakes.harness import result, run_monitor
 
     train, s = load_training(root, bench), load_stream(root, bench, stream)
     rows, mon = run_monitor("count-based", train, s)
@@ -36,8 +36,8 @@ def test_count_based_is_the_same_under_any_hash_seed(online_root, tmp_path):
     code = ("import json, sys; from tests_count_based_probe import probe; print(json.dumps(probe(sys.argv[1])))")
     probe = tmp_path / "tests_count_based_probe.py"
     probe.write_text(
-        "from ego_adr.monitoring.steps.data import load_stream, load_training\n"
-        "from ego_adr.monitoring.steps.harness import run_monitor\n"
+        "from ego_adr.online_mistakes.data import load_stream, load_training\n"
+        "from ego_adr.online_mistakes.harness import run_monitor\n"
         "def probe(root):\n"
         "    out = {}\n"
         "    for b in ('assembly101-o', 'epic-tent-o'):\n"
@@ -68,8 +68,8 @@ def test_the_weakest_edge_of_a_cycle_goes_whichever_node_it_starts_from():
 
 
 def test_precondition_check_over_a_stream():
-    from ego_adr.monitoring.steps.monitors.count_based import CountBased
-    from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+    from ego_adr.online_mistakes.monitors.count_based import CountBased
+    from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
     m = CountBased()
     m.fit(TrainingSet("toy", ((1, 2, 3), (1, 2, 3), (1, 2, 3)), {1: "a", 2: "b", 3: "c", 4: "d"}))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 from ego_adr.monitoring.protocol import stream_episode
-from ego_adr.monitoring.steps.monitors.graph import CATEGORY, GraphMonitor, TaskGraph
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.monitors.graph import CATEGORY, GraphMonitor, TaskGraph
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 SEQS = ((1, 2, 3, 4, 5),) * 4 + ((1, 3, 2, 4, 5),) * 4 + ((1, 2, 3, 4, 5, 5),) * 2
 TAX = {i: f"step-{i}" for i in (1, 2, 3, 4, 5, 9)}

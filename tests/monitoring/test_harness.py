@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.monitoring.steps.data import Recording, Stream
-from ego_adr.monitoring.steps.harness import feed
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.data import Recording, Stream
+from ego_adr.online_mistakes.harness import feed
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 EVENTS: list[tuple] = []
 
@@ -58,7 +58,7 @@ def test_the_monitor_gets_one_step_at_a_time_and_never_a_later_one():
 def test_every_registered_monitor_builds_and_answers_every_step():
     """A typo in a spec (factory string, constructor argument) fails here, not for the first user who picks it."""
     from ego_adr.models.doubles import ScriptedModelDouble
-    from ego_adr.monitoring.steps.registry import REGISTRY
+    from ego_adr.online_mistakes.registry import REGISTRY
 
     seqs = ((1, 2, 3, 4), (1, 3, 2, 4), (1, 2, 3, 4), (2, 1, 3, 4), (1, 2, 4), (1, 2, 3, 4))
     train = TrainingSet("toy", seqs, {i: f"step {i}" for i in range(1, 6)}, tuple(f"v{i}" for i in range(6)))

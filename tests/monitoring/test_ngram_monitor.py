@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ego_adr.monitoring.protocol import stream_episode
-from ego_adr.monitoring.steps.monitors.ngram import NGramModel, NGramMonitor, task_of
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.monitors.ngram import NGramModel, NGramMonitor, task_of
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 
 def test_witten_bell_bigram_by_hand():

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ego_adr.monitoring.protocol import stream_episode
-from ego_adr.monitoring.steps import cv
-from ego_adr.monitoring.steps.monitors import oneclass as O
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes import cv
+from ego_adr.online_mistakes.monitors import oneclass as O
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 # 1 first; then 2 (7 of 10) or 3; 4 after both; 5 last. "1 -> 4" never happens.
 SEQS = ((1, 2, 3, 4, 5),) * 7 + ((1, 3, 2, 4, 5),) * 3

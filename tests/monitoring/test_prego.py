@@ -12,9 +12,9 @@ import shutil
 import pytest
 
 from ego_adr.models.base import Capabilities, Generation
-from ego_adr.monitoring.steps.data import Recording, Stream
-from ego_adr.monitoring.steps.monitors.prego import Prego, parse_symbol, task_of
-from ego_adr.monitoring.steps.types import TrainingSet
+from ego_adr.online_mistakes.data import Recording, Stream
+from ego_adr.online_mistakes.monitors.prego import Prego, parse_symbol, task_of
+from ego_adr.online_mistakes.types import TrainingSet
 
 A08 = "nusar-2021_action_both_9044-a08_9044_user_id_2021-02-05_154403"
 B06 = "nusar-2021_action_both_9012-b06a_9012_user_id_2021-02-01_162904"
@@ -59,7 +59,7 @@ def _train() -> TrainingSet:
 
 
 def test_the_prompt_holds_the_same_toys_training_sequences_and_only_the_prefix():
-    from ego_adr.monitoring.steps.harness import feed
+    from ego_adr.online_mistakes.harness import feed
 
     model = NextStepModelDouble()
     mon = Prego(model=model)
@@ -84,7 +84,7 @@ def test_the_prompt_holds_the_same_toys_training_sequences_and_only_the_prefix()
 
 
 def test_a_failed_call_for_its_input_is_recorded_and_the_run_goes_on():
-    from ego_adr.monitoring.steps.harness import feed
+    from ego_adr.online_mistakes.harness import feed
 
     mon = Prego(model=NextStepModelDouble(fail_after=1, retryable=False))
     mon.fit(_train())
@@ -108,7 +108,7 @@ def _mini_root(online_root, tmp_path, videos=2):
 def test_an_outage_is_exit_3_nothing_written_and_the_rerun_resumes_from_the_cache(online_root, cli, tmp_path,
                                                                                   monkeypatch):
     from ego_adr.models.cache import CachedModel, StageCache
-    from ego_adr.monitoring.steps import evaluate
+    from ego_adr.online_mistakes import evaluate
 
     root, out, cache = _mini_root(online_root, tmp_path), tmp_path / "out", tmp_path / "cache.sqlite"
     broken = NextStepModelDouble(fail_after=5)
@@ -186,7 +186,7 @@ def _one_recording(steps=(3, 4, 5)):
 
 
 def test_the_anticipated_set_is_the_union_of_the_parsed_sampled_replies():
-    from ego_adr.monitoring.steps.harness import feed
+    from ego_adr.online_mistakes.harness import feed
 
     double = SeededReplyModelDouble([" 3\n---", "5", "no idea", "3.", "the next is 4"])
     mon = Prego(model=double, decoding="sampled", samples=5)
@@ -207,7 +207,7 @@ def test_the_anticipated_set_is_the_union_of_the_parsed_sampled_replies():
 
 def test_a_failed_sample_is_recorded_and_the_other_samples_still_make_the_set():
     from ego_adr.errors import InfrastructureError
-    from ego_adr.monitoring.steps.harness import feed
+    from ego_adr.online_mistakes.harness import feed
 
     mon = Prego(model=SeededReplyModelDouble(["3", "5", "4"], fail={1}), decoding="sampled", samples=3)
     mon.fit(_train())
@@ -224,7 +224,7 @@ def test_a_failed_sample_is_recorded_and_the_other_samples_still_make_the_set():
 
 def test_each_sample_is_its_own_cached_call(tmp_path):
     from ego_adr.models.cache import CachedModel, StageCache
-    from ego_adr.monitoring.steps.harness import feed
+    from ego_adr.online_mistakes.harness import feed
 
     def run():
         double = SeededReplyModelDouble(["3", "5", "4", "9"])
@@ -240,7 +240,7 @@ def test_each_sample_is_its_own_cached_call(tmp_path):
 
 
 def test_the_named_decodings_are_prego_s_and_a_change_is_named():
-    from ego_adr.monitoring.steps.monitors.prego import DECODINGS, resolve_decoding
+    from ego_adr.online_mistakes.monitors.prego import DECODINGS, resolve_decoding
 
     assert resolve_decoding() == ("numeric", DECODINGS["numeric"])
     n, s = DECODINGS["numeric"], DECODINGS["sampled"]

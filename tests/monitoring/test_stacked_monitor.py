@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from ego_adr.monitoring.protocol import stream_episode
-from ego_adr.monitoring.steps import cv
-from ego_adr.monitoring.steps.monitors import stacked as S
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes import cv
+from ego_adr.online_mistakes.monitors import stacked as S
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "online-mistakes"
 SEQS = ((1, 2, 3, 4, 5),) * 6 + ((1, 3, 2, 4, 5),) * 4 + ((1, 2, 3, 4, 5, 5),) * 2
@@ -70,11 +70,11 @@ def hook(ev, args):
 
 sys.addaudithook(hook)
 from ego_adr.monitoring.protocol import stream_episode
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
-from ego_adr.monitoring.steps.monitors.graph import GraphMonitor
-from ego_adr.monitoring.steps.monitors.ngram import NGramMonitor
-from ego_adr.monitoring.steps.monitors.oneclass import OneClassMonitor
-from ego_adr.monitoring.steps.monitors.stacked import StackedMonitor
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.monitors.graph import GraphMonitor
+from ego_adr.online_mistakes.monitors.ngram import NGramMonitor
+from ego_adr.online_mistakes.monitors.oneclass import OneClassMonitor
+from ego_adr.online_mistakes.monitors.stacked import StackedMonitor
 raw = json.loads((root / "dtgl" / "epic-tent" / "train.json").read_text())
 tax = {int(k): v["name"] for k, v in raw["taxonomy"]["epic-tent"].items()}
 vids = sorted(raw["annotations"])

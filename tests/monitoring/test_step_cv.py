@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ego_adr.monitoring.steps import cv
+from ego_adr.online_mistakes import cv
 
 SEQS = [(1, 2, 3, 4, 5), (1, 3, 2, 4, 5), (1, 2, 3, 5, 4), (2, 1, 3, 4, 5), (1, 2, 4, 3, 5), (1, 2, 3, 4, 6)]
 

@@ -94,7 +94,7 @@ def test_conventions_on_hand_made_rows():
 def test_the_goal_names_the_monitor_chosen_on_validation_beside_the_best_on_test():
     """The best row on the test is a choice made by looking at it; the goal line also names the monitor with the
     highest cross-validated objective (no test number involved), and a monitor without one is never that."""
-    from ego_adr.monitoring.steps.report import goal, validation_choice
+    from ego_adr.online_mistakes.report import goal, validation_choice
 
     def row(name, macro, f1b, objective=None, privileged=False):
         sel = {"cv_score": {"objective": objective}} if objective is not None else {}

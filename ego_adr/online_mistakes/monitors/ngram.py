@@ -7,7 +7,7 @@ beat. Witten-Bell interpolation (Witten & Bell, 1991; the form in Chen & Goodman
 smoothing constant: each context ``h`` backs off to the shorter one with weight ``N1+(h .) / (c(h) + N1+(h .))``
 (the number of distinct steps seen after ``h``), down to an add-one unigram over the known steps plus one class for
 a step never seen in training. The order ``n`` (1-4) is chosen by held-out likelihood over the folds of
-:mod:`ego_adr.monitoring.steps.cv`; the score (surprisal or margin below the most likely step, as in
+:mod:`ego_adr.online_mistakes.cv`; the score (surprisal or margin below the most likely step, as in
 :mod:`.oneclass`) and its threshold by the constructed validation mistakes; ``prob`` is the validation-calibrated
 probability. Deterministic (integer counts, sorted vocabularies).
 """
@@ -22,9 +22,9 @@ from functools import lru_cache
 import numpy as np
 
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.monitoring.steps import cv
-from ego_adr.monitoring.steps.monitors.oneclass import SCORES, score_of
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes import cv
+from ego_adr.online_mistakes.monitors.oneclass import SCORES, score_of
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 BOS = -1
 ORDERS = (1, 2, 3, 4)

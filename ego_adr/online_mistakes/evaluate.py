@@ -19,8 +19,8 @@ from pathlib import Path
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
 from ego_adr.monitoring.step_metrics import COUNT_KEYS, METRIC_KEYS
-from ego_adr.monitoring.steps import data as D
-from ego_adr.monitoring.steps.harness import (
+from ego_adr.online_mistakes import data as D
+from ego_adr.online_mistakes.harness import (
     HARNESS_VERSION,
     RESULT_FILES,
     result,
@@ -28,8 +28,8 @@ from ego_adr.monitoring.steps.harness import (
     write_folder,
     write_text,
 )
-from ego_adr.monitoring.steps.registry import REGISTRY
-from ego_adr.monitoring.steps.report import goal, monitor_report, summary_markdown
+from ego_adr.online_mistakes.registry import REGISTRY
+from ego_adr.online_mistakes.report import goal, monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json
 
 MODEL_KEYS = ("model", "backend", "base_url")
@@ -47,7 +47,7 @@ def _check_flags(a) -> list[str]:
         check_device(a.device, a.backend)
     if a.model:
         check_model_name(a.model, a.backend)
-    from ego_adr.monitoring.steps.monitors.prego import cli_settings
+    from ego_adr.online_mistakes.monitors.prego import cli_settings
 
     a.prego_settings = cli_settings(a)
     D.spec(a.benchmark)

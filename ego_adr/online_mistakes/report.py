@@ -4,8 +4,8 @@ papers print them)."""
 
 from __future__ import annotations
 
-from ego_adr.monitoring.steps import published as pub
-from ego_adr.monitoring.steps.data import BENCHMARKS
+from ego_adr.online_mistakes import published as pub
+from ego_adr.online_mistakes.data import BENCHMARKS
 
 COLUMNS = (("P", "mistake_precision"), ("R", "mistake_recall"), ("F1", "mistake_f1"), ("Pb", "balanced_precision"),
            ("F1b", "balanced_f1"), ("macro F1", "macro_f1"))
@@ -114,7 +114,7 @@ def goal(results: list[dict], benchmark: str, stream: str) -> list[dict]:
 
 def validation_choice(results: list[dict]) -> dict | None:
     """The monitor one would pick without the test: the highest cross-validated objective among the monitors
-    that report one (they share one validation construction per benchmark, :mod:`ego_adr.monitoring.steps.cv`).
+    that report one (they share one validation construction per benchmark, :mod:`ego_adr.online_mistakes.cv`).
     "Our best" above is the best on this test, which is a choice made by looking at it; this one is not."""
     scored = [m for m in results if ((m.get("selection") or {}).get("cv_score") or {}).get("objective") is not None]
     return max(scored, key=lambda m: (m["selection"]["cv_score"]["objective"], m["monitor"]), default=None)

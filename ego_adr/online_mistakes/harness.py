@@ -2,7 +2,7 @@
 
 A monitor is built from the registry, fitted once on the benchmark's correct training sequences (never on a test
 file), then fed every test recording through :func:`ego_adr.monitoring.protocol.stream_episode`: reset with the
-recording's :class:`~ego_adr.monitoring.steps.types.StepContext`, then one step id at a time from a generator, so
+recording's :class:`~ego_adr.online_mistakes.types.StepContext`, then one step id at a time from a generator, so
 it never sees a later step. Where a monitor leaves ``flagged`` unset, it alarms when ``p_error >= 0.5``.
 
 A monitor folder holds ``steps.jsonl`` (one row per step: ``video``, ``index``, ``step_id``, ``label`` 1 for the
@@ -21,9 +21,9 @@ from pathlib import Path
 from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.monitoring.step_metrics import metrics
-from ego_adr.monitoring.steps.data import Stream
-from ego_adr.monitoring.steps.registry import REGISTRY
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.data import Stream
+from ego_adr.online_mistakes.registry import REGISTRY
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 from ego_adr.store import write_json
 
 THRESHOLD = 0.5

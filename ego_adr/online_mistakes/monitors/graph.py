@@ -29,8 +29,8 @@ check                     fires when                                       categ
 ========================  ===============================================  ==================================
 
 Confidences count only with ``support`` recordings behind them. ``support``, the three ``tau`` and whether the
-transition check is on are chosen together by cross-validation (:mod:`ego_adr.monitoring.steps.cv`: k folds over
-the training recordings, constructed validation mistakes, :data:`~ego_adr.monitoring.steps.cv.OBJECTIVE`); the
+transition check is on are chosen together by cross-validation (:mod:`ego_adr.online_mistakes.cv`: k folds over
+the training recordings, constructed validation mistakes, :data:`~ego_adr.online_mistakes.cv.OBJECTIVE`); the
 unknown-step check is always on. ``prob`` is, for the first check that fired (the table's order), the share of
 validation steps where that check fired first that were mistakes; for a step where none fired, the share of
 validation mistakes among such steps.
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.monitoring.steps import cv
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes import cv
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 START = -1
 CHECKS = ("unknown-step", "repeated", "out-of-order", "skipped", "unseen-transition")
@@ -131,7 +131,7 @@ def _episode_strengths(graph: TaskGraph, steps: Sequence[int], support: int) -> 
 
 def validation_strengths(sequences: Sequence[Sequence[int]], val: list) -> dict[int, dict[str, np.ndarray]]:
     """Per support value, each check's confidence on every validation step (the graph of each fold learnt from
-    that fold's fit recordings), in the order of :func:`ego_adr.monitoring.steps.cv.episode_labels`."""
+    that fold's fit recordings), in the order of :func:`ego_adr.online_mistakes.cv.episode_labels`."""
     out = {}
     graphs = [TaskGraph.learn([sequences[i] for i in fit]) for fit, _ in val]
     for m in SUPPORT:

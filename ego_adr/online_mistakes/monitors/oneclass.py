@@ -5,16 +5,16 @@ the observed prefix.
 Both benchmarks give correct training sequences only (PREGO, Flaborea et al., CVPR 2024, Sec. 3: mistakes are
 open-set, so the detector is a one-class model), so the supervised recipe of HelpMeOut's learned monitors (an error
 head trained on labelled onsets) has nothing to learn from here. The one-class recipe, in three steps, each chosen
-without the test files (:mod:`ego_adr.monitoring.steps.cv`):
+without the test files (:mod:`ego_adr.online_mistakes.cv`):
 
 1. **Capacity and training length** (hidden size, epochs) by held-out next-step likelihood: k folds over the
    training recordings, the mean held-out negative log-likelihood per step after every second epoch; the pair of
    lowest mean is kept. This needs no mistakes at all.
 2. **The score and its threshold** on validation mistakes built from the held-out recordings (the constructions
-   in :mod:`~ego_adr.monitoring.steps.cv`): the score is either the step's surprisal ``-log p(step | prefix)``
+   in :mod:`~ego_adr.online_mistakes.cv`): the score is either the step's surprisal ``-log p(step | prefix)``
    or its *margin* below the most likely step, ``log max p - log p(step)`` (low when the prefix leaves several
    steps equally open, as EPIC-Tent's interleaved instruction steps do); which one, and the threshold, by
-   :data:`~ego_adr.monitoring.steps.cv.OBJECTIVE` on the pooled validation steps.
+   :data:`~ego_adr.online_mistakes.cv.OBJECTIVE` on the pooled validation steps.
 3. The model is refitted on all training recordings with the chosen capacity and epochs.
 
 A step id never seen in training has probability 0 under the model (surprisal and margin +inf), so it is always
@@ -48,8 +48,8 @@ from ego_adr.monitoring.oneclass import (
     score_of,
 )
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.monitoring.steps import cv
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes import cv
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 __all__ = ["ARCHS", "HIDDEN", "MAX_EPOCHS", "SCORES", "Fitted", "NextStepModel", "OneClassMonitor", "_Adam",
            "score_of", "select_and_fit"]

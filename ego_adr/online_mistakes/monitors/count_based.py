@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 START, END = "START", "END"
 Node = object  # a step id (int), START or END

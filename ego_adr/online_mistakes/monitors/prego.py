@@ -55,8 +55,8 @@ from dataclasses import dataclass, replace
 
 from ego_adr.errors import InfrastructureError, UserError
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.monitoring.steps.monitors.baselines import START
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.monitors.baselines import START
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 _SCRIPT = "PREGO step_anticipation/scripts/anticipation.sh"
 PREGO_TOP_P = 0.9  # llama_meta.py main(top_p=0.9): every sampled PREGO run uses it

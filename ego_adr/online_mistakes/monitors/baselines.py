@@ -14,7 +14,7 @@ reproduce its row (ours is reported beside theirs, and the report says so).
 from __future__ import annotations
 
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 START = -1  # the step before the first one (PREGO's prompts start every sequence with -1)
 NOTHING_TO_CHOOSE = {"hyper_parameters": {}, "chosen_by": "nothing to choose: the monitor has no hyper-parameter"}

@@ -1,7 +1,7 @@
 """The monitors of the step-stream benchmarks (Assembly101-O and EPIC-Tent-O share them): one spec per monitor,
 from which ``--monitor``'s choices, its ``--help`` and the privileged block of every summary derive.
 
-The task input of both benchmarks is :data:`~ego_adr.monitoring.steps.types.STEP_INPUT` (the step taxonomy, the
+The task input of both benchmarks is :data:`~ego_adr.online_mistakes.types.STEP_INPUT` (the step taxonomy, the
 correct training sequences, the observed prefix, the recording's task); a monitor that reads more is privileged
 and reported apart. Every monitor here is deterministic: the same output on every run and any ``PYTHONHASHSEED``.
 """
@@ -9,9 +9,9 @@ and reported apart. Every monitor here is deterministic: the same output on ever
 from __future__ import annotations
 
 from ego_adr.monitoring.registry import MonitorSpec, Registry
-from ego_adr.monitoring.steps.types import PREFIX, STEP_INPUT, TASK, TAXONOMY, TRAINING
+from ego_adr.online_mistakes.types import PREFIX, STEP_INPUT, TASK, TAXONOMY, TRAINING
 
-_M = "ego_adr.monitoring.steps.monitors"
+_M = "ego_adr.online_mistakes.monitors"
 
 REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
     MonitorSpec("flag-all", f"{_M}.baselines:FlagAll", "alarms at every step (what F1b gives away: 0.667)", ()),

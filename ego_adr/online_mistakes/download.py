@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ego_adr.errors import InfrastructureError
-from ego_adr.monitoring.steps import convert
+from ego_adr.online_mistakes import convert
 from ego_adr.store import check_writable_dir
 
 RAW = "https://raw.githubusercontent.com"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ego_adr.errors import UserError
-from ego_adr.monitoring.steps.types import TrainingSet
+from ego_adr.online_mistakes.types import TrainingSet
 
 STREAMS = ("oracle", "oracle-merged", "miniroad")
 DOWNLOAD_HINT = "get the files with `python -m ego_adr.monitoring download --out DIR` and pass --data-root DIR"

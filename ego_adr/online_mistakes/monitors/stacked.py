@@ -1,7 +1,7 @@
 """The stacked monitor: the Ego-ADR task-graph checks and the one-class likelihoods (GRU, n-gram), weighed
 together by a logistic regression fitted on constructed validation mistakes.
 
-The families fail in different places on the validation mistakes (:mod:`ego_adr.monitoring.steps.cv`): the
+The families fail in different places on the validation mistakes (:mod:`ego_adr.online_mistakes.cv`): the
 graph's checks are sharp on a step never seen and on a step that skips its preconditions, but blind to a step
 that is merely unusual after this prefix; the likelihood models see those and are soft where the graph is sharp.
 None of them needs mistakes to train, but how much each signal counts does; so:
@@ -33,11 +33,11 @@ from collections import Counter
 import numpy as np
 
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.monitoring.steps import cv
-from ego_adr.monitoring.steps.monitors import graph as G
-from ego_adr.monitoring.steps.monitors import ngram as N
-from ego_adr.monitoring.steps.monitors import oneclass as O
-from ego_adr.monitoring.steps.types import StepContext, TrainingSet
+from ego_adr.online_mistakes import cv
+from ego_adr.online_mistakes.monitors import graph as G
+from ego_adr.online_mistakes.monitors import ngram as N
+from ego_adr.online_mistakes.monitors import oneclass as O
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 FAMILIES = {"graph": G.CHECKS, "gru": ("gru-surprisal", "gru-margin"), "ngram": ("ngram-surprisal", "ngram-margin")}
 FEATURES = tuple(f for fs in FAMILIES.values() for f in fs)

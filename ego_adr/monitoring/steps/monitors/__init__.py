@@ -1,1 +1,0 @@
-"""The step-stream monitors, one module per method; each is registered in :mod:`ego_adr.monitoring.steps.registry`."""
