@@ -34,7 +34,7 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, token: str | None, allow_unauthenticated: bool) -> None:
     """Refuse to expose an agent beyond this machine without a token (it reads files and runs a model)."""
     if not is_loopback(host) and not token and not allow_unauthenticated:
-        raise SystemExit(f"refusing to listen on {host} without --token: anyone who can reach it could use the "
+        raise UserError(f"refusing to listen on {host} without --token: anyone who can reach it could use the "
                          "agent. Pass --token T (clients send 'Authorization: Bearer T'), or "
                          "--allow-unauthenticated if the network is trusted.")
 

@@ -291,11 +291,26 @@ def test_unreadable_video_is_unanswerable(white, tmp_path):
 
 def test_non_loopback_bind_needs_a_token():
     from ego_adr.agents.serving import check_bind
+    from ego_adr.errors import UserError
 
     check_bind("127.0.0.1", None, False)
     check_bind("0.0.0.0", "t", False)
-    with pytest.raises(SystemExit):
+    check_bind("0.0.0.0", None, True)
+    with pytest.raises(UserError, match="--token"):
         check_bind("0.0.0.0", None, False)
+
+
+@pytest.mark.parametrize("command", ["white", "green"])
+def test_a_public_host_without_a_token_is_a_user_mistake(command, capsys, monkeypatch, tmp_path):
+    """Issue 38 point 3: exit 2 and one ``error:`` line, as every other user mistake; nothing is bound or loaded."""
+    import importlib
+
+    monkeypatch.delenv("EGO_ADR_AGENT_TOKEN", raising=False)
+    main = importlib.import_module(f"ego_adr.agents.{command}").main
+    required = {"white": ["--model", "tiny", "--video-root", str(tmp_path)], "green": []}[command]
+    assert main(["--host", "0.0.0.0", *required]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: refusing to listen on 0.0.0.0 without --token")
 
 
 @pytest.mark.slow  # starts a process or a server (see tests/README.md)
