@@ -164,7 +164,8 @@ def _read_input(annotations, labels, options: Options) -> tuple[list[Row], list[
         [str(b) for b in bad] + refused + [f"line {r.line}: warning: {r.warning}" for r in rows if r.warning]
     )
     if not rows:
-        raise UserError(f"{annotations}: no usable row ({len(issues)} bad: {'; '.join(issues[:3])})")
+        shown = "; ".join(issues[:3]) + (f"; ... and {len(issues) - 3} more" if len(issues) > 3 else "")
+        raise UserError(f"{annotations}: no usable row ({len(issues)} bad: {shown})")
     drawn = None
     if options.subsample is not None:
         rows, drawn = draw(rows, options.subsample, options.subsample_seed)

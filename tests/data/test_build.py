@@ -136,6 +136,24 @@ def test_bad_rows_are_reported_by_line_and_left_out(built, tmp_path):
     )  # an inverted window is kept
 
 
+def test_only_bad_rows_refuse_and_say_how_many_are_not_shown(tmp_path):
+    """Issue 38 point 9: four bad lines, three shown, the fourth counted (not silently dropped); nothing built."""
+    from ego_adr.errors import UserError
+
+    ann = tmp_path / "bad.csv"
+    with ann.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["source", "recording", "video", "task", "step", "start", "end", "labels", "description"])
+        for start in ("a", "b", "c", "d"):
+            w.writerow(["mykitchen", "tea_01", "", "demo_make_tea", "Boil", start, 2, "", ""])
+    with pytest.raises(UserError) as e:
+        build(ann, tmp_path / "out", model=QAWriterDouble(), cache_dir=tmp_path / "cache",
+              options=Options(llm_labels=False))
+    msg = str(e.value)
+    assert "no usable row (4 bad: " in msg and msg.count("is not a number of seconds") == 3
+    assert msg.endswith("; ... and 1 more)") and not (tmp_path / "out").exists()
+
+
 def test_the_built_root_loads_through_the_registry(built, demo_root):
     base, ann, out, summary = built
     mc = load_samples(out, task="multiple-choice", video_root=demo_root / "videos")
