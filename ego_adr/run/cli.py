@@ -74,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--limit", type=int, help="at most N samples in total (not per source), dealt round robin over the "
                                 "sources so each is represented when N >= their number; default: all")
     a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f, plus a tag for each "
-                           "setting that differs from the defaults, e.g. -public for --protocol public, and -demo "
-                           "without --data-root)")
+                           "setting that differs from the defaults, e.g. -public for --protocol public, then the data: -demo "
+                           "without --data-root, else the data root's folder name, -limitN, -s<sources>)")
     a("--device", help="auto, cpu, cuda, cuda:1 ... (default auto)")
     a("--dtype", help="bfloat16/float16/float32 (default: bf16 on GPU, fp32 on CPU)")
     a("--batch-size", type=int, help="requests per model call (default: "

@@ -214,9 +214,22 @@ def default_output_dir(cfg: RunConfig) -> Path:
     from ego_adr.reasoning.protocol import run_folder_tag
 
     tag += run_folder_tag(cfg)
-    if cfg.data_root is None:
-        tag += "-demo"
-    return Path("runs") / tag
+    return Path("runs") / (tag + data_tag(cfg))
+
+
+def data_tag(cfg: RunConfig) -> str:
+    """What data a default folder holds, so that two data roots (or a subset of one) never meet in one folder
+    (issue 38 point 10): ``-demo`` for the embedded set, else the data root's folder name, then ``-limitN`` and
+    ``-s<sources>`` when they narrow it. The folder's identity still decides whether a run resumes."""
+    import re
+
+    name = "demo" if cfg.data_root is None else Path(cfg.data_root).expanduser().resolve().name
+    tag = "-" + (re.sub(r"[^A-Za-z0-9_.+]+", "_", name).strip("._") or "data")
+    if cfg.limit is not None:
+        tag += f"-limit{cfg.limit}"
+    if cfg.sources:
+        tag += "-s" + "+".join(sorted(cfg.sources))
+    return tag
 
 
 def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = False,

@@ -201,3 +201,15 @@ def test_public_budget_is_the_baselines_ego_adr_stages_keep_the_papers(tmp_path,
 def test_default_protocol_leaves_the_demo_folder_name_alone():
     assert str(default_output_dir(RunConfig(max_new_tokens=64))) == "runs/tiny-demo-multiple-choice-auto-8f-demo"
     assert str(default_output_dir(RunConfig(protocol="public"))).endswith("-8f-public-demo")
+
+
+def test_default_folders_are_named_by_their_data(tmp_path):
+    """Issue 38 point 10: another data root, or a part of one, gets its own default folder (not ``-demo``)."""
+    bench, shared = tmp_path / "bench", tmp_path / "shared" / "egoerrorvqa"
+    a = default_output_dir(RunConfig(data_root=str(bench)))
+    b = default_output_dir(RunConfig(data_root=str(shared), limit=8))
+    c = default_output_dir(RunConfig(data_root=str(shared), sources=["epic_tent", "assembly101"]))
+    assert str(a) == "runs/tiny-demo-multiple-choice-auto-8f-bench"
+    assert str(b) == "runs/tiny-demo-multiple-choice-auto-8f-egoerrorvqa-limit8"
+    assert str(c).endswith("-8f-egoerrorvqa-sassembly101+epic_tent")
+    assert len({a, b, c, default_output_dir(RunConfig())}) == 4
