@@ -120,3 +120,28 @@ def title(result: dict, note: str = "") -> str:
     rec = Path(str(result.get("video") or "?")).name
     task = f" ({result['task_id']})" if result.get("task_id") else ""
     return f"{rec}{task}: " + ", ".join(bits) + (note or "")
+
+
+def evidence_text(evidence) -> str:
+    """An alert's evidence as a reader wants it (issue 38 point 12: the page printed the raw dict): why (the
+    progress rule or the end check's reason), the classifier's keywords, the narration it read, the step match."""
+    if not isinstance(evidence, dict):
+        return "" if evidence is None else str(evidence)
+    parts = [str(evidence[k]) for k in ("progress", "reason") if evidence.get(k)]
+    for c in evidence.get("classifier") or []:
+        if isinstance(c, dict):
+            words = c.get("anomaly", []) + c.get("other", [])
+            found = ", ".join(words) or c.get("contrast") or c.get("object_mismatch")
+            if found:
+                parts.append(f"classifier: {found}")
+        else:
+            parts.append(f"classifier: {c}")
+    m = evidence.get("match") or {}
+    if m.get("index") is not None:
+        score = f", score {m['score']:.2f}" if isinstance(m.get("score"), (int, float)) else ""
+        parts.append(f"matched step {m['index'] + 1} ({m.get('method') or 'match'}{score})")
+    if evidence.get("narration"):
+        parts.append(f"narration: \u201c{evidence['narration']}\u201d")
+    known = {"progress", "reason", "classifier", "match", "narration"}
+    parts += [f"{k}: {v}" for k, v in evidence.items() if k not in known and v not in (None, "", [], {})]
+    return "; ".join(parts)

@@ -13,6 +13,7 @@ from ego_adr.stream.timeline_data import (
     colour,
     end_band,
     end_check,
+    evidence_text,
     expected_spans,
     localised,
     omitted_label,
@@ -21,10 +22,22 @@ from ego_adr.stream.timeline_data import (
 )
 
 LEFT, WIDTH, ROW, TOP, PLOT_H = 300, 820, 24, 34, 120
+#: a step label's characters in the 300-px label column at 11 px (longer ones end in an ellipsis; tooltip whole)
+LABEL_CHARS = 46
 
 
 def _esc(x) -> str:
     return html.escape(str(x), quote=True)
+
+
+def _cut(text: str, n: int) -> str:
+    """At most ``n`` characters, an ellipsis where cut (the whole text stays in the mark's tooltip)."""
+    return text if len(text) <= n else text[: n - 1].rstrip() + "\u2026"
+
+
+def _rtf(rtf) -> str:
+    """The real-time factor as the stream CLI prints it (processing time / recording time, two decimals)."""
+    return f"real-time factor {rtf:.2f} (processing time / recording time); " if isinstance(rtf, (int, float)) else ""
 
 
 def _axis(dur: float) -> list[float]:
@@ -37,7 +50,7 @@ def _axis(dur: float) -> list[float]:
 def _rows(out, steps, x, y, spans, segments, end_labels):
     out.append(f'<text x="4" y="{y(-1) + 4:.1f}" fill="#777">(no step)</text>')
     for i, s in enumerate(steps):
-        out.append(f'<text x="4" y="{y(i) + 4:.1f}"><title>{_esc(s)}</title>{i + 1}. {_esc(s[:44])}</text>')
+        out.append(f'<text x="4" y="{y(i) + 4:.1f}"><title>{_esc(s)}</title>{i + 1}. {_esc(_cut(s, LABEL_CHARS))}</text>')
         out.append(f'<line x1="{LEFT}" x2="{LEFT + WIDTH}" y1="{y(i):.1f}" y2="{y(i):.1f}" stroke="#eee"/>')
     for seg in segments or []:
         if seg.get("step_index") is None or seg.get("start") is None:
@@ -88,7 +101,7 @@ def _marks(out, result, x, y, band):
         cx, cy = (x((band[0] + band[1]) / 2) if at_end else x(a["t"])), y(i)
         tip = _esc(
             f"#{k} {a['t']:.1f} s{' (end check)' if at_end else ''} {a['error_type']} p={a['prob']:.2f} "
-            f"{a.get('evidence')}"[:600]
+            f"{evidence_text(a.get('evidence'))}"[:600]
         )
         shape = (
             f'<rect x="{cx - 6:.1f}" y="{cy - 6:.1f}" width="12" height="12"'
@@ -204,7 +217,7 @@ def write_html(
         f"<tr><td>{k}</td><td>{a['t']:.1f}{' (end)' if a.get('kind') == 'end' else ''}</td>"
         f"<td>{_esc(a['error_type'])}</td><td>{a['prob']:.2f}</td>"
         f"<td>{'' if a['step_index'] is None else a['step_index'] + 1}</td>"
-        f"<td>{_esc(str(a.get('evidence'))[:300])}</td></tr>"
+        f"<td>{_esc(_cut(evidence_text(a.get('evidence')), 400))}</td></tr>"
         for k, a in enumerate(result.get("alerts") or [], 1)
     )
     body = (
@@ -212,7 +225,7 @@ def write_html(
         + "".join(out)
         + f"<h2>Alerts ({len(result.get('alerts') or [])})</h2><table class='metrics' id='alerts'><tr><th>#</th>"
         f"<th>t (s)</th><th>type</th><th>p</th><th>step</th><th>evidence</th></tr>{rows}</table>"
-        f"<p class='muted'>real-time factor {result.get('rtf')}; recording {dur:.1f} s</p>"
+        f"<p class='muted'>{_rtf(result.get('rtf'))}recording {dur:.1f} s</p>"
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page(title(result, note), body), encoding="utf-8")

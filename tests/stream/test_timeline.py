@@ -106,3 +106,28 @@ def test_timeline_html_reads_without_the_docs(browser, tmp_path, duration):
         assert v in labels
     assert len(page.query_selector_all("#alerts tr")) == 5 and errors == []
     page.close()
+
+
+def test_timeline_html_writes_evidence_rtf_and_long_labels_for_a_reader(tmp_path):
+    """Issue 38 point 12: the alerts table reads as sentences (no Python dict), the real-time factor has two
+    decimals, and a step label too long for its column ends in an ellipsis with the whole label as tooltip."""
+    import html
+    import re
+
+    long_step = "Take the tea bag out of the cup and put it on the saucer beside the spoon"
+    res = _result(30.0)
+    res["rtf"] = 0.170268
+    res["alerts"][0]["evidence"] = {"narration": "I pour water", "match": {"index": 3, "score": 0.4213,
+                                                                         "method": "tfidf"},
+                                    "classifier": [{"anomaly": ["spill"], "other": []}],
+                                    "progress": "step 4 before unseen step(s) [3]"}
+    text = write_html(res, [*STEPS[:4], long_step], tmp_path / "t.html", _segments(30.0), 0.5).read_text()
+    table = html.unescape(re.search(r"<table class='metrics' id='alerts'>(.*?)</table>", text, re.S).group(1))
+    cells = re.findall(r"<td>(.*?)</td>", table)
+    assert "{" not in table and "'reason'" not in table
+    assert ("step 4 before unseen step(s) [3]; classifier: spill; matched step 4 (tfidf, score 0.42); "
+            "narration: \u201cI pour water\u201d") in cells
+    assert "step 5 never seen" in cells
+    assert "real-time factor 0.17 (processing time / recording time)" in text and "0.170268" not in text
+    label = re.search(r"<title>" + re.escape(long_step) + r"</title>5\. (.*?)</text>", text).group(1)
+    assert label.endswith("\u2026") and long_step.startswith(label[:-1]) and len(label) <= 46
