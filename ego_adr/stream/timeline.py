@@ -18,6 +18,7 @@ from ego_adr.stream.timeline_data import (
     FALLBACK_COLOUR,
     abbrev,
     colour,
+    cut_label,
     end_band,
     end_check,
     expected_spans,
@@ -204,7 +205,7 @@ def timeline_figure(
         a_.axvspan(*band, color="#eeeeee", zorder=0)
     ax.text((band[0] + band[1]) / 2, -1.05, "end\ncheck", ha="center", va="top", fontsize=7, color="#555")
     ax.set_yticks(
-        range(-1, n), ["(no step)"] + [f"{i + 1}. {s[:40]}" for i, s in enumerate(steps)], fontsize=7
+        range(-1, n), ["(no step)"] + [f"{i + 1}. {cut_label(s, 44)}" for i, s in enumerate(steps)], fontsize=7
     )
     ax.set_ylim(n - 0.4, -1.6)
     ax.grid(axis="y", color="#eeeeee")

@@ -122,6 +122,12 @@ def title(result: dict, note: str = "") -> str:
     return f"{rec}{task}: " + ", ".join(bits) + (note or "")
 
 
+def cut_label(text: str, n: int) -> str:
+    """At most ``n`` characters, an ellipsis where cut, so a reader sees that a step's name goes on (issue 38 point
+    12: names were cut mid-word with nothing to say so)."""
+    return text if len(text) <= n else text[: n - 1].rstrip() + "\u2026"
+
+
 def evidence_text(evidence) -> str:
     """An alert's evidence as a reader wants it (issue 38 point 12: the page printed the raw dict): why (the
     progress rule or the end check's reason), the classifier's keywords, the narration it read, the step match."""

@@ -11,6 +11,7 @@ from ego_adr.stream.timeline_data import (
     FALLBACK_COLOUR,
     abbrev,
     colour,
+    cut_label,
     end_band,
     end_check,
     evidence_text,
@@ -30,11 +31,6 @@ def _esc(x) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _cut(text: str, n: int) -> str:
-    """At most ``n`` characters, an ellipsis where cut (the whole text stays in the mark's tooltip)."""
-    return text if len(text) <= n else text[: n - 1].rstrip() + "\u2026"
-
-
 def _rtf(rtf) -> str:
     """The real-time factor as the stream CLI prints it (processing time / recording time, two decimals)."""
     return f"real-time factor {rtf:.2f} (processing time / recording time); " if isinstance(rtf, (int, float)) else ""
@@ -50,7 +46,7 @@ def _axis(dur: float) -> list[float]:
 def _rows(out, steps, x, y, spans, segments, end_labels):
     out.append(f'<text x="4" y="{y(-1) + 4:.1f}" fill="#777">(no step)</text>')
     for i, s in enumerate(steps):
-        out.append(f'<text x="4" y="{y(i) + 4:.1f}"><title>{_esc(s)}</title>{i + 1}. {_esc(_cut(s, LABEL_CHARS))}</text>')
+        out.append(f'<text x="4" y="{y(i) + 4:.1f}"><title>{_esc(s)}</title>{i + 1}. {_esc(cut_label(s, LABEL_CHARS))}</text>')
         out.append(f'<line x1="{LEFT}" x2="{LEFT + WIDTH}" y1="{y(i):.1f}" y2="{y(i):.1f}" stroke="#eee"/>')
     for seg in segments or []:
         if seg.get("step_index") is None or seg.get("start") is None:
@@ -217,7 +213,7 @@ def write_html(
         f"<tr><td>{k}</td><td>{a['t']:.1f}{' (end)' if a.get('kind') == 'end' else ''}</td>"
         f"<td>{_esc(a['error_type'])}</td><td>{a['prob']:.2f}</td>"
         f"<td>{'' if a['step_index'] is None else a['step_index'] + 1}</td>"
-        f"<td>{_esc(_cut(evidence_text(a.get('evidence')), 400))}</td></tr>"
+        f"<td>{_esc(cut_label(evidence_text(a.get('evidence')), 400))}</td></tr>"
         for k, a in enumerate(result.get("alerts") or [], 1)
     )
     body = (
