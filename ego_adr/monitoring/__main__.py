@@ -42,7 +42,7 @@ def _evaluate_parser(sub) -> None:
                    '({"<video>": {"pred": [step ids]}}) holding a recogniser\'s output on the test videos')
     e.add_argument("--monitor", required=True, metavar="M", help="a monitor listed above, or all")
     e.add_argument("--data-root", required=True,
-                   help="folder laid out as ../shared/online-mistakes (dtgl/, prego/): what `download` writes")
+                   help="folder that `python -m ego_adr.monitoring download --out DIR` wrote (dtgl/, prego/)")
     e.add_argument("--out", required=True, help="output folder (metrics.json, steps.jsonl, report.md; with "
                    "--monitor all one folder per monitor and summary.json)")
     e.add_argument("--model", default=None, help="prego: model alias, hub id or folder (tiny runs offline)")
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     _evaluate_parser(sub)
     d = sub.add_parser("download", help="fetch the benchmark files from the public repositories at pinned commits")
-    d.add_argument("--out", required=True, help="folder to lay the files out in (as ../shared/online-mistakes)")
+    d.add_argument("--out", required=True, help="folder to lay the files out in (dtgl/, prego/: what --data-root then reads)")
     d.add_argument("--base-url", default=None, help="raw-file server (default https://raw.githubusercontent.com; "
                    "files are fetched as BASE/<owner>/<repo>/<commit>/<path>)")
     d.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")

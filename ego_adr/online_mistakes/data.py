@@ -108,8 +108,8 @@ def read_json(path: str | os.PathLike, what: str):
 def _path(root: str | os.PathLike, rel: str) -> Path:
     p = Path(root).expanduser() / rel
     if not p.is_file():
-        raise UserError(f"--data-root {root}: {rel} not found (a data root laid out as ../shared/online-mistakes "
-                        f"holds it); {DOWNLOAD_HINT}")
+        raise UserError(f"--data-root {root}: {rel} not found (a data root that `python -m ego_adr.monitoring "
+                        f"download` wrote holds it); {DOWNLOAD_HINT}")
     return p
 
 
