@@ -387,3 +387,24 @@ def test_a_rerun_with_the_judge_back_gives_the_full_score(scripted):
     assert judge_b.requests == N_SCRIPTED and judge_a.requests == N_SCRIPTED  # A answered from the stage cache
     metrics = rescore(tmp, samples_file(out, "egoerrorvqa_oe_demo"), "oe_back")
     assert metrics["avg_sim"] == pytest.approx(OE_BY_HAND, abs=1e-12) and metrics["n_unjudged"] == 0
+
+
+def test_a_model_that_cannot_load_stops_lmms_eval_in_one_line(tmp_path):
+    """Issue 38 point 4: ``device=cuda`` on a machine without CUDA. lmms-eval turns a model's exception into a
+    traceback and exit 0; ``--model ego_adr`` instead ends the process with our one line and exit 2."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: device=cuda would load")
+    p = subprocess.run(
+        [lmms_eval_cli(), "--model", "ego_adr", "--model_args", "mode=shallow,device=cuda", "--tasks",
+         "egoerrorvqa_mc_demo", "--include_path", str(TASKS), "--output_path", str(tmp_path / "out"), "--limit", "1"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+             "LMMS_EVAL_DATASETS_CACHE": str(tmp_path / "datasets")},
+    )
+    ours = [line for line in p.stderr.splitlines() if line.startswith("error: --model ego_adr:")]
+    assert p.returncode == 2, p.stderr[-3000:]
+    assert ours == ["error: --model ego_adr: --device cuda asked for, but this machine has no usable CUDA GPU; use "
+                    "--device cpu (or auto)"]
+    assert "Traceback" not in p.stderr and not list((tmp_path / "out").rglob("*_results.json"))

@@ -170,3 +170,21 @@ def test_real_tasks_need_the_data_root_in_one_line(monkeypatch):
     monkeypatch.setenv(D.ENV_FRAMES, "eight")
     with pytest.raises(UserError, match=D.ENV_FRAMES):
         D.frames()
+
+
+def test_the_task_folder_command_checks_model_args_before_lmms_eval_starts(capsys):
+    """Issue 38 point 4: ``python -m ego_adr.integrations.lmms_eval --model_args ...`` checks them as the model will
+    (one line, exit 2, no task folder printed, so ``TASKS=$(...) && lmms-eval ...`` never starts lmms-eval)."""
+    import torch
+
+    from ego_adr.integrations.lmms_eval.__main__ import main
+
+    assert main([]) == 0 and capsys.readouterr().out.strip() == str(TASKS.parent)
+    bad = {"pretrained=x,nonsense=1": "unknown model_args ['nonsense']", "device": "is not key=value",
+           "mode=deepest": "mode"}
+    if not torch.cuda.is_available():
+        bad["device=cuda"] = "--device cuda asked for, but this machine has no usable CUDA GPU"
+    for args, says in bad.items():
+        assert main(["--model_args", args]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1 and says in err, (args, err)

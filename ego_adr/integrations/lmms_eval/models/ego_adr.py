@@ -23,45 +23,12 @@ from dataclasses import replace
 from lmms_eval.api.model import lmms
 from tqdm import tqdm
 
-from ego_adr.errors import UserError
+from ego_adr.errors import EgoADRError, UserError
 from ego_adr.integrations.lmms_eval import docs as D
+from ego_adr.integrations.lmms_eval.config import run_config
 from ego_adr.integrations.lmms_eval.results import EVIDENCE
 
-
-def run_config(
-    pretrained=None,
-    mode="auto",
-    backend="hf",
-    device="auto",
-    dtype=None,
-    cache_dir=None,
-    bank_model=None,
-    max_new_tokens=None,
-    gpu_memory=None,
-    batch_size=1,
-):
-    """The :class:`~ego_adr.run.config.RunConfig` of the model, validated (a wrong value stops with one line)."""
-    import os
-
-    from ego_adr.run.config import RunConfig
-
-    cfg = RunConfig(
-        model=None if pretrained in (None, "", "tiny-demo") else str(pretrained),
-        mode=str(mode),
-        backend=str(backend),
-        device=str(device),
-        dtype=dtype,
-        cache_dir=cache_dir,
-        bank_model=bank_model,
-        max_new_tokens=None if max_new_tokens is None else int(max_new_tokens),
-        gpu_memory=gpu_memory,
-        batch_size=int(batch_size),
-        frames=D.frames(),
-        protocol=D.PROTOCOL,
-        protocol_options=dict(D.PROTOCOL_OPTIONS),
-        data_root=os.environ.get(D.ENV_DATA) or None,
-    )  # where the public source may lie beside it
-    return cfg.validate()
+__all__ = ["EgoADRModel", "run_config"]
 
 
 class EgoADRModel(lmms):
@@ -83,14 +50,27 @@ class EgoADRModel(lmms):
         **unknown,
     ) -> None:
         super().__init__()
+        try:
+            self._setup(pretrained, mode, batch_size, device, backend, dtype, cache_dir, bank_model,
+                        max_new_tokens, gpu_memory, unknown)
+        except EgoADRError as e:  # lmms-eval would print a traceback and exit 0 (config.py says why)
+            import sys
+
+            from ego_adr.errors import one_line
+
+            print(f"error: --model ego_adr: {one_line(e)}", file=sys.stderr, flush=True)
+            raise SystemExit(e.exit_code) from None
+
+    def _setup(self, pretrained, mode, batch_size, device, backend, dtype, cache_dir, bank_model, max_new_tokens,
+               gpu_memory, unknown) -> None:
         if unknown:
-            raise UserError(
-                f"--model ego_adr: unknown model_args {sorted(unknown)}; known: pretrained, mode, "
-                "backend, device, dtype, cache_dir, bank_model, max_new_tokens, gpu_memory"
-            )
+            from ego_adr.integrations.lmms_eval.config import MODEL_ARGS
+
+            raise UserError(f"unknown model_args {sorted(unknown)}; known: {', '.join(MODEL_ARGS)}")
         from ego_adr.reasoning.bank_model import bank_setup
         from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
         from ego_adr.reasoning.protocol import pipeline_fields
+        from ego_adr.run.checks import check_model_name
         from ego_adr.run.common import load_vlm
 
         self.cfg = cfg = run_config(
@@ -105,6 +85,7 @@ class EgoADRModel(lmms):
             gpu_memory,
             batch_size,
         )
+        check_model_name(cfg.model, cfg.backend)  # before lmms-eval's first document, in one line
         bank_fields, bank_arg, self.bank_name = bank_setup(
             cfg, False, lambda name: load_vlm(replace(cfg, model=name))
         )
