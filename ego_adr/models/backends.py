@@ -37,7 +37,8 @@ def _load_hf(name_or_path: str, *, device="auto", dtype=None, batch_size=1, max_
     if gpu_memory is not None and max_pixels_per_frame is None:
         from ego_adr.models.planner import plan_for_load
 
-        planned = plan_for_load(name_or_path, path, gpu_memory, frames=int(frames), batch_size=batch_size)
+        planned = plan_for_load(name_or_path, path, gpu_memory, frames=int(frames), batch_size=batch_size,
+                                device=device)
     return HFVideoLM(path, spec=spec, device=device, dtype=dtype, batch_size=batch_size,
                      max_pixels_per_frame=max_pixels_per_frame, planned_max_pixels=planned, revision=revision, **kw)
 

@@ -210,9 +210,23 @@ class MemoryPlanError(ValueError):
     """The requested configuration cannot fit the GPU (raised before loading anything)."""
 
 
-def plan_for_load(name: str, path: str, gpu_memory: str, *, frames: int = 32, batch_size: int = 1) -> int | None:
+def on_cpu(device: str | None) -> bool:
+    """Whether a load with this ``--device`` runs on the CPU (``auto`` without a CUDA GPU)."""
+    if device in (None, "auto"):
+        import torch
+
+        return not torch.cuda.is_available()
+    return str(device).startswith("cpu")
+
+
+def plan_for_load(name: str, path: str, gpu_memory: str, *, frames: int = 32, batch_size: int = 1,
+                  device: str | None = "cuda") -> int | None:
     """Used by ``load_model(..., gpu_memory=...)``: the pixel budget to use (None: the model's own default or a
-    fixed-resolution family), or :class:`MemoryPlanError` with the reason when it cannot fit."""
+    fixed-resolution family), or :class:`MemoryPlanError` with the reason when it cannot fit.
+
+    On the CPU there is no GPU memory to plan, but the pixel budget is still the ``gpu_memory`` plan's, so a CPU
+    run sees the frames a GPU run of the same settings sees; only the GPU table is not printed (issue 38: the
+    demo printed a 24 GB plan for a 1 MB model on a CPU)."""
     import logging
 
     arch = arch_for(name, path)
@@ -222,8 +236,12 @@ def plan_for_load(name: str, path: str, gpu_memory: str, *, frames: int = 32, ba
     p = plan(name, arch, parse_memory(gpu_memory), frames, batch_size)
     if not p.fits:
         raise MemoryPlanError(f"{name} will not fit {gpu_memory}: {p.reason}")
-    print(f"memory plan for {name} on {gpu_memory} (estimate; see ego_adr.models.planner):\n{format_plans([p])}",
-          file=sys.stderr)
+    if on_cpu(device):
+        print(f"device cpu: no GPU memory plan; frames are sized as on a {gpu_memory} GPU "
+              f"(up to {_side(p.estimate.pixels_per_frame)} pixels per frame)", file=sys.stderr)
+    else:
+        print(f"memory plan for {name} on {gpu_memory} (estimate; see ego_adr.models.planner):\n"
+              f"{format_plans([p])}", file=sys.stderr)
     return p.estimate.pixels_per_frame
 
 

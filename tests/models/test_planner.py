@@ -105,3 +105,19 @@ def test_load_model_refuses_before_loading_and_caps_the_budget(tmp_path):
     m = load_model(str(folder), device="cpu", gpu_memory="24GB", frames=32)
     # the planner's budget is an upper bound: the tiny model keeps its own smaller default
     assert m.describe()["video_kwargs"]["size"]["longest_edge"] == TINY_MAX_PIXELS
+
+
+def test_a_cpu_load_prints_no_gpu_table_but_keeps_the_plans_frame_size(capsys, tmp_path):
+    """Issue 38: the demo printed a 24 GB GPU plan for a 1 MB model on a CPU. On the CPU the same pixel budget is
+    returned (a CPU run sees a GPU run's frames), with one line instead of the GPU table."""
+    from ego_adr.models.planner import plan_for_load
+    from ego_adr.models.tiny import build_tiny
+
+    folder = str(build_tiny(tmp_path / "t"))
+    on_gpu = plan_for_load(folder, folder, "24GB", frames=8, device="cuda:0")
+    gpu_text = capsys.readouterr().err
+    on_cpu = plan_for_load(folder, folder, "24GB", frames=8, device="cpu")
+    cpu_text = capsys.readouterr().err
+    assert on_cpu == on_gpu and "| frames | batch |" in gpu_text and "memory plan for" in gpu_text
+    assert cpu_text.startswith("device cpu: no GPU memory plan; frames are sized as on a 24GB GPU")
+    assert "| frames |" not in cpu_text and len(cpu_text.strip().splitlines()) == 1
