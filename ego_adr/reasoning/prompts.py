@@ -202,7 +202,7 @@ JUDGE = Prompt(
     'Reply with JSON only: {{"score": <0-5>, "reason": "<one sentence>"}}',
 )
 
-# --- HelpMeOut streaming monitor, deep mode (ego_adr.helpmeout.monitors.egoadr_stream) --------------------
+# --- HelpMeOut streaming monitor, deep mode (ego_adr.helpmeout.monitors.egoadr_privileged) --------------------
 HELPMEOUT_CLASSIFY_PROMPT = Prompt(
     name="helpmeout_classify",
     version="v1",
