@@ -80,7 +80,7 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
     EntryPoint("monitoring evaluate", "ego_adr.monitoring.__main__:main", ("evaluate", "--benchmark", "epic-tent-o",
                "--monitor", "count-based", "--data-root", "{root}", "--out", "{out}"), {"out": "--out", "cache":
                "--cache-dir", "device": "--device", "model": "--model", "text": "--stream"}),
-    EntryPoint("build", "ego_adr.build.__main__:main",
+    EntryPoint("benchmark_builder", "ego_adr.benchmark_builder.__main__:main",
                ("--annotations", "{text}", "--out", "{out}", "--model", "tiny"),
                {"out": "--out", "text": "--annotations"}, {"text": "{annotations}"}),
     # listed for `python -m ego_adr --help` and the coverage test; no bad-input case applies (no flags)
@@ -97,9 +97,9 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
     EntryPoint("data convert", "ego_adr.data.__main__:main", ("convert", "--data-root", "{root}", "--out",
                                                                "{out}/input.jsonl"),
                about="the public release's files -> the build input schema"),
-    EntryPoint("build review", "ego_adr.build.__main__:main", ("review", "{out}"),
+    EntryPoint("benchmark_builder review", "ego_adr.benchmark_builder.__main__:main", ("review", "{out}"),
                about="write the review sheet (CSV) and page (HTML) of a built data root (docs/build.md)"),
-    EntryPoint("build merge", "ego_adr.build.__main__:main", ("merge", "{out}", "{text}"),
+    EntryPoint("benchmark_builder merge", "ego_adr.benchmark_builder.__main__:main", ("merge", "{out}", "{text}"),
                about="merge the reviewers' sheets into the data root (docs/build.md)"),
     # `monitoring evaluate` walks the bad-input table above; its second subcommand is listed:
     EntryPoint("monitoring download", "ego_adr.monitoring.__main__:main", ("download", "--out", "{out}"),
@@ -136,7 +136,7 @@ _ABOUT = {  # the commands that walk the bad-input table say what they do here, 
     "models.tiny": "build a tiny random model folder (offline)",
     "data stats": "Table 2 of the paper for any data root",
     "data build": "a benchmark from error-annotated recordings (docs/build.md)",
-    "build": "the same as data build, from its own layer",
+    "benchmark_builder": "the same as data build, from its own layer",
     "monitoring evaluate": "online mistake detection on Assembly101-O / EPIC-Tent-O step streams, beside the "
                            "published rows (docs/online_mistakes.md)",
 }

@@ -38,8 +38,8 @@ def main() -> None:
 
 def bench_rtf(args) -> None:
     from ego_adr.models import load_model
+    from ego_adr.reasoning.online import OnlineMonitor
     from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-    from ego_adr.reasoning.stream import StreamMonitor
     from ego_adr.stream.episodes import demo_episode
     from ego_adr.stream.runner import StreamSettings, stream_recording
     from ego_adr.video.sampler import FrameSampler
@@ -51,7 +51,7 @@ def bench_rtf(args) -> None:
     for n in args.frames:
         pipe = EgoADR(model, PipelineConfig(mode="shallow", frames=n, max_new_tokens=args.max_new_tokens))
         with FrameSampler() as sampler:
-            res = stream_recording(StreamMonitor(pipe), ep["video_path"], ep["task_id"], ep["procedure"],
+            res = stream_recording(OnlineMonitor(pipe), ep["video_path"], ep["task_id"], ep["procedure"],
                                    StreamSettings(args.window, args.stride, n), sampler, ep["id"])
         dec = sum(t["decode_s"] for t in res["ticks"])
         tot = res["processing_s"]

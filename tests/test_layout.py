@@ -10,11 +10,11 @@ imports of that module. Checked:
   package (``from . import x``) is no edge to the package's ``__init__`` (Python runs it first anyway), unless it
   takes a name defined there;
 - layers point down (``TYPE_CHECKING`` imports left out here: a type-only import runs nothing): data < video < models < reasoning < eval < monitoring < run < the entry points (agents, stream, check,
-  helpmeout, integrations, build); no layer imports one above it, ``eval/`` never imports ``models/``, and of the entry
+  helpmeout, integrations, benchmark_builder); no layer imports one above it, ``eval/`` never imports ``models/``, and of the entry
   points only ``agents/`` (which launches runs) and ``integrations/`` (RUN_DRIVERS) import ``run/``;
 - a package's ``__main__`` is a command line, and nothing imports one (only ``ego_adr/__main__``, the command
-  list); so it may hand a subcommand to an entry-point package (``python -m ego_adr.data build`` -> ``build/``,
-  the command name issue 22 asks for; ``build/`` sits above ``data/`` because it calls a model);
+  list); so it may hand a subcommand to an entry-point package (``python -m ego_adr.data build`` -> ``benchmark_builder/``,
+  the command name issue 22 asks for; ``benchmark_builder/`` sits above ``data/`` because it calls a model);
 - nothing at the top of ``ego_adr/`` but the shared leaves (``errors``, ``store``, ``taxonomy``), which import no
   package of ours;
 - no file over 400 lines and no function over 80 lines, except the short list below of files other engineers are
@@ -33,7 +33,7 @@ PKG = Path(__file__).resolve().parents[1] / "ego_adr"
 #: monitoring/ (the layer every online benchmark shares, and the step-stream benchmarks on it) sits above the
 #: method and the scoring it may call (a model-backed monitor, Ego-ADR's progress logic), below the entry points.
 LAYERS = {"data": 0, "video": 1, "models": 2, "reasoning": 3, "eval": 4, "monitoring": 4.5, "run": 5,
-          "agents": 6, "stream": 6, "check": 6, "helpmeout": 6, "integrations": 6, "build": 6,
+          "agents": 6, "stream": 6, "check": 6, "helpmeout": 6, "integrations": 6, "benchmark_builder": 6,
           "online_mistakes": 6}
 SHARED_LEAVES = ("errors", "folders", "store", "taxonomy")
 #: Entry points that drive runs of another harness and so may import run/: agents/ (the green agent launches
@@ -157,7 +157,7 @@ def _layer_breaks(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
             dst = _package(t)
             if src == dst or (m, t) in KNOWN_UPWARD:
                 continue
-            if m.endswith(".__main__") and LAYERS.get(dst) == LAYERS["build"]:
+            if m.endswith(".__main__") and LAYERS.get(dst) == LAYERS["benchmark_builder"]:
                 continue  # a command handing a subcommand to an entry-point package (see the docstring)
             if src in SHARED_LEAVES and dst not in SHARED_LEAVES:
                 bad.append((m, t))  # a shared leaf imports no package of ours (another leaf is fine)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ego_adr.agents.client import ask
-from ego_adr.agents.protocol import (
+from ego_adr.agents.messages import (
     MULTIPLE_CHOICE,
     OPEN_END,
     ProtocolError,

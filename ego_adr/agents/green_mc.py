@@ -40,7 +40,7 @@ def mc_row(s, white_url: str, reply, error: str | None, seconds: float, wording:
 
 def questions(cfg, samples: list) -> tuple[dict[str, tuple[str, str]], str | None]:
     """``({sample_id: (message, video_path)}, guidance file or None)`` for the configured wording."""
-    from ego_adr.agents.protocol import mc_question, white_message
+    from ego_adr.agents.messages import mc_question, white_message
     from ego_adr.agents.public_mc import (
         GREEN_SOURCE,
         PUBLIC,
@@ -61,7 +61,7 @@ async def run_mc(client, sem, samples, messages, store, white_url, wording, prog
     import asyncio
 
     from ego_adr.agents.client import ask
-    from ego_adr.agents.protocol import ProtocolError
+    from ego_adr.agents.messages import ProtocolError
 
     # a folder holds answers to one wording only (rows written before the field existed used ours)
     other = {r.get("question_wording", "ego_adr") for r in store.rows()} - {wording}

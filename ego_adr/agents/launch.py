@@ -83,7 +83,7 @@ def run_launch(task: str = "multiple-choice", output_dir: str | None = None, fra
     capped at :data:`TINY_MAX_NEW_TOKENS` to keep the demo short (real models keep Appendix C's 256).
     ``question_wording`` None: the public green agent's questions when its source is found, else ours (said so).
     """
-    from ego_adr.agents.protocol import ProtocolError
+    from ego_adr.agents.messages import ProtocolError
     from ego_adr.agents.public_mc import find_public_root
     from ego_adr.video.demo import ensure_demo
 
@@ -117,7 +117,7 @@ def run_launch(task: str = "multiple-choice", output_dir: str | None = None, fra
                # open-ended: one QA pair per clip, as the public evaluator asks (it draws one at random)
                "qa_selection": "one", "question_wording": question_wording or "public",
                "public_evaluator_root": public_evaluator_root}
-        from ego_adr.agents.protocol import green_message
+        from ego_adr.agents.messages import green_message
 
         reply = asyncio.run(send_text(green_url, green_message(white_url, cfg), timeout=3600))
         print(reply.text)

@@ -19,7 +19,7 @@ the default question wording (``question_wording: "public"``) is the public mess
 Open-ended questions under the same wording are the public open-ended message (:func:`public_open_messages`);
 only the choice of QA pair differs (seeded here, unseeded ``random.choice`` there).
 
-``question_wording: "ego_adr"`` keeps our own wording (:func:`ego_adr.agents.protocol.mc_question`: our
+``question_wording: "ego_adr"`` keeps our own wording (:func:`ego_adr.agents.messages.mc_question`: our
 definitions from Appendix D, normalised window); it is a named alternative, recorded in every row and in the
 default output folder's name.
 """
@@ -30,7 +30,7 @@ import json
 import os
 from pathlib import Path
 
-from ego_adr.agents.protocol import ProtocolError
+from ego_adr.agents.messages import ProtocolError
 from ego_adr.data.public_source import (
     GREEN_AGENT,
     PublicSourceMissing,

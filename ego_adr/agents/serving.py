@@ -1,7 +1,7 @@
 """Serving A2A agents (shared by the white and the green agent).
 
 One Starlette app per agent with the card at ``/.well-known/agent-card.json`` and JSON-RPC at ``/``, 1.0 and 0.3 on
-the same port (see :mod:`ego_adr.agents.protocol`). Two guards sit in front of the A2A routes: a bounded request
+the same port (see :mod:`ego_adr.agents.messages`). Two guards sit in front of the A2A routes: a bounded request
 body (HTTP 413 with a JSON-RPC error body; the body is counted as it streams, so a missing or false
 ``Content-Length`` does not get past it) and, when a token is set, ``Authorization: Bearer <token>`` on everything
 but the agent card (clients must be able to discover the agent before they authenticate). Binding to a

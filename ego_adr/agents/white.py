@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ego_adr.agents.protocol import MULTIPLE_CHOICE, ProtocolError, WhiteQuery, parse_white_message
+from ego_adr.agents.messages import MULTIPLE_CHOICE, ProtocolError, WhiteQuery, parse_white_message
 from ego_adr.errors import OneLineParser
 from ego_adr.eval.scoring import answer_of
 from ego_adr.models.backends import backend_help
@@ -201,7 +201,7 @@ class WhiteAgent:
         self._pending += 1
         try:
             # "what has gone wrong so far?" about a recording up to <end_ts> (issue 14)
-            from ego_adr.agents.stream_query import is_so_far_question, run_so_far
+            from ego_adr.agents.so_far import is_so_far_question, run_so_far
 
             loop = asyncio.get_running_loop()
             if q.kind != MULTIPLE_CHOICE and is_so_far_question(q.question):

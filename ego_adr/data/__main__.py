@@ -7,9 +7,9 @@ Subcommands
   build review DIR / build merge DIR SHEET.csv ...             the people-in-the-loop steps (docs/build.md)
 
 This module is an entry point, like ``python -m ego_adr.run``: the ``build`` subcommands call an LLM, so they live
-in :mod:`ego_adr.build` (above ``models/``) and are imported from here only when asked for -- the one upward
+in :mod:`ego_adr.benchmark_builder` (above ``models/``) and are imported from here only when asked for -- the one upward
 import of ``data/``, kept for the command name users are given; nothing in ``data/`` imports this module, and
-``python -m ego_adr.build`` runs the same commands from their own layer.
+``python -m ego_adr.benchmark_builder`` runs the same commands from their own layer.
 
 Exit status 2 for a wrong flag or unusable input (one line), 3 when a model or the machine failed.
 """
@@ -69,7 +69,8 @@ def _convert(argv: list[str]) -> int:
 
 
 def _build(argv: list[str]) -> int:
-    from ego_adr.build.cli import main as build_main  # above models/: imported only for this subcommand
+    # above models/: imported only for this subcommand
+    from ego_adr.benchmark_builder.cli import main as build_main
 
     return build_main(argv)
 

@@ -24,7 +24,7 @@ native          no        JSONL only: the source dataset's own fields, kept verb
 A bad row (a missing column, a time that is not a number, one end of a window only; an unknown label when the
 LLM does not label) is reported with its line number and left out; it never stops the build (:func:`read_rows`).
 A label that is neither an option nor in the mapping (``error``, a dataset's own ``spilled``) makes the row an
-error whose type the build's LLM names (paper Section 3.3, :mod:`ego_adr.build.labelling`). An inverted window is
+error whose type the build's LLM names (paper Section 3.3, :mod:`ego_adr.benchmark_builder.labelling`). An inverted window is
 reported too but kept, as the loader keeps one: the window rule fails that sample with its reason when it is run.
 """
 
@@ -72,7 +72,7 @@ class Row:
     end_given: float | int | None = None
     labels_text: bool = False  # the labels cell was one text, not a list (Epic-Tent stores "correct" so)
     # the row's labels that are neither an option nor mapped (e.g. ``error``, or the dataset's own ``spilled``):
-    # the build's LLM names their error type (paper Section 3.3; ego_adr.build.labelling)
+    # the build's LLM names their error type (paper Section 3.3; ego_adr.benchmark_builder.labelling)
     own_labels: list[str] = field(default_factory=list)
     #: label -> where it came from: ``given`` (an option string), ``mapped`` (``--labels``), ``llm-labelled``,
     #: ``human-revised`` (a reviewer's correction of an LLM label)

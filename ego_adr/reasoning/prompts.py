@@ -202,7 +202,7 @@ JUDGE = Prompt(
     'Reply with JSON only: {{"score": <0-5>, "reason": "<one sentence>"}}',
 )
 
-# --- HelpMeOut streaming monitor, deep mode (ego_adr.helpmeout.monitors.egoadr_stream) --------------------
+# --- HelpMeOut streaming monitor, deep mode (ego_adr.helpmeout.monitors.egoadr_privileged) --------------------
 HELPMEOUT_CLASSIFY_PROMPT = Prompt(
     name="helpmeout_classify",
     version="v1",
@@ -313,7 +313,7 @@ VERSIONS = {p.name: p.version for p in ALL}
 # --- building a benchmark, second block: labelling and the LLM's misleading questions (data build) ----------------
 # Section 3.3: "Qwen2.5-7B-Instruct first labels each procedural step by task type and existing annotations":
 # a row whose label is neither one of our options nor mapped gets its error type(s) from the LLM (text only,
-# greedy; ego_adr.build.labelling). The misleading questions about correct steps are the final annotator's in the
+# greedy; ego_adr.benchmark_builder.labelling). The misleading questions about correct steps are the final annotator's in the
 # paper; ``--llm-misleading`` asks the LLM for them instead (the build_qa_correct v1 text, renamed). Our wording.
 BUILD_LABEL = Prompt(
     name="build_label",

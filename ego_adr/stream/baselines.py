@@ -5,7 +5,7 @@
   AUROC is 0.5 in expectation and its M2 AUPRC the share of erroneous segments (HelpMeOut, Table 2's Random row).
 - ``direct``: the one-pass ``direct`` prompt (frames + procedure + the error types, step "None" since no step is
   given online) applied to every window independently. It gets the same end-of-recording check as Ego-ADR
-  online (:meth:`~ego_adr.reasoning.stream.StreamMonitor.finish`: a step never reached is an omission), so that
+  online (:meth:`~ego_adr.reasoning.online.OnlineMonitor.finish`: a step never reached is an omission), so that
   it can catch an omission at all: its reply is matched to the procedure's steps with the same key-step
   matcher, and a confident match marks the step reached. The matches feed only that check; the window's
   probability is the one-pass answer's alone (no progress evidence), so the row still measures the prompt.
@@ -16,13 +16,13 @@ from __future__ import annotations
 import hashlib
 import random
 
-from ego_adr.reasoning.stream import CONFIDENT_METHODS, StreamMonitor, Tick, belief_from_classification
+from ego_adr.reasoning.online import CONFIDENT_METHODS, OnlineMonitor, Tick, belief_from_classification
 from ego_adr.taxonomy import CORRECT, OPTIONS
 
 ERROR_TYPES = tuple(o for o in OPTIONS if o != CORRECT)
 
 
-class RandomStreamMonitor(StreamMonitor):
+class RandomStreamMonitor(OnlineMonitor):
     name = "random"
     tracks_steps = False
     needs_frames = False
@@ -54,7 +54,7 @@ class RandomStreamMonitor(StreamMonitor):
         return tick
 
 
-class DirectStreamMonitor(StreamMonitor):
+class DirectStreamMonitor(OnlineMonitor):
     name = "direct"
 
     def observe(self, frames) -> dict:

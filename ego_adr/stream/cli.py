@@ -135,13 +135,13 @@ def run_one(args) -> int:
 
 def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings, segments, reference,
            end_labels) -> int:
-    from ego_adr.reasoning.stream import StreamMonitor
+    from ego_adr.reasoning.online import OnlineMonitor
     from ego_adr.stream.runner import format_alert, reference_narrator, stream_recording
     from ego_adr.stream.timeline import write_png
     from ego_adr.stream.timeline_html import write_html
     from ego_adr.video.sampler import FrameSampler, VideoError
 
-    monitor = StreamMonitor(pipe, args.threshold)
+    monitor = OnlineMonitor(pipe, args.threshold)
     if segments is not None:
         monitor.reset(task_id, procedure)
         segments = [{**s, "step_index": monitor.pipe._matcher(monitor.bank).match(s["action"]).index}
@@ -176,7 +176,7 @@ def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings
         print(f"(resumed: {replayed} ticks replayed from {out / 'ticks.jsonl'}; {len(earlier)} alert(s) from before "
               "the resume:)")
         if not args.quiet:
-            from ego_adr.reasoning.stream import Alert
+            from ego_adr.reasoning.online import Alert
 
             for a in earlier:
                 print(format_alert(Alert(**a)))

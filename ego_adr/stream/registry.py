@@ -13,7 +13,7 @@ WINDOWS, PROCEDURE = "video windows so far", "procedure text"
 STREAM_INPUT = (WINDOWS, PROCEDURE)
 
 REGISTRY = Registry("stream", STREAM_INPUT, (
-    MonitorSpec("egoadr", "ego_adr.reasoning.stream:StreamMonitor",
+    MonitorSpec("egoadr", "ego_adr.reasoning.online:OnlineMonitor",
                 "Ego-ADR online: narrate each window, localise the step, track progress, classify", STREAM_INPUT,
                 needs_model=True),
     MonitorSpec("random", "ego_adr.stream.baselines:RandomStreamMonitor",

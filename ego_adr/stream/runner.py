@@ -202,7 +202,7 @@ def _end_check(monitor, seen_until: float, duration: float, end_rec: dict | None
     """The end-of-recording check (omissions), only when the watch reached the recording's end; a replayed
     end is recomputed from the state (pure) and its alerts are not announced again."""
     if seen_until < duration:
-        from ego_adr.reasoning.stream import Tick
+        from ego_adr.reasoning.online import Tick
 
         return Tick(seen_until, (seen_until, seen_until), 0.0, None)  # not the end yet: no end check
     end = monitor.finish(duration)

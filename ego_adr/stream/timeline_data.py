@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ego_adr.reasoning.stream import CONFIDENT_METHODS
+from ego_adr.reasoning.online import CONFIDENT_METHODS
 from ego_adr.taxonomy import BY_OPTION, CORRECT
 
 COLOURS = {

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from ego_adr.agents.protocol import green_message
+from ego_adr.agents.messages import green_message
 from ego_adr.taxonomy import OPTIONS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from ego_adr.agents.protocol import mc_question, open_question, white_message
+from ego_adr.agents.messages import mc_question, open_question, white_message
 from ego_adr.taxonomy import OPTIONS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.agents.protocol import ProtocolError
+from ego_adr.agents.messages import ProtocolError
 from ego_adr.agents.public_mc import find_public_root, read_guidance
 
 REPO = Path(__file__).resolve().parents[2]

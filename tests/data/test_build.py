@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.build.builder import Options, build
-from ego_adr.build.final import finalise
+from ego_adr.benchmark_builder.builder import Options, build
+from ego_adr.benchmark_builder.final import finalise
 from ego_adr.data.build_input import read_rows
 from ego_adr.data.egoerrorvqa import load_samples
 from ego_adr.models.base import Capabilities, Generation

@@ -14,9 +14,9 @@ import json
 
 import pytest
 
-from ego_adr.build.builder import Options, build
-from ego_adr.build.final import finalise, load_state, write_roles
-from ego_adr.build.review import write_review
+from ego_adr.benchmark_builder.builder import Options, build
+from ego_adr.benchmark_builder.final import finalise, load_state, write_roles
+from ego_adr.benchmark_builder.review import write_review
 from ego_adr.data.egoerrorvqa import load_samples
 from ego_adr.errors import InfrastructureError
 

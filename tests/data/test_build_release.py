@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.build.builder import build
+from ego_adr.benchmark_builder.builder import build
 from ego_adr.data import sources as registry
 from ego_adr.data.build_convert import convert_release
 from ego_adr.data.build_input import write_jsonl

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.build.builder import Options, build
-from ego_adr.build.subsample import allocate, subsample
+from ego_adr.benchmark_builder.builder import Options, build
+from ego_adr.benchmark_builder.subsample import allocate, subsample
 from ego_adr.data.build_convert import convert_release
 from ego_adr.data.build_input import Row, write_jsonl
 from ego_adr.data.sample import MULTIPLE_CHOICE

@@ -10,7 +10,7 @@ import pytest
 
 from ego_adr.helpmeout.cli import main as cli
 from ego_adr.helpmeout.monitors.base import run_monitor
-from ego_adr.helpmeout.monitors.oneclass import OneClassMonitor
+from ego_adr.helpmeout.monitors.learned_oneclass import OneClassMonitor
 from ego_adr.helpmeout.monitors.registry import MONITORS, build_monitor, privileged
 
 # a deterministic grammar: each task is one fixed order of actions (operators and objects of the domain's kind)

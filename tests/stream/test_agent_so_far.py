@@ -4,8 +4,8 @@ import asyncio
 
 import pytest
 
-from ego_adr.agents.protocol import open_question, white_message
-from ego_adr.agents.stream_query import is_so_far_question
+from ego_adr.agents.messages import open_question, white_message
+from ego_adr.agents.so_far import is_so_far_question
 
 
 def test_so_far_questions_are_recognised():

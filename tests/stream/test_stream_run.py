@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ego_adr.reasoning.stream import StreamMonitor
+from ego_adr.reasoning.online import OnlineMonitor
 from ego_adr.stream.runner import StreamSettings, read_log, stream_recording, tick_times
 
 SETTINGS = StreamSettings(window=8.0, stride=4.0, frames=4)
@@ -39,7 +39,7 @@ def _run(model, video, ep, log=None, on_tick=None):
 
     pipe, counted = _pipe(model)
     with FrameSampler() as sampler:
-        res = stream_recording(StreamMonitor(pipe), video, ep["task_id"], ep["procedure"], SETTINGS, sampler,
+        res = stream_recording(OnlineMonitor(pipe), video, ep["task_id"], ep["procedure"], SETTINGS, sampler,
                                ep["id"], log_path=log, on_tick=on_tick)
     return res, counted
 

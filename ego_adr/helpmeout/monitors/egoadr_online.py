@@ -1,18 +1,18 @@
-"""The online monitor (:class:`ego_adr.reasoning.stream.StreamMonitor`) behind HelpMeOut's monitor protocol.
+"""The online monitor (:class:`ego_adr.reasoning.online.OnlineMonitor`) behind HelpMeOut's monitor protocol.
 
 HelpMeOut streams symbolic actions instead of video (``reset`` with the task and the initial scene, ``step`` with
 each action in PDDL notation, ``(task-end)`` last). The adapter gives the monitor the task's procedure as the
 subgoal-block descriptions of the episode's task variant (``template_blocks``: the subtasks this person was
 asked for, so a block outside the variant is not expected at the end), in order (the rule-based bank of that text has one step per block
 for most templates) and each action in words as the window's
-narration (:meth:`StreamMonitor.observe_text`); ``(task-end)`` runs the end-of-recording check. The monitor's
+narration (:meth:`OnlineMonitor.observe_text`); ``(task-end)`` runs the end-of-recording check. The monitor's
 EgoErrorVQA error types are mapped onto HelpMeOut's categories (:data:`CATEGORY_MAP`; types without a HelpMeOut
 counterpart give no category). Unlike the rule-based ``egoadr`` HelpMeOut monitor it knows nothing of the
 PDDL semantics: it is the video monitor, fed text.
 
 Registered as ``egoadr-online`` in :mod:`ego_adr.helpmeout.monitors.registry` (it reads the task input and the
 template's procedure in words: not privileged). It lives here, beside the other monitors, because all it wraps is
-the reasoning layer's :class:`~ego_adr.reasoning.stream.StreamMonitor`, which the video command
+the reasoning layer's :class:`~ego_adr.reasoning.online.OnlineMonitor`, which the video command
 (``python -m ego_adr.stream``) wraps too: ``helpmeout/`` needs nothing from ``stream/``.
 """
 
@@ -31,12 +31,12 @@ class EgoADROnlineMonitor(Monitor):
 
     def __init__(self, model=None, mode: str = "shallow", threshold: float = 0.5, templates_dir: str | None = None,
                  cache_dir=None) -> None:
+        from ego_adr.reasoning.online import OnlineMonitor
         from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-        from ego_adr.reasoning.stream import StreamMonitor
 
         if mode == "deep" and model is None:
             raise ValueError("deep mode needs a model (any ego_adr.models.base.VLM)")
-        self.monitor = StreamMonitor(EgoADR(model, PipelineConfig(mode=mode), cache_dir=cache_dir), threshold)
+        self.monitor = OnlineMonitor(EgoADR(model, PipelineConfig(mode=mode), cache_dir=cache_dir), threshold)
         self.templates_dir = templates_dir
 
     def reset(self, ctx: EpisodeContext) -> None:
@@ -47,7 +47,7 @@ class EgoADROnlineMonitor(Monitor):
         self.monitor.reset(ctx.task, procedure, ctx.episode_id)
 
     def step(self, t: int, action: str) -> StepOutput:
-        from ego_adr.helpmeout.monitors.egoadr_stream import words
+        from ego_adr.helpmeout.monitors.egoadr_privileged import words
 
         if action == TASK_END:
             tick = self.monitor.finish(float(t))

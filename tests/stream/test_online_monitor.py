@@ -6,9 +6,9 @@ progress rules and classifier are exercised on meaningful input; the video path 
 
 import pytest
 
-from ego_adr.reasoning import stream as S
+from ego_adr.reasoning import online as S
+from ego_adr.reasoning.online import OnlineMonitor, belief_from_classification
 from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-from ego_adr.reasoning.stream import StreamMonitor, belief_from_classification
 from ego_adr.stream.episodes import build_episodes, demo_episodes
 from ego_adr.stream.runner import StreamSettings, reference_narrator, stream_recording
 from ego_adr.video.synth_recording import labels_for
@@ -20,7 +20,7 @@ TEA = ("First, fill the kettle with water at the tap, then put the kettle on its
 
 @pytest.fixture()
 def monitor():
-    m = StreamMonitor(EgoADR(None, PipelineConfig(mode="shallow")))
+    m = OnlineMonitor(EgoADR(None, PipelineConfig(mode="shallow")))
     m.reset("demo_make_tea", TEA, "test")
     return m
 
@@ -123,7 +123,7 @@ def test_reference_narration_finds_the_injected_errors(demo_eps, video_id, expec
     from ego_adr.video.sampler import FrameSampler
 
     ep = demo_eps[video_id]
-    mon = StreamMonitor(EgoADR(None, PipelineConfig(mode="shallow")))
+    mon = OnlineMonitor(EgoADR(None, PipelineConfig(mode="shallow")))
     with FrameSampler() as sampler:
         res = stream_recording(mon, ep["video_path"], ep["task_id"], ep["procedure"], StreamSettings(), sampler,
                                ep["id"], narrate_from=reference_narrator(ep["segments"]))
@@ -138,7 +138,7 @@ def test_no_look_ahead_with_alerts(demo_eps, tmp_path):
     cut = truncate_video(ep["video_path"], tmp_path / "cut.mp4", 22.0)
     runs = []
     for path in (ep["video_path"], str(cut)):
-        mon = StreamMonitor(EgoADR(None, PipelineConfig(mode="shallow")))
+        mon = OnlineMonitor(EgoADR(None, PipelineConfig(mode="shallow")))
         with FrameSampler() as sampler:
             runs.append(stream_recording(mon, path, ep["task_id"], ep["procedure"], StreamSettings(), sampler,
                                          ep["id"], narrate_from=reference_narrator(ep["segments"])))
@@ -178,7 +178,7 @@ def test_deep_route_asks_the_model_to_match_and_classify():
     from ego_adr.models.doubles import ScriptedModelDouble
 
     double = ScriptedModelDouble(answer="Answer: Wrong order")
-    mon = StreamMonitor(EgoADR(double, PipelineConfig(mode="deep")))
+    mon = OnlineMonitor(EgoADR(double, PipelineConfig(mode="deep")))
     mon.reset("demo_make_tea", TEA, "deep")
     assert mon.bank.builder.startswith("model:") and len(mon.bank.steps) == 2  # the double's numbered bank
     frames = Frames(np.zeros((4, 32, 32, 3), np.uint8), fps=1.0)

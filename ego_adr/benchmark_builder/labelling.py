@@ -5,7 +5,7 @@ Which rows: those whose ``labels`` hold a label that is neither one of our optio
 mapping (``error``, or a dataset's own ``spilled``); a row labelled by the user's column or mapping is never
 asked about. Such a row is an error (its annotation says so); the LLM is given the task, the step, the row's own
 label(s) and description and the eight error types with their definitions (:data:`BUILD_LABEL`), text only and
-greedy (:data:`ego_adr.build.llm.LABEL_GENERATION`), through the stage cache like every other call of the build.
+greedy (:data:`ego_adr.benchmark_builder.llm.LABEL_GENERATION`), through the stage cache like every other call of the build.
 
 The reply must name error types by their exact names, one per line (a line may carry a bullet or a number); a
 reply naming none is not guessed into a label: the row is left out and reported, with the reply kept in

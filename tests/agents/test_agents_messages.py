@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ego_adr.agents.protocol import (
+from ego_adr.agents.messages import (
     MULTIPLE_CHOICE,
     OPEN_END,
     ProtocolError,

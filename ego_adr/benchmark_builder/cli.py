@@ -57,8 +57,8 @@ def _options(p) -> None:
 
 
 def _build(argv: list[str]) -> int:
-    from ego_adr.build.builder import Options, build
-    from ego_adr.build.llm import DEFAULT_MODEL
+    from ego_adr.benchmark_builder.builder import Options, build
+    from ego_adr.benchmark_builder.llm import DEFAULT_MODEL
     from ego_adr.data.build_input import InputError
 
     p = OneLineParser(
@@ -124,9 +124,9 @@ def _build(argv: list[str]) -> int:
 
 
 def _review(argv: list[str]) -> int:
-    from ego_adr.build.final import DEFAULT_REVIEWERS, load_state, write_roles
-    from ego_adr.build.merge import DEFAULT_ADDER
-    from ego_adr.build.review import write_review
+    from ego_adr.benchmark_builder.final import DEFAULT_REVIEWERS, load_state, write_roles
+    from ego_adr.benchmark_builder.merge import DEFAULT_ADDER
+    from ego_adr.benchmark_builder.review import write_review
 
     p = OneLineParser(prog=f"{PROG} review", description="Write the review sheet (CSV) and page (HTML).")
     p.add_argument("dir", help="a build folder")
@@ -163,7 +163,7 @@ def _review(argv: list[str]) -> int:
 
 
 def _merge(argv: list[str]) -> int:
-    from ego_adr.build.final import finalise
+    from ego_adr.benchmark_builder.final import finalise
 
     p = OneLineParser(prog=f"{PROG} merge", description="Import reviewers' sheets and write the final set.")
     p.add_argument("dir", help="a build folder")

@@ -7,9 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ego_adr.build import label_review, output
-from ego_adr.build.card import write_card
-from ego_adr.build.merge import DEFAULT_ADDER, final_set, import_sheets, load_store, reviewer_agreement
+from ego_adr.benchmark_builder import label_review, output
+from ego_adr.benchmark_builder.card import write_card
+from ego_adr.benchmark_builder.merge import (
+    DEFAULT_ADDER,
+    final_set,
+    import_sheets,
+    load_store,
+    reviewer_agreement,
+)
 from ego_adr.data.build_input import Row
 from ego_adr.errors import UserError
 

@@ -3,7 +3,7 @@
 Wire format: the public open-ended message (``<video_path>``, ``<question>`` with ``Task Procedure: ...`` and
 ``Question: ...``, ``<start_ts>``, ``<end_ts>``) whose question asks what has gone wrong so far (see
 :func:`is_so_far_question`); ``<end_ts>`` is the time up to which the recording may be watched (``-1``: all of
-it). The agent runs Ego-ADR online (:class:`ego_adr.reasoning.stream.StreamMonitor`) over ``[0, end_ts]`` with
+it). The agent runs Ego-ADR online (:class:`ego_adr.reasoning.online.OnlineMonitor`) over ``[0, end_ts]`` with
 the default window and stride and never looks past ``end_ts``; the end-of-recording omission check runs only
 when ``end_ts`` reaches the recording's end. The reply lists the alerts in time order (or says there are none),
 and ``metadata["ego_adr"]["alerts"]`` carries them as data.
@@ -27,11 +27,11 @@ def answer_so_far(pipe, sampler, video_path: str, procedure: str, until: float |
     """Reply text and metadata for the recording watched up to ``until`` seconds (None: to its end)."""
     import hashlib
 
-    from ego_adr.reasoning.stream import Alert, StreamMonitor
+    from ego_adr.reasoning.online import Alert, OnlineMonitor
     from ego_adr.stream.runner import StreamSettings, format_alert, stream_recording
 
     task_id = "a2a-" + hashlib.sha256(procedure.encode()).hexdigest()[:12]
-    res = stream_recording(StreamMonitor(pipe), video_path, task_id, procedure,
+    res = stream_recording(OnlineMonitor(pipe), video_path, task_id, procedure,
                            StreamSettings(window, stride, frames), sampler, until=until)
     upto = res["watched_until"]
     alerts = res["alerts"]

@@ -16,8 +16,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ego_adr.build import labelling, llm, output, procedures, qa
-from ego_adr.build.subsample import subsample as draw
+from ego_adr.benchmark_builder import labelling, llm, output, procedures, qa
+from ego_adr.benchmark_builder.subsample import subsample as draw
 from ego_adr.data.build_input import Row, read_label_map, read_rows
 from ego_adr.errors import InfrastructureError, UserError
 from ego_adr.reasoning.prompts import (
@@ -228,7 +228,7 @@ def build(
     segments = output.sample_ids(out, by_source)
     generated = _generate(gen_model, segments, texts, gen_model.fingerprint, options.llm_misleading)
     _write_state(out, segments, generated, procs, issues, ident, gen_model, labelled, drawn)
-    from ego_adr.build.final import finalise
+    from ego_adr.benchmark_builder.final import finalise
 
     summary = finalise(out)
     summary.update(

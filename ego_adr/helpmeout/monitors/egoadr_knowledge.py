@@ -5,7 +5,7 @@ of Figure 1c does not give a monitor: the template's block-order norms (``after`
 look-alike tables (``ACTION_CONFUSIONS`` and the ontology's confusable locations) and the simulator (every
 action replayed against the operators' preconditions and effects). The registry declares them in its ``reads``,
 so the summary lists it with the privileged references; the non-privileged ``egoadr`` is
-:mod:`.egoadr_words`, which subclasses this one and keeps only the word rules. Per observed action, the
+:mod:`.egoadr`, which subclasses this one and keeps only the word rules. Per observed action, the
 Ego-ADR stages are:
 
 - **narration** = the action rendered in words (the symbolic stream has no frames to narrate);
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
-from ego_adr.helpmeout.monitors.egoadr_stream import CATEGORY_DEFINITIONS, parse_category, words
+from ego_adr.helpmeout.monitors.egoadr_privileged import CATEGORY_DEFINITIONS, parse_category, words
 from ego_adr.helpmeout.monitors.knowledge import task_variant
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE
 from ego_adr.helpmeout.world import ontology as onto
@@ -56,7 +56,7 @@ def end_of_task(n_steps: int, started, texts: list[str], t: int) -> StepOutput:
         return StepOutput(0.9, t, "omission", {"never_matched": [texts[i] for i in never]})
     return StepOutput(0.05)
 
-class EgoADROpenMonitor(Monitor):
+class EgoADRKnowledgeMonitor(Monitor):
     name = "egoadr-knowledge"
 
     def __init__(self, mode: str = "shallow", model=None, templates_dir: str | None = None, tau: float = 0.25) -> None:

@@ -1,8 +1,9 @@
 """Ego-ADR as a streaming HelpMeOut monitor -- the *privileged* variant (a symbolic reference, not a peer).
 
 It reads more than the task input: the episode's grounded goal (so every object outside it is a stranger) and
-the generator's own planner over the clean scene (its expected actions). The non-privileged Ego-ADR monitor is
-:mod:`.egoadr_open`.
+the generator's own planner over the clean scene (its expected actions). The Ego-ADR monitor that reads only the
+task input is :mod:`.egoadr` (``egoadr``, ``egoadr-deep``); :mod:`.egoadr_knowledge` (``egoadr-knowledge``) adds
+template knowledge and is privileged too, by less.
 
 The procedure bank is built from the template's subgoal blocks: each block becomes one procedure step whose text
 is the block description plus the actions the planner would take for it from the episode's initial scene. Every
@@ -71,7 +72,7 @@ def parse_category(text: str | None) -> str | None:
     return None
 
 
-class EgoADRStreamMonitor(Monitor):
+class EgoADRPrivilegedMonitor(Monitor):
     name = "egoadr"
 
     def __init__(self, mode: str = "shallow", model=None, templates_dir: str | None = None, tau: float = 0.25) -> None:

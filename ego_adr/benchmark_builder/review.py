@@ -17,8 +17,8 @@ import hashlib
 import html
 from pathlib import Path
 
-from ego_adr.build import label_review
-from ego_adr.build.merge import load_store
+from ego_adr.benchmark_builder import label_review
+from ego_adr.benchmark_builder.merge import load_store
 
 BASE = [
     "pair_id",

@@ -1,7 +1,7 @@
 """Ego-ADR online: a monitor that watches a recording window by window and raises typed error alerts.
 
 The issue's setting (an assistive agent): no pre-cut clip, no name of the step. At each stride the monitor gets
-the *latest* window of frames and nothing later (:meth:`StreamMonitor.step`); it
+the *latest* window of frames and nothing later (:meth:`OnlineMonitor.step`); it
 
 1. narrates the window with the route's narration prompt, without step guidance (the pipeline's own
    "narrate first, then match" path for samples without an action text, Section 5.2);
@@ -98,7 +98,7 @@ def belief_from_classification(cls: dict | None) -> tuple[float, str | None]:
     return 0.0, None  # no error keywords, or an empty answer
 
 
-class StreamMonitor:
+class OnlineMonitor:
     """The Ego-ADR online monitor. ``pipe`` is an :class:`~ego_adr.reasoning.pipeline.EgoADR` (its route,
     banks, matcher, prompts and model); :meth:`reset` with the task, :meth:`step` with each window."""
 

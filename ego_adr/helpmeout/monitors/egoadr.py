@@ -26,8 +26,8 @@ and rules over the matched step's words and the observed history type a deviatio
 from __future__ import annotations
 
 from ego_adr.helpmeout.monitors.base import EpisodeContext, StepOutput
-from ego_adr.helpmeout.monitors.egoadr_open import EgoADROpenMonitor, _verb, end_of_task
-from ego_adr.helpmeout.monitors.egoadr_stream import words
+from ego_adr.helpmeout.monitors.egoadr_knowledge import EgoADRKnowledgeMonitor, _verb, end_of_task
+from ego_adr.helpmeout.monitors.egoadr_privileged import words
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE
 from ego_adr.helpmeout.world import ontology as onto
 from ego_adr.helpmeout.world.domain import TASK_END, Action, parse_action
@@ -59,8 +59,8 @@ _SWITCH = ("human-open-location", "human-switch-on-location", "human-switch-on-o
 _INSIDE_PUTS = ("human-put-inside-location",)
 
 
-class EgoADRWordsMonitor(EgoADROpenMonitor):
-    """Same stages and model-typed deep mode as :class:`EgoADROpenMonitor`; the rules read only words."""
+class EgoADRMonitor(EgoADRKnowledgeMonitor):
+    """Same stages and model-typed deep mode as :class:`EgoADRKnowledgeMonitor`; the rules read only words."""
 
     name = "egoadr"
 
@@ -120,7 +120,7 @@ class EgoADRWordsMonitor(EgoADROpenMonitor):
         m = self.matcher.match(narration)
         matched = (
             m.method == "tfidf"
-        )  # difflib ratios of short renderings are rarely evidence (see egoadr_open)
+        )  # difflib ratios of short renderings are rarely evidence (see egoadr_knowledge)
         dev = self._substitution(act)
         onset = t
         if dev is None and act[0] in REPEATABLE and act in self.history:

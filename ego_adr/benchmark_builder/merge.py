@@ -31,8 +31,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ego_adr.build.label_review import import_labels
-from ego_adr.build.qa import pair_id
+from ego_adr.benchmark_builder.label_review import import_labels
+from ego_adr.benchmark_builder.qa import pair_id
 from ego_adr.errors import UserError
 
 DECISIONS = ("keep", "revise", "remove", "add")
