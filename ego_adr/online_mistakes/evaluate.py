@@ -100,6 +100,9 @@ def evaluate(a) -> int:
         raise UserError(f"--stream {a.stream!r} is neither one of {', '.join(D.STREAMS)} nor a predictions file")
     parsed = None if a.stream in D.STREAMS else D.parse_predictions(a.stream)
     train = D.load_training(a.data_root, a.benchmark)
+    if not train.sequences and any(REGISTRY.get(n).trains for n in names):
+        raise UserError(f"--data-root {a.data_root}: {D.spec(a.benchmark).files()['train']} holds no training "
+                        f"sequence, and --monitor {a.monitor} trains on them; {D.DOWNLOAD_HINT}")
     stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed)
     fingerprint = D.data_fingerprint(a.data_root, a.benchmark)
     skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]

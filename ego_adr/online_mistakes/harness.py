@@ -38,7 +38,8 @@ def _observations(steps):
 
 def run_monitor(name: str, train: TrainingSet, stream: Stream, **build_kw) -> tuple[list[dict], object]:
     """The per-step rows of monitor ``name`` on ``stream``, and the fitted monitor (for its selection, stats)."""
-    monitor = REGISTRY.build(name, **build_kw)
+    # the stream's name reaches a monitor that takes it (dtgl-do: DTGL trains another graph for recognised steps)
+    monitor = REGISTRY.build(name, **{"stream": stream.name, **build_kw})
     monitor.fit(train)  # a monitor without training keeps the protocol's no-op fit
     return feed(monitor, train, stream), monitor
 

@@ -21,6 +21,9 @@ REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
     MonitorSpec("count-based", f"{_M}.count_based:CountBased",
                 "DTGL's Count-Based transition graph and precondition check, without its hash-seed dependence",
                 (TRAINING, PREFIX), trains=True),
+    MonitorSpec("dtgl-do", f"{_M}.dtgl_do:DtglDo",
+                "DTGL's Direct Optimisation task graph (TGML loss, its published configs) and precondition check",
+                (TAXONOMY, TRAINING, PREFIX), trains=True),
     MonitorSpec("prego", f"{_M}.prego:Prego",
                 "PREGO: an LLM anticipates the next step in context; a step outside the anticipated set is a "
                 "mistake (--model NAME)", (TAXONOMY, TRAINING, PREFIX, TASK), trains=True, needs_model=True),
