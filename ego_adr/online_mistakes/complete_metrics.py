@@ -27,7 +27,7 @@ from ego_adr.monitoring.step_metrics import METRIC_KEYS, metrics
 from ego_adr.online_mistakes import cv
 
 RANK_KEYS = ("auroc", "auprc")
-RESAMPLES = 500
+RESAMPLES = 1000
 _CV_NAMES = {"mistake_precision": "precision", "mistake_recall": "recall", "mistake_f1": "f1",
              "balanced_precision": "balanced_precision", "balanced_f1": "balanced_f1", "macro_f1": "macro_f1"}
 
@@ -65,14 +65,30 @@ def intervals(rows: Sequence[Mapping], resamples: int = RESAMPLES, seed: int = 0
     tp, fp, fn, tn = (weights @ counts).T
     m = cv.metrics(tp, fp, fn, tn)
     out = {k: _ci(m[_CV_NAMES[k]]) for k in METRIC_KEYS}
-    ys = [np.array([r["label"] for r in g], dtype=float) for g in groups]
-    ss = [np.array([r["p_error"] for r in g], dtype=float) for g in groups]
-    ranks = {k: [] for k in RANK_KEYS}
-    for p in picks:
-        y, s = np.concatenate([ys[i] for i in p]), np.concatenate([ss[i] for i in p])
-        ranks["auroc"].append(auroc(y, s))
-        ranks["auprc"].append(average_precision(y, s))
-    return out | {k: _ci(np.array(v)) for k, v in ranks.items()}
+    return out | _rank_intervals(rows, weights)
+
+
+def _rank_intervals(rows: Sequence[Mapping], weights: np.ndarray) -> dict[str, list[float]]:
+    """AUROC and AP of every resample at once: a resample weights each row by how often its recording was drawn,
+    and both are sums over the distinct scores (ties counted half in AUROC, grouped in AP, as
+    :mod:`ego_adr.monitoring.ranking` does)."""
+    index = {v: i for i, v in enumerate(_by_video(rows))}
+    rec = np.array([index[str(r.get("video", r.get("episode")))] for r in rows])
+    y = np.array([bool(r["label"]) for r in rows])
+    s = np.array([float(r["p_error"]) for r in rows])
+    order = np.argsort(-s, kind="mergesort")
+    rec, y, s = rec[order], y[order], s[order]
+    starts = np.r_[0, np.nonzero(np.diff(s))[0] + 1]  # the levels, highest score first
+    w = weights.astype(np.float64)[:, rec]
+    pos = np.add.reduceat(w * y, starts, axis=1)
+    neg = np.add.reduceat(w * ~y, starts, axis=1)
+    p_tot, n_tot = pos.sum(1), neg.sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        below = n_tot[:, None] - np.cumsum(neg, axis=1)  # negatives scored lower than each level
+        roc = (pos * (below + neg / 2)).sum(1) / (p_tot * n_tot)
+        cp, cn = np.cumsum(pos, axis=1), np.cumsum(neg, axis=1)
+        ap = (pos / p_tot[:, None] * np.where(cp + cn > 0, cp / (cp + cn), 0.0)).sum(1)
+    return {"auroc": _ci(roc), "auprc": _ci(ap)}
 
 
 def _ci(v: np.ndarray) -> list[float]:

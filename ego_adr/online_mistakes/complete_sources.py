@@ -10,7 +10,7 @@ remark (absent from the files without mistakes). The rows are in time order (che
 - The step is DTGL's: ``<verb>-<this>`` with the spaces of ``this`` made underscores, ``position-figurine`` read as
   ``attach-figurine`` (DTGL's ``create_annotation_file.py``); ``that`` (the part attached to) is not part of DTGL's
   step name and is kept in the row only. Its id is DTGL's (``Assembly101-O_action_dict.json``, ids 0-85).
-- A step DTGL's 86 steps lack (75 rows of the test recordings, mostly detaches of parts such as ``detach-dump_bed``)
+- A step DTGL's 86 steps lack (79 rows of the test recordings, 28 names, mostly detaches such as ``detach-dump_bed``)
   keeps its segment: it gets an id after DTGL's, in sorted order of its name (86, 87, ...), over every recording of
   both splits, so the same name has the same id in every run. No training recording contains any of them.
 - The label (the sixth column, stripped: 38 rows read ``correct ``) is ``correct``, ``mistake`` or ``correction``.
