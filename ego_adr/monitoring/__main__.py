@@ -21,6 +21,11 @@ def _evaluate(a) -> int:
         from ego_adr.online_mistakes.complete_eval import evaluate_complete
 
         return evaluate_complete(a)
+    if a.corrections is not None:
+        from ego_adr.errors import UserError
+
+        raise UserError(f"--corrections applies to {', '.join(COMPLETE)} (every step of whole recordings); "
+                        f"{a.benchmark} scores each recording up to its first mistake, where there is no correction")
     from ego_adr.online_mistakes.evaluate import evaluate
 
     return evaluate(a)
@@ -53,7 +58,7 @@ def _evaluate_parser(sub) -> None:
                    help="folder laid out as ../shared/online-mistakes (dtgl/, prego/): what `download` writes")
     e.add_argument("--out", required=True, help="output folder (metrics.json, steps.jsonl, report.md; with "
                    "--monitor all one folder per monitor and summary.json)")
-    e.add_argument("--corrections", default="correct", choices=CORRECTIONS,
+    e.add_argument("--corrections", default=None, choices=CORRECTIONS,
                    help="complete-trial benchmarks: a correction step is scored as correct (default) or left out of "
                    "the scores (exclude; the monitor still sees it)")
     e.add_argument("--model", default=None, help="prego: model alias, hub id or folder (tiny runs offline)")

@@ -114,7 +114,7 @@ def test_epic_tent_labels_recomputed_from_the_two_files(root, tent):
         assert list(rec.steps) == [a for a, _ in steps]
         assert [set(k) for k in rec.kinds] == [k for _, k in steps]
         assert list(rec.labels) == [int(bool(k & {"order", "omit", "repeat"})) for _, k in steps]
-    assert sum(len(r.steps) for r in tent.recordings) == 538
+    assert sum(len(r.steps) for r in tent.recordings) == 538 and sum(sum(r.labels) for r in tent.recordings) == 97
     # the complete recording begins with DTGL's cut sequence
     cut = json.loads((root / "dtgl" / "epic-tent" / "test.json").read_text())["annotations"]
     for rec in tent.recordings:
@@ -245,3 +245,9 @@ def test_a_stream_shorter_than_its_recording_is_refused(root, a101, cli, tmp_pat
     line = _refused(cli, tmp_path / "out", "--benchmark", "assembly101-complete", "--stream", path, "--monitor",
                     "flag-all", "--data-root", root)
     assert str(path) in line and video in line and "shorter than its annotated recording" in line
+
+
+def test_corrections_on_a_cut_benchmark_is_refused(root, cli, tmp_path):
+    line = _refused(cli, tmp_path / "out", "--benchmark", "assembly101-o", "--monitor", "flag-all", "--corrections",
+                    "exclude", "--data-root", root)
+    assert "--corrections applies to assembly101-complete" in line
