@@ -5,6 +5,7 @@ rows, and the facts ``docs/online_mistakes.md`` states about DTGL's Count-Based.
     python scripts/bench_monitoring.py --data-root DIR --write-docs                       # ... into the docs page
     python scripts/bench_monitoring.py --data-root DIR --timeline                         # docs/img timeline PNG
     python scripts/bench_monitoring.py --data-root DIR --dtgl-hashseed DTGL_CHECKOUT      # DTGL's own code, seeds
+    python scripts/bench_monitoring.py --data-root DIR --complete [--write-docs] [--timeline]  # complete trials
 
 The table runs ``python -m ego_adr.monitoring evaluate --monitor all`` for each data set and stream (monitors that
 need a model are left out) and prints the wall time of all of them together (issue 27 asks for under a minute on
@@ -29,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_complete  # scripts/bench_complete.py: the complete-trial benchmarks (--complete)
 import docs_tables  # scripts/docs_tables.py (this folder is on sys.path when the script runs)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -239,7 +241,13 @@ def main() -> None:
     p.add_argument("--timeline", action="store_true", help=f"draw {IMG.relative_to(REPO)}")
     p.add_argument("--dtgl-hashseed", metavar="DTGL_CHECKOUT", help="run DTGL's own Count-Based under many seeds")
     p.add_argument("--seeds", type=int, default=50, help="PYTHONHASHSEED values for --dtgl-hashseed (default 50)")
+    bench_complete.add_flags(p)
     ARGS = p.parse_args()
+    if ARGS.complete:  # the complete-trial benchmarks only (scripts/bench_complete.py)
+        docs_tables.check(ARGS, list(bench_complete.BLOCKS))
+        with tempfile.TemporaryDirectory() as tmp:
+            docs_tables.publish(ARGS, bench_complete.blocks(ARGS, Path(ARGS.out or tmp)))
+        return
     names = ["monitoring-table", "monitoring-time"] + (["monitoring-hashseed"] if ARGS.dtgl_hashseed else [])
     docs_tables.check(ARGS, names)
     blocks = {}

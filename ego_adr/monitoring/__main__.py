@@ -15,6 +15,17 @@ from ego_adr.errors import OneLineParser, run_cli
 
 
 def _evaluate(a) -> int:
+    from ego_adr.online_mistakes.complete import COMPLETE
+
+    if a.benchmark in COMPLETE:  # every step of whole recordings (issue 35)
+        from ego_adr.online_mistakes.complete_eval import evaluate_complete
+
+        return evaluate_complete(a)
+    if a.corrections is not None:
+        from ego_adr.errors import UserError
+
+        raise UserError(f"--corrections applies to {', '.join(COMPLETE)} (every step of whole recordings); "
+                        f"{a.benchmark} scores each recording up to its first mistake, where there is no correction")
     from ego_adr.online_mistakes.evaluate import evaluate
 
     return evaluate(a)
@@ -27,6 +38,7 @@ def _download(a) -> int:
 
 
 def _evaluate_parser(sub) -> None:
+    from ego_adr.online_mistakes.complete import COMPLETE, CORRECTIONS
     from ego_adr.online_mistakes.data import BENCHMARKS, STREAMS
     from ego_adr.online_mistakes.monitors.prego import DECODINGS
     from ego_adr.online_mistakes.registry import REGISTRY
@@ -36,7 +48,8 @@ def _evaluate_parser(sub) -> None:
                        description="Stream one monitor (or all) over a step stream of Assembly101-O or EPIC-Tent-O "
                        "and score it (PREGO's P/R/F1, TI-PREGO's Pb/F1b, DTGL's macro F1).\n\nmonitors:\n"
                        + REGISTRY.help())
-    e.add_argument("--benchmark", required=True, metavar="B", help=f"one of {', '.join(BENCHMARKS)}")
+    e.add_argument("--benchmark", required=True, metavar="B", help=f"one of {', '.join(BENCHMARKS)} (cut at the first "
+                   f"mistake), {', '.join(COMPLETE)} (every step of whole recordings)")
     e.add_argument("--stream", default="oracle", metavar="S",
                    help=f"{', '.join(STREAMS)} (default oracle), or a file in PREGO's predictions format "
                    '({"<video>": {"pred": [step ids]}}) holding a recogniser\'s output on the test videos')
@@ -45,6 +58,9 @@ def _evaluate_parser(sub) -> None:
                    help="folder that `python -m ego_adr.monitoring download --out DIR` wrote (dtgl/, prego/)")
     e.add_argument("--out", required=True, help="output folder (metrics.json, steps.jsonl, report.md; with "
                    "--monitor all one folder per monitor and summary.json)")
+    e.add_argument("--corrections", default=None, choices=CORRECTIONS,
+                   help="complete-trial benchmarks: a correction step is scored as correct (default) or left out of "
+                   "the scores (exclude; the monitor still sees it)")
     e.add_argument("--model", default=None, help="prego: model alias, hub id or folder (tiny runs offline)")
     e.add_argument("--backend", default="hf", choices=("hf", "vllm", "openai"), help="prego: model backend")
     e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1")

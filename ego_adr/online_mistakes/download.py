@@ -1,13 +1,15 @@
 """``python -m ego_adr.monitoring download --out DIR``: the benchmark files, from the public repositories at pinned
-commits, checked and laid out as ``../shared/online-mistakes/`` (``dtgl/``, ``prego/``).
+commits, checked and laid out as ``../shared/online-mistakes/`` (``dtgl/``, ``prego/``, ``sources/``: the datasets'
+own annotation files, which the complete-trial benchmarks read).
 
 What is fetched (``BASE/<owner>/<repo>/<commit>/<path>``, BASE ``https://raw.githubusercontent.com``):
 
 - DTGL (fpv-iplab/Differentiable-Task-Graph-Learning @ 536aaa7, CC BY-NC 4.0): its licenses, the action dicts,
   the split files and the sha256 of its ``train.json`` / ``test.json`` (``train_hash``, ``test_hash``);
 - Assembly101's mistake annotations (assembly-101/assembly101-mistake-detection @ 6f3a953): the ``annots/*.csv``
-  of the recordings DTGL's splits name;
-- EPIC-Tent's action labels (youngkyoonjang/EPIC_Tent2019 @ 1e784a9): ``Synchronised_action_label.txt``;
+  of the recordings DTGL's splits name, and its ``LICENSE``;
+- EPIC-Tent's action and error labels and its README (youngkyoonjang/EPIC_Tent2019 @ 1e784a9):
+  ``Synchronised_action_label.txt``, ``Synchronised_error_label.txt``, ``README.md`` (the error codes);
 - PREGO (aleflabo/PREGO @ 3078571, MIT): its license, context prompts and MiniRoad predictions.
 
 Every file's sha256 is checked against the value pinned here (the CSVs as one manifest: the sha256 of their
@@ -39,6 +41,8 @@ DTGL = ("fpv-iplab/Differentiable-Task-Graph-Learning", "536aaa72fca6b4a16de7ffd
 PREGO = ("aleflabo/PREGO", "3078571f6a827c763a4220e919c4d9b5b8adea07")
 A101 = ("assembly-101/assembly101-mistake-detection", "6f3a953267ffb86cdeabf6751af05a75a011a4f8")
 TENT = ("youngkyoonjang/EPIC_Tent2019", "1e784a97ca0a1669988a8ba05d0a73ad812a204a")
+#: where each dataset's own annotation files go (read by the complete-trial benchmarks, :mod:`.complete_sources`)
+SOURCES = {A101: "sources/assembly101-mistake-detection", TENT: "sources/EPIC_Tent2019"}
 _CTX, _PRED = "step_anticipation/data/context_prompt", "step_anticipation/data/predictions"
 
 #: (repository, path there, where it goes in the layout or None for a build input, sha256)
@@ -62,7 +66,14 @@ FILES: tuple[tuple[tuple[str, str], str, str | None, str], ...] = (
      "b64513f746b51410b3e78a9e9eb04d3b3c83fce65523bd197f8b13926efbf680"),
     (DTGL, "data/epic-tent/train_split.json", None, "cf612e8684f8ef9b1f967dce84660be2887a0a0d104c63c72fbadedf0e4354c3"),
     (DTGL, "data/epic-tent/test_split.json", None, "6acaa959fc0b3877fad848d4913ea5cf122fb403047d61b638d6ec133981a3be"),
-    (TENT, "Synchronised_action_label.txt", None, "3ab54c51fd76a05162fb6b5d293fb45fdddf5ae2ff527fb94653558b2f29a1e3"),
+    (TENT, "Synchronised_action_label.txt", "sources/EPIC_Tent2019/Synchronised_action_label.txt",
+     "3ab54c51fd76a05162fb6b5d293fb45fdddf5ae2ff527fb94653558b2f29a1e3"),
+    (TENT, "Synchronised_error_label.txt", "sources/EPIC_Tent2019/Synchronised_error_label.txt",
+     "0f4af8cc421aa869c295fd90b0bceb2470849adab3ad757bc71416878acca1fe"),
+    (TENT, "README.md", "sources/EPIC_Tent2019/README.md",
+     "555487492b9433025796330cc5cda815ed6a54c0ee3cdf81557fbe40f388e50a"),
+    (A101, "LICENSE", "sources/assembly101-mistake-detection/LICENSE",
+     "bc3c1803c94f2bda005a0b64cd3e953ea8fa546a386a75fefad26082ff87f864"),
     (PREGO, "LICENSE", "prego/LICENSE", "85c428d8757f059b9c16f4a1a0170c6643d4d253ad60ec9363a5013abd80d776"),
     (PREGO, f"{_CTX}/assembly_context_prompt_train.json", "prego/context_prompt/assembly_context_prompt_train.json",
      "1dbd4db16d2839cf187568139d67868852ef70c7cce1b47bb2be2f4a4ec5d013"),
@@ -135,6 +146,7 @@ def fetch_all(base: str, pins: Pins, timeout: float = 60.0, workers: int = 8) ->
 def build(got: dict) -> dict[str, bytes]:
     """The layout: every pinned file with a place, and DTGL's json files built and checked against its hashes."""
     layout = {dest: got[(r, p)] for r, p, dest, _ in FILES if dest}
+    layout.update({f"{SOURCES[A101]}/{p}": d for (r, p), d in got.items() if r == A101 and p.startswith("annots/")})
     csvs = {p[len("annots/"):-len(".csv")]: d.decode("utf-8") for (r, p), d in got.items() if r == A101}
     a_dict = json.loads(got[(DTGL, "data/assembly101/Assembly101-O_action_dict.json")])
     t_dict = json.loads(got[(DTGL, "data/epic-tent/EPIC-Tent-O_action_dict.json")])

@@ -1,0 +1,163 @@
+"""``python -m ego_adr.monitoring evaluate --benchmark assembly101-complete|epic-tent-complete``: one monitor (or
+``all``) over every step of every test recording (:mod:`.complete`).
+
+Each monitor is built from the step-stream registry and fitted once on the cut benchmark's training set, exactly as
+for Assembly101-O / EPIC-Tent-O, then fed every complete test recording one step at a time through
+:func:`ego_adr.monitoring.protocol.stream_episode`; it keeps going after an alarm (the person goes on), so every
+step gets its own verdict. The same fitted monitor is also fed the cut benchmark's ``oracle`` stream, and its cut
+row (the per-step metrics and AUROC there) is kept beside the complete one: how much of a cut-protocol score its
+position explained shows in one table.
+
+Order of work, so that bad input never leaves anything in ``--out``: the flags (as the cut command checks them),
+the stream file's syntax, the data root and its source files (labels, intervals, the stream's lengths), the model
+when one is needed; only then the output folder is claimed and written (:class:`ego_adr.folders.OutputFolder`).
+
+A monitor folder holds ``steps.jsonl`` (per step: ``video``, ``index``, ``step_id``, ``step_name``, ``label`` 1
+for a mistake, ``source_label`` (correct, mistake, correction), ``kinds``, ``scored``, ``p_error``, ``flagged``,
+``category``, ``evidence``), ``metrics.json`` (:func:`.complete_metrics.complete_metrics`, the ``cut`` row, the
+monitor's selection, the benchmark's rules and options) and ``report.md``; ``--monitor all`` adds
+``summary.json`` (a row per monitor, each with its ``cut`` row; ``goal``) and ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+from ego_adr.errors import UserError
+from ego_adr.folders import OutputFolder
+from ego_adr.models.compat import runtime_versions
+from ego_adr.monitoring.protocol import stream_episode
+from ego_adr.online_mistakes import complete as C
+from ego_adr.online_mistakes import complete_metrics as CM
+from ego_adr.online_mistakes import complete_report as CR
+from ego_adr.online_mistakes import data as D
+from ego_adr.online_mistakes import evaluate as E
+from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder, write_text
+from ego_adr.online_mistakes.registry import REGISTRY
+from ego_adr.online_mistakes.types import StepContext
+from ego_adr.store import write_json
+
+COMPLETE_VERSION = "1"  # bump when what a complete-trial folder holds changes
+RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
+
+
+def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
+    """Every complete recording through the fitted ``monitor``, one step at a time; the per-step rows."""
+    rows = []
+    for rec in stream.recordings:
+        ctx = StepContext(stream.benchmark, rec.video, stream.taxonomy)
+        outs = stream_episode(monitor, rec.video, ctx, iter(rec.steps))
+        for t, out in enumerate(outs):
+            flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
+            rows.append({"video": rec.video, "index": t, "step_id": rec.steps[t], "step_name": rec.names[t],
+                         "label": rec.labels[t], "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
+                         "scored": rec.scored[t], "p_error": out.prob, "flagged": flagged,
+                         "category": out.category, "evidence": out.evidence})
+    return rows
+
+
+def _kwargs(a, name: str, model) -> dict:
+    if not REGISTRY.get(name).needs_model:
+        return {}
+    return {"model": model, **{k: getattr(a, k, None) for k in getattr(E, "PREGO_FLAGS", ())}}
+
+
+def result(a, name: str, train, stream: C.CompleteStream, rows: list[dict], cut_rows: list[dict], monitor,
+           extra: dict) -> dict:
+    """``metrics.json`` of one monitor on a complete-trial benchmark."""
+    spec = REGISTRY.get(name)
+    cut = CM.step_block(cut_rows) | {"benchmark": C.spec(a.benchmark).cut, "stream": "oracle",
+                                     "steps": len(cut_rows), "mistakes": sum(r["label"] for r in cut_rows)}
+    return {
+        "benchmark": stream.benchmark, "stream": stream.name, "stream_source": stream.source,
+        "stream_sha256": stream.sha256, "monitor": name, "privileged": REGISTRY.privileged(spec),
+        "reads": list(spec.reads), "extra_reads": list(REGISTRY.extra_reads(spec)),
+        **CM.complete_metrics(rows), "cut": cut,
+        "videos": len(stream.recordings), "corrections": stream.corrections,
+        "extra_steps": {str(k): v for k, v in stream.extra_steps.items()},
+        "training_sequences": len(train.sequences), "training_benchmark": train.benchmark, **extra,
+        "threshold_rule": f"the monitor's own flag; where it sets none, p_error >= {THRESHOLD}",
+        "selection": getattr(monitor, "selection", None) or {"hyper_parameters": {}, "chosen_by": "not stated"},
+        "deviations": list(getattr(monitor, "deviations", [])), "note": getattr(monitor, "note", None),
+        "notes": list(stream.notes), "extra_videos": list(stream.extra_videos),
+        "harness_version": COMPLETE_VERSION, "versions": runtime_versions(),
+    }
+
+
+def _identity(a, stream: C.CompleteStream, fingerprint: dict, monitor) -> dict:
+    ident = {"command": "monitoring evaluate", "benchmark": a.benchmark, "stream": stream.name,
+             "stream_sha256": stream.sha256, "corrections": stream.corrections,
+             **{f"{k}_sha256": v for k, v in fingerprint.items()}, "harness_version": COMPLETE_VERSION}
+    ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
+    names = [monitor] if isinstance(monitor, str) else monitor
+    if any(REGISTRY.get(m).needs_model for m in names):
+        ident.update({k: getattr(a, k, None) for k in E.MODEL_KEYS})
+        ident.update(getattr(a, "prego_settings", None) or {})
+    return ident
+
+
+def _one(a, name, train, stream, cut, out: Path, ident: dict, model, extra: dict) -> dict:
+    with OutputFolder(out, ident, "--out", RESULT_FILES):
+        t0 = time.perf_counter()
+        monitor = REGISTRY.build(name, **_kwargs(a, name, model))
+        monitor.fit(train)
+        rows = rows_of(monitor, stream)
+        cut_rows = feed(monitor, train, cut)
+        res = result(a, name, train, stream, rows, cut_rows, monitor, extra)
+        res["seconds"] = round(time.perf_counter() - t0, 3)
+        write_folder(out, rows, res, CR.monitor_report(res), getattr(monitor, "files", None))
+    if not getattr(a, "quiet", False):
+        print(f"{name:<18} macro F1 {res['macro_f1']:.3f} (cut {res['cut']['macro_f1']:.3f})  AUROC "
+              f"{res['auroc']:.3f} (cut {res['cut']['auroc']:.3f})  -> {out}")
+    return res
+
+
+def _checked_flags(a) -> list[str]:
+    """The cut command's checks of the flags, read with the cut benchmark's name."""
+    sp = C.spec(a.benchmark)
+    cut_args = copy.copy(a)
+    cut_args.benchmark = sp.cut
+    names = E._check_flags(cut_args)
+    a.prego_settings = getattr(cut_args, "prego_settings", None)
+    if a.stream != "oracle" and (a.stream in D.STREAMS or not Path(a.stream).is_file()):
+        raise UserError(f"--stream {a.stream!r}: {a.benchmark} takes oracle or a predictions file covering whole "
+                        f"recordings ({', '.join(s for s in D.STREAMS if s != 'oracle')} hold only the cut sequences)")
+    return names
+
+
+def evaluate_complete(a) -> int:
+    names = _checked_flags(a)
+    corrections = getattr(a, "corrections", None) or "correct"
+    parsed = None if a.stream == "oracle" else D.parse_predictions(a.stream)
+    train = C.training(a.data_root, a.benchmark)
+    stream = C.load_stream(a.data_root, a.benchmark, a.stream, corrections, parsed)
+    cut = D.load_stream(a.data_root, C.spec(a.benchmark).cut, "oracle")
+    fingerprint = C.fingerprint(a.data_root, a.benchmark)
+    extra = {"training_steps_by_source_label": C.training_errors(a.data_root, a.benchmark)}
+    skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
+    names = [n for n in names if n not in skipped]
+    model = E._model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
+    for note in stream.notes:
+        print(f"note: {note}")
+    out = Path(a.out)
+    if a.monitor != "all":
+        _one(a, names[0], train, stream, cut, out, _identity(a, stream, fingerprint, names[0]), model, extra)
+        return 0
+    with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
+        results = [_one(a, n, train, stream, cut, out / n, _identity(a, stream, fingerprint, n), model, extra)
+                   for n in names]
+        summary = CR.summary(results, a.benchmark, stream, [f"{n} (needs --model)" for n in skipped])
+        write_text(out / "summary.md", CR.summary_markdown(results, summary))
+        write_json(out / "summary.json", summary)
+    if not getattr(a, "quiet", False):
+        print(f"-> {out}/summary.json, summary.md" + (f" (not run: {', '.join(skipped)})" if skipped else ""))
+        for line in CR.goal_lines(summary):
+            print(line)
+    return 0
+
+
+def read_summary(folder: str | Path) -> dict:
+    return json.loads((Path(folder) / "summary.json").read_text(encoding="utf-8"))

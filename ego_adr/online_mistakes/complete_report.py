@@ -1,0 +1,147 @@
+"""``report.md``, ``summary.json`` and ``summary.md`` of the complete-trial benchmarks: each monitor's cut-protocol
+row beside its complete-trial row, the blind baselines among them, and the goal of issue 35.
+
+The goal: the monitor chosen without the test (:func:`ego_adr.online_mistakes.report.validation_choice`, the same
+rule as the cut benchmarks' goal lines) at least :data:`TARGET` of macro F1 above the best blind baseline
+(:data:`BLIND`: monitors that never look at which step was done), with its AUROC beside; where it is not, the
+summary says by how much. No published table scores these benchmarks, so there is no published row to print.
+"""
+
+from __future__ import annotations
+
+from ego_adr.online_mistakes.complete import COMPLETE, CompleteStream
+from ego_adr.online_mistakes.report import validation_choice
+
+#: Monitors blind to which step was done: they read at most the step's position (h34's never-alarm and position
+#: plug in by name; a name the registry lacks is simply absent from a run).
+BLIND = ("never-alarm", "position", "flag-all")
+TARGET = 0.10
+COLS = (("macro F1", "macro_f1"), ("AUROC", "auroc"), ("F1b", "balanced_f1"), ("P", "mistake_precision"),
+        ("R", "mistake_recall"), ("AUPRC", "auprc"))
+
+
+def _pct(v) -> str:
+    return "" if v is None or v != v else f"{100 * v:.1f}"
+
+
+def _auc(v) -> str:
+    return "" if v is None or v != v else f"{v:.3f}"
+
+
+def _cell(m: dict, key: str) -> str:
+    return _auc(m.get(key)) if key in ("auroc", "auprc") else _pct(m.get(key))
+
+
+def _ci(m: dict, key: str) -> str:
+    lo, hi = (m.get("intervals") or {}).get(key, (None, None))
+    if lo is None:
+        return ""
+    return f" [{_auc(lo)}-{_auc(hi)}]" if key in ("auroc", "auprc") else f" [{_pct(lo)}-{_pct(hi)}]"
+
+
+def header() -> list[str]:
+    return ["| monitor | cut: macro F1 | cut: AUROC | " + " | ".join(c for c, _ in COLS)
+            + " | first mistake: on target / early / late / missed | false alarms before it |",
+            "|---|---:|---:|" + "---:|" * len(COLS) + "---|---:|"]
+
+
+def row(m: dict) -> str:
+    d = m["detection"]
+    tag = " (blind)" if m["monitor"] in BLIND else " (privileged)" if m.get("privileged") else ""
+    m3 = " / ".join(_pct(d.get(k)) for k in ("on_target", "early", "late", "missed"))
+    cells = " | ".join(_cell(m, k) + (_ci(m, k) if k in ("macro_f1", "auroc") else "") for _, k in COLS)
+    fa = "" if d.get("false_alarms_before_first") is None else f"{d['false_alarms_before_first']:.2f}"
+    return (f"| **{m['monitor']}**{tag} | {_pct(m['cut'].get('macro_f1'))} | {_auc(m['cut'].get('auroc'))} | "
+            f"{cells} | {m3} | {fa} |")
+
+
+def _counts(m: dict) -> str:
+    return (f"{m['videos']} recordings, {m['steps']} scored steps, {m['mistakes']} mistakes"
+            + (f", {m['unscored_steps']} corrections not scored" if m.get("unscored_steps") else ""))
+
+
+def _kinds(m: dict) -> list[str]:
+    lines = ["| steps | count | alarmed |", "|---|---:|---:|"]
+    lines += [f"| label {k} | {v['steps']} | {_pct(v['alarmed'])} |" for k, v in m["by_label"].items()]
+    lines += [f"| kind {k}{' (mistake)' if v['mistake_steps'] else ''} | {v['steps']} | {_pct(v['alarmed'])} |"
+              for k, v in m["by_kind"].items()]
+    return lines
+
+
+def monitor_report(m: dict) -> str:
+    """The ``report.md`` of one monitor folder (``m``: its ``metrics.json``)."""
+    title = COMPLETE[m["benchmark"]].title
+    sel = m.get("selection") or {}
+    hp = sel.get("hyper_parameters") or sel.get("chosen") or {}
+    d = m["detection"]
+    lines = [f"# {m['monitor']} on {title}, stream {m['stream']}", "",
+             f"- {_counts(m)} (corrections: {m['corrections']}); source {m['stream_source']}",
+             f"- fitted as for {m['training_benchmark']} on its {m['training_sequences']} training sequences; "
+             f"the training recordings' own annotations hold {m['training_steps_by_source_label']} steps by label, "
+             "every one trained on as correct",
+             f"- settings: {', '.join(f'{k}={v}' for k, v in hp.items()) or 'none'} "
+             f"({sel.get('chosen_by') or sel.get('recipe') or 'how chosen: not stated'})",
+             f"- counts: TP {m['tp']}, FP {m['fp']}, FN {m['fn']}, TN {m['tn']}; {m['threshold_rule']}",
+             f"- first mistake per recording ({d['recordings']}): {d['counts']}; mean delay "
+             f"{d['mean_delay_steps']} steps; false alarms before it {d['false_alarms_before_first']} per recording",
+             *[f"- deviation from the published method: {x}" for x in m.get("deviations", [])],
+             *[f"- note: {x}" for x in (m.get("notes") or [])], "", *header(), row(m), "",
+             "Alarms per source label and error kind:", "", *_kinds(m), ""]
+    return "\n".join(lines)
+
+
+def goal(results: list[dict]) -> list[dict]:
+    """The goal row: the validation-chosen monitor against the best blind baseline in macro F1 (and AUROC)."""
+    blind = [m for m in results if m["monitor"] in BLIND]
+    open_ = [m for m in results if not m["privileged"] and m["monitor"] not in BLIND]
+    chosen = validation_choice(open_)
+    top = max(blind, key=lambda m: m["macro_f1"], default=None)
+    best = max(open_, key=lambda m: m["macro_f1"], default=None)
+    if chosen is None or top is None:
+        return []
+    margin = chosen["macro_f1"] - top["macro_f1"]
+    return [{"metric": "macro_f1", "chosen_on_validation": chosen["monitor"], "chosen_value": chosen["macro_f1"],
+             "chosen_auroc": chosen["auroc"], "blind": {"monitor": top["monitor"], "value": top["macro_f1"]},
+             "blind_auroc": {m["monitor"]: m["auroc"] for m in blind}, "margin": margin, "target": TARGET,
+             "met": margin >= TARGET, "best_on_test": {"monitor": best["monitor"], "value": best["macro_f1"]}}]
+
+
+def summary(results: list[dict], benchmark: str, stream: CompleteStream, not_run: list[str]) -> dict:
+    keys = ("mistake_precision", "mistake_recall", "mistake_f1", "balanced_precision", "balanced_f1", "macro_f1",
+            "auroc", "auprc", "tp", "fp", "fn", "tn", "intervals", "detection", "steps", "mistakes")
+    rows = [{"monitor": m["monitor"], "privileged": m["privileged"], "blind": m["monitor"] in BLIND,
+             **{k: m[k] for k in keys}, "cut": m["cut"]} for m in results]
+    return {"benchmark": benchmark, "stream": stream.name, "stream_sha256": stream.sha256,
+            "corrections": stream.corrections, "rows": rows, "not_run": not_run, "goal": goal(results)}
+
+
+def goal_lines(s: dict) -> list[str]:
+    out = []
+    for g in s["goal"]:
+        verdict = "met" if g["met"] else f"not met: {100 * (g['target'] - g['margin']):.1f} points short"
+        out.append(f"- goal, {s['benchmark']} ({s['stream']}): the monitor chosen on validation alone "
+                   f"({g['chosen_on_validation']}) scores macro F1 {_pct(g['chosen_value'])} (AUROC "
+                   f"{_auc(g['chosen_auroc'])}), {100 * g['margin']:+.1f} points against the best blind baseline "
+                   f"({g['blind']['monitor']}, {_pct(g['blind']['value'])}); target +{100 * g['target']:.0f}: "
+                   f"{verdict}. Best on the test (a choice made by looking at it): {g['best_on_test']['monitor']} "
+                   f"{_pct(g['best_on_test']['value'])}.")
+    return out
+
+
+def summary_markdown(results: list[dict], s: dict) -> str:
+    title = COMPLETE[s["benchmark"]].title
+    first = results[0] if results else None
+    lines = [f"# {title}, stream {s['stream']}: every monitor, its cut-protocol row beside", ""]
+    lines += goal_lines(s) + [""]
+    if first:
+        lines += [f"{_counts(first)}; corrections {s['corrections']}. The cut columns are the same fitted monitor "
+                  f"on {first['cut']['benchmark']}'s oracle steps ({first['cut']['steps']} steps, "
+                  f"{first['cut']['mistakes']} mistakes, each the last step of its sequence). Values in % (AUROC, "
+                  "AUPRC as fractions); [95% bootstrap over recordings].", ""]
+    lines += [*header(), *(row(m) for m in results if not m["privileged"])]
+    priv = [m for m in results if m["privileged"]]
+    if priv:
+        lines += ["", "Privileged (read more than the task input):", "", *header(), *map(row, priv)]
+    if s["not_run"]:
+        lines += ["", f"Not run: {', '.join(s['not_run'])}."]
+    return "\n".join(lines + [""])
