@@ -54,9 +54,18 @@ def resolve_config(benchmark: str, stream: str | None, config: str = "auto") -> 
         if config == "auto":
             config = "no-early-stopping" if stream in ORACLE_STREAMS else "early-stopping"
         name = f"assembly101-o/{config}"
-    else:
-        raise UserError(f"dtgl-do has DTGL configs for assembly101-o and epic-tent-o, not {benchmark!r}")
+    else:  # a benchmark DTGL never ran (a user's own step streams): its one config without a mask, named so
+        if config == "no-early-stopping":
+            raise UserError(f"dtgl-do config no-early-stopping exists for assembly101-o only, not {benchmark!r}")
+        name = "epic-tent-o/early-stopping"
     return name, T.CONFIGS[name]
+
+
+def config_deviation(benchmark: str) -> list[str]:
+    """What a benchmark without a DTGL config gets instead (recorded in ``deviations``)."""
+    if benchmark in ("assembly101-o", "epic-tent-o"):
+        return []
+    return [f"no DTGL config for {benchmark!r}: DTGL's EPIC-Tent-O DO config (early stopping, no mask) is used"]
 
 
 def data_digest(train: TrainingSet) -> str:
@@ -108,6 +117,8 @@ class DtglDo(Monitor):
             raise UserError(f"dtgl-do needs the correct training sequences of {train.benchmark}, and the training "
                             "file has none; pass a --data-root whose train.json holds DTGL's training recordings")
         name, cfg = resolve_config(train.benchmark, self.stream, self.config)
+        self.deviations = [d for d in self.deviations if not d.startswith("no DTGL config")]
+        self.deviations += config_deviation(train.benchmark)
         seed = cfg.seed if self.seed is None else int(self.seed)
         rec, fresh = trained(train, cfg, seed, self.precision)
         data = T.prepare(train.sequences, list(train.taxonomy))
