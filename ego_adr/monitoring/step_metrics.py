@@ -12,7 +12,10 @@ Three conventions of the field are computed side by side, because each published
   the ``flag-all`` row.
 - DTGL (Seminara et al., NeurIPS 2024, Table 3): the macro average of the F1 of both classes (correct, mistake),
   scikit-learn's ``f1_score(average="macro")``. Always alarming scores half the mistake F1 there (the correct
-  class gets F1 0), so it cannot be gamed by either extreme: the fairest single number of the three.
+  class gets F1 0), but never alarming scores half the correct class's F1, which is high where mistakes are rare
+  (EPIC-Tent-O: 47.7, above published rows). No metric here resists every blind rule: each is readable only
+  beside the blind baselines (always, never, and "from the k-th step on", which wins on a protocol that cuts every
+  recording at its first mistake).
 
 A ratio whose denominator is zero is 0.0 (scikit-learn's ``zero_division`` default). All values are fractions in
 [0, 1]; the counts ``tp fp fn tn`` are kept beside them.
