@@ -4,7 +4,8 @@ Every online benchmark (HelpMeOut's symbolic episodes, video recordings, step st
 :func:`stream_episode`, which records only what the monitor returned. A monitor returns a :class:`StepOutput`
 per observation: ``prob`` is P(an error has happened by this step), ``flagged`` whether it alarms here (``None``:
 the benchmark's threshold decides), ``category`` the error type it names where it has one, ``onset`` the step it
-blames, ``evidence`` whatever it wants a reader to see (kept in the per-step file).
+blames, ``evidence`` whatever it wants a reader to see (kept in the per-step file), ``flagged_for`` its alarm at
+the operating point chosen for each metric (a benchmark that scores several metrics may choose one per metric).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ class StepOutput:
     category: str | None = None
     evidence: dict = field(default_factory=dict)
     flagged: bool | None = None  # None: the benchmark's threshold on ``prob`` decides
+    # a thresholded monitor's alarm at the operating point chosen for each metric it is scored on (metric ->
+    # flag), where those differ from ``flagged``; None: ``flagged`` for every metric
+    flagged_for: dict | None = None
 
 
 class Monitor:

@@ -191,16 +191,34 @@ def objective(m: dict[str, np.ndarray]) -> np.ndarray:
     return (m["macro_f1"] + m["balanced_f1"]) / 2
 
 
-def best_threshold(labels, scores) -> tuple[float, dict[str, float]]:
-    """The threshold (flag when ``score >= t``) of highest :data:`OBJECTIVE` on pooled validation steps, and its
-    metrics; ties go to the highest threshold (fewest alarms). The threshold returned is the midpoint between the
-    chosen score and the next lower one, so a monitor's scores on new data are not on a knife's edge."""
+#: The metrics a thresholded monitor sets an operating point for, each chosen by cross-validation on its own
+#: (issue 34 item 4): DTGL's macro F1 and TI-PREGO's F1b may sit at different thresholds. ``objective`` is the
+#: monitor's own alarm (``flagged``), the mean of the two.
+OPERATING_METRICS = ("macro_f1", "balanced_f1")
+
+
+def best_threshold(labels, scores, key: str = "objective") -> tuple[float, dict[str, float]]:
+    """The threshold (flag when ``score >= t``) of highest ``key`` (:data:`OBJECTIVE`, or one metric of
+    :data:`OPERATING_METRICS`) on pooled validation steps, and its metrics; ties go to the highest threshold (fewest
+    alarms). The threshold returned is the midpoint between the chosen score and the next lower one, so a monitor's
+    scores on new data are not on a knife's edge."""
     tp, fp, fn, tn, t = counts_at(labels, scores)
     m = metrics(tp, fp, fn, tn)
     obj = objective(m)
-    i = int(np.argmax(obj))  # first maximum: thresholds are descending in alarm count order -> highest threshold
+    target = obj if key == "objective" else m[key]
+    i = int(np.argmax(target))  # first maximum: thresholds are descending in alarm count order -> highest threshold
     thr = float(t[i]) if i + 1 >= len(t) else float((t[i] + t[i + 1]) / 2)
-    return thr, {key: round(float(v[i]), 4) for key, v in m.items()} | {"objective": round(float(obj[i]), 4)}
+    return thr, {k: round(float(v[i]), 4) for k, v in m.items()} | {"objective": round(float(obj[i]), 4)}
+
+
+def operating_points(labels, scores) -> dict[str, tuple[float, dict[str, float]]]:
+    """:func:`best_threshold` for each metric of :data:`OPERATING_METRICS`: {metric: (threshold, its metrics)}."""
+    return {k: best_threshold(labels, scores, k) for k in OPERATING_METRICS}
+
+
+def describe_points(points: dict[str, tuple[float, dict[str, float]]]) -> dict:
+    """The ``selection.operating_points`` record: per metric, the threshold and its cross-validated value."""
+    return {k: {"threshold": round(thr, 6), "cv_value": m[k]} for k, (thr, m) in points.items()}
 
 
 def flags_metrics(labels, flags) -> dict[str, float]:

@@ -7,8 +7,11 @@ one will run), and only then the output folder is claimed (:class:`ego_adr.folde
 settings redo their results identically, other settings refuse in one line) and results are written.
 
 ``--monitor all`` runs every registered monitor into ``OUT/<monitor>/`` (each folder as a single run would write
-it) and writes ``OUT/summary.json`` (one row per monitor: name, privileged, every metric) and ``OUT/summary.md``;
-a monitor that needs a model runs only when ``--model`` is given and is listed as not run otherwise.
+it) and writes ``OUT/summary.json`` (one row per monitor: name, privileged, blind, every metric and its interval;
+the monitor chosen without the test, :mod:`.selection`, and how; position's ceiling; the goal rows,
+:mod:`.goal`) and ``OUT/summary.md``, which leads with the chosen monitor; a monitor that needs a model runs only
+when ``--model`` is given and is listed as not run otherwise. Every report prints the blind baselines of its
+stream (:func:`references`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
-from ego_adr.monitoring.step_metrics import COUNT_KEYS, METRIC_KEYS
+from ego_adr.monitoring.step_metrics import COUNT_KEYS, METRIC_KEYS, RANK_KEYS
 from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes.harness import (
     HARNESS_VERSION,
@@ -28,8 +31,8 @@ from ego_adr.online_mistakes.harness import (
     write_folder,
     write_text,
 )
-from ego_adr.online_mistakes.registry import REGISTRY
-from ego_adr.online_mistakes.report import goal, monitor_report, summary_markdown
+from ego_adr.online_mistakes.registry import BLIND, REGISTRY
+from ego_adr.online_mistakes.report import monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json
 
 MODEL_KEYS = ("model", "backend", "base_url")
@@ -81,17 +84,57 @@ def _model(a):
                                   base_url=a.base_url, cache_dir=a.cache_dir))
 
 
-def _one(a, name: str, train, stream, out: Path, ident: dict, model) -> dict:
+def references(train, stream) -> tuple[list[dict], dict]:
+    """The blind baselines' results on ``stream`` (each table prints them) and position's ceiling: ``position``
+    with k picked on this very stream, computed here for the tables and never used to choose anything."""
+    from ego_adr.monitoring.step_metrics import intervals, scored
+    from ego_adr.online_mistakes.monitors.baselines import position_ceiling
+
+    blind = []
+    for name in BLIND:
+        rows, monitor = run_monitor(name, train, stream)
+        blind.append(result(name, train, stream, rows, monitor))
+    ks, rows = position_ceiling([r for rec in stream.recordings for r in
+                                 ({"video": rec.video, "index": t, "label": y} for t, y in enumerate(rec.labels))])
+    return blind, scored(rows) | {"intervals": intervals(rows), "k": ks, "stream": stream.name,
+                                  "monitor": "position (k picked on the test)"}
+
+
+def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> dict:
     kw = {"model": model, **{k: getattr(a, k) for k in PREGO_FLAGS}} if REGISTRY.get(name).needs_model else {}
     with OutputFolder(out, ident, "--out", RESULT_FILES):
         t0 = time.perf_counter()
         rows, monitor = run_monitor(name, train, stream, **kw)
         res = result(name, train, stream, rows, monitor)
         res["seconds"] = round(time.perf_counter() - t0, 3)
-        write_folder(out, rows, res, monitor_report(res), getattr(monitor, "files", None))
+        blind, ceiling = refs
+        res["blind_baselines"] = {b["monitor"]: {k: b[k] for k in ("macro_f1", "balanced_f1")} for b in blind}
+        res["position_ceiling"] = {k: {"k": ceiling["k"][k], "value": ceiling[k]} for k in ceiling["k"]}
+        write_folder(out, rows, res, monitor_report(res, blind, ceiling), getattr(monitor, "files", None))
     if not a.quiet:
         print(f"{name:<16} " + "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS) + f"  -> {out}")
     return res
+
+
+def _summary(a, out: Path, train, stream, results: list[dict], skipped: list[str], ceiling: dict) -> None:
+    """``summary.json`` and ``summary.md`` of ``--monitor all``: the monitor chosen without the test
+    (:mod:`.selection`, on the training recordings alone) leads; every row carries its intervals."""
+    from ego_adr.online_mistakes import selection
+    from ego_adr.online_mistakes.goal import goal
+
+    sel = selection.record(train, [m["monitor"] for m in results])
+    keys = (*METRIC_KEYS, *RANK_KEYS, *COUNT_KEYS)
+    rows = [{"monitor": m["monitor"], "privileged": m["privileged"], "blind": m["monitor"] in BLIND,
+             **{k: m[k] for k in keys}, "intervals": m["intervals"]} for m in results]
+    goals = goal(results, a.benchmark, stream.name, sel["chosen"], ceiling)
+    summary = {"benchmark": a.benchmark, "stream": stream.name, "stream_sha256": stream.sha256,
+               "chosen_on_validation": sel["chosen"], "selection": sel, "rows": rows,
+               "position_ceiling": {k: {"k": ceiling["k"][k], "value": ceiling[k],
+                                        "interval": ceiling["intervals"].get(k)} for k in ceiling["k"]},
+               "not_run": [f"{n} (needs --model)" for n in skipped], "goal": goals}
+    write_text(out / "summary.md", summary_markdown(results, a.benchmark, stream.name, summary["not_run"], goals,
+                                                    sel, ceiling))
+    write_json(out / "summary.json", summary)
 
 
 def evaluate(a) -> int:
@@ -111,18 +154,14 @@ def evaluate(a) -> int:
     for note in stream.notes:
         print(f"note: {note}")
     out = Path(a.out)
+    refs = references(train, stream)
     if a.monitor != "all":
-        _one(a, names[0], train, stream, out, _identity(a, stream, fingerprint, names[0]), model)
+        _one(a, names[0], train, stream, out, _identity(a, stream, fingerprint, names[0]), model, refs)
         return 0
     with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
-        results = [_one(a, n, train, stream, out / n, _identity(a, stream, fingerprint, n), model) for n in names]
-        rows = [{"monitor": m["monitor"], "privileged": m["privileged"],
-                 **{k: m[k] for k in (*METRIC_KEYS, *COUNT_KEYS)}} for m in results]
-        summary = {"benchmark": a.benchmark, "stream": stream.name, "stream_sha256": stream.sha256, "rows": rows,
-                   "not_run": [f"{n} (needs --model)" for n in skipped],
-                   "goal": goal(results, a.benchmark, stream.name)}
-        write_text(out / "summary.md", summary_markdown(results, a.benchmark, stream.name, summary["not_run"]))
-        write_json(out / "summary.json", summary)
+        results = [_one(a, n, train, stream, out / n, _identity(a, stream, fingerprint, n), model, refs)
+                   for n in names]
+        _summary(a, out, train, stream, results, skipped, refs[1])
     if not a.quiet:
         print(f"-> {out}/summary.json, summary.md" + (f" (not run: {', '.join(skipped)})" if skipped else ""))
     return 0

@@ -6,9 +6,11 @@ recording's :class:`~ego_adr.online_mistakes.types.StepContext`, then one step i
 it never sees a later step. Where a monitor leaves ``flagged`` unset, it alarms when ``p_error >= 0.5``.
 
 A monitor folder holds ``steps.jsonl`` (one row per step: ``video``, ``index``, ``step_id``, ``label`` 1 for the
-mistake, ``p_error``, ``flagged``, ``category``, ``evidence``), ``metrics.json`` (every metric of
-:mod:`ego_adr.monitoring.step_metrics` computed from those rows, the counts, the monitor's ``selection``, the
-stream, its notes and deviations) and ``report.md`` (ours beside the published rows). Each file is written
+mistake, ``p_error``, ``flagged``, ``flagged_for`` (the alarm at the operating point chosen for macro F1 and for
+F1b; both ``flagged`` for a monitor without a threshold), ``category``, ``evidence``), ``metrics.json`` (every
+metric of :mod:`ego_adr.monitoring.step_metrics` computed from those rows, each at its operating point, AUROC and
+AUPRC of ``p_error``, the bootstrap ``intervals``, the counts, the monitor's ``selection``, the stream, its notes
+and deviations) and ``report.md`` (ours beside the published rows and the blind baselines). Each file is written
 atomically, ``metrics.json`` last: a folder with a ``metrics.json`` is complete.
 """
 
@@ -20,14 +22,14 @@ from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.protocol import stream_episode
-from ego_adr.monitoring.step_metrics import metrics
+from ego_adr.monitoring.step_metrics import COLUMN_POINT, OPERATING_POINTS, RESAMPLES, SEED, intervals, scored
 from ego_adr.online_mistakes.data import Stream
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 from ego_adr.store import write_json
 
 THRESHOLD = 0.5
-HARNESS_VERSION = "1"  # bump when what a folder holds changes: an old folder is then not resumed as current
+HARNESS_VERSION = "2"  # bump when what a folder holds changes: an old folder is then not resumed as current
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
 
 
@@ -54,8 +56,10 @@ def feed(monitor, train: TrainingSet, stream: Stream) -> list[dict]:
         for t, out in enumerate(outs):
             step, label = rec.steps[t], labels[t]
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
+            per = {k: bool(v) for k, v in (out.flagged_for or {}).items()}
             rows.append({"video": rec.video, "index": t, "step_id": step, "label": label, "p_error": out.prob,
-                         "flagged": flagged, "category": out.category, "evidence": out.evidence})
+                         "flagged": flagged, "flagged_for": {k: per.get(k, flagged) for k in OPERATING_POINTS},
+                         "category": out.category, "evidence": out.evidence})
     return rows
 
 
@@ -66,10 +70,15 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
         "benchmark": stream.benchmark, "stream": stream.name, "stream_source": stream.source,
         "stream_sha256": stream.sha256, "monitor": name, "privileged": REGISTRY.privileged(spec),
         "reads": list(spec.reads), "extra_reads": list(REGISTRY.extra_reads(spec)),
-        **metrics(rows),
+        **scored(rows),
+        "intervals": intervals(rows), "bootstrap": {"resamples": RESAMPLES, "seed": SEED, "unit": "recording",
+                                                    "level": 0.95, "method": "percentile"},
+        "column_points": dict(COLUMN_POINT),
         "videos": len(stream.recordings), "steps": len(rows), "mistakes": sum(r["label"] for r in rows),
         "training_sequences": len(train.sequences),
-        "threshold_rule": f"the monitor's own flag; where it sets none, p_error >= {THRESHOLD}",
+        "threshold_rule": f"the monitor's own flag; where it sets none, p_error >= {THRESHOLD}; a thresholded "
+                          "monitor flags each column at the operating point chosen by cross-validation for its "
+                          "metric (column_points; operating_points holds every metric at each)",
         "selection": getattr(monitor, "selection", None) or {"hyper_parameters": {}, "chosen_by": "not stated"},
         "deviations": list(getattr(monitor, "deviations", [])), "note": getattr(monitor, "note", None),
         "notes": list(stream.notes), "extra_videos": list(stream.extra_videos),

@@ -4,6 +4,9 @@ from which ``--monitor``'s choices, its ``--help`` and the privileged block of e
 The task input of both benchmarks is :data:`~ego_adr.online_mistakes.types.STEP_INPUT` (the step taxonomy, the
 correct training sequences, the observed prefix, the recording's task); a monitor that reads more is privileged
 and reported apart. Every monitor here is deterministic: the same output on every run and any ``PYTHONHASHSEED``.
+
+:data:`BLIND` are the monitors that never look at which step was done: every table prints them, the goal compares
+with the best of them, and they are never the monitor chosen as the headline (:mod:`.selection`).
 """
 
 from __future__ import annotations
@@ -12,9 +15,16 @@ from ego_adr.monitoring.registry import MonitorSpec, Registry
 from ego_adr.online_mistakes.types import PREFIX, STEP_INPUT, TASK, TAXONOMY, TRAINING
 
 _M = "ego_adr.online_mistakes.monitors"
+#: The blind baselines (:mod:`ego_adr.online_mistakes.monitors.baselines`).
+BLIND = ("flag-all", "never-alarm", "position")
 
 REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
-    MonitorSpec("flag-all", f"{_M}.baselines:FlagAll", "alarms at every step (what F1b gives away: 0.667)", ()),
+    MonitorSpec("flag-all", f"{_M}.baselines:FlagAll", "blind baseline: alarms at every step (what F1b gives "
+                "away: 0.667)", ()),
+    MonitorSpec("never-alarm", f"{_M}.baselines:NeverAlarm", "blind baseline: never alarms (what macro F1 gives "
+                "away where mistakes are rare)", ()),
+    MonitorSpec("position", f"{_M}.baselines:Position", "blind baseline: alarms from the k-th step of the recording "
+                "on, whatever the step (k by cross-validation on the training sequences)", (TRAINING,), trains=True),
     MonitorSpec("one-step-memory", f"{_M}.baselines:OneStepMemory",
                 "a transition never seen in the training sequences is a mistake (our reading of TI-PREGO's row)",
                 (TRAINING, PREFIX), trains=True),

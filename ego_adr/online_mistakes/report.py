@@ -6,15 +6,30 @@ from __future__ import annotations
 
 from ego_adr.online_mistakes import published as pub
 from ego_adr.online_mistakes.data import BENCHMARKS
+from ego_adr.online_mistakes.registry import BLIND
 
-COLUMNS = (("P", "mistake_precision"), ("R", "mistake_recall"), ("F1", "mistake_f1"), ("Pb", "balanced_precision"),
-           ("F1b", "balanced_f1"), ("macro F1", "macro_f1"))
-F1B_NOTE = ("F1b balances the classes, so a monitor that always alarms scores Pb 50.0 / F1b 66.7 on any data: read "
-            "an F1b beside the flag-all row. Macro F1 (DTGL) gives always-alarming half its mistake F1.")
+#: (header, metrics.json key): † at the operating point chosen for F1b, ‡ at the one chosen for macro F1
+#: (:data:`ego_adr.monitoring.step_metrics.COLUMN_POINT`), the rankings threshold-free.
+COLUMNS = (("P†", "mistake_precision"), ("R†", "mistake_recall"), ("F1†", "mistake_f1"),
+           ("Pb†", "balanced_precision"), ("F1b†", "balanced_f1"), ("macro F1‡", "macro_f1"), ("AUROC", "auroc"),
+           ("AUPRC", "auprc"))
+POINT_NOTE = ("† at the operating point chosen for F1b, ‡ at the one chosen for macro F1 (each by cross-validation "
+              "on the training recordings; one point for a monitor without a threshold); AUROC and AUPRC of p_error, "
+              "threshold-free; [lo, hi]: 95% bootstrap over recordings (1000 resamples, seed 0)")
+F1B_NOTE = ("Blind rows: flag-all scores Pb 50.0 / F1b 66.7 on any data; never-alarm scores half the correct "
+            "class's F1 in macro F1 (high where mistakes are rare); position alarms from the k-th step on (both "
+            "benchmarks cut each recording at its first mistake, so late steps are more often mistakes). A row "
+            "means something only above all three.")
+CEILING = "position, best k on this test (ceiling: what position alone gives on this protocol; not a selection)"
 
 
 def _pct(v) -> str:
     return "" if v is None else f"{100 * v:.1f}"
+
+
+def _cell(m: dict, key: str) -> str:
+    iv = (m.get("intervals") or {}).get(key)
+    return _pct(m.get(key)) + (f" [{_pct(iv[0])}, {_pct(iv[1])}]" if iv and m.get(key) is not None else "")
 
 
 def _input(stream: str) -> str:
@@ -27,9 +42,23 @@ def _header() -> list[str]:
 
 
 def ours_row(m: dict, name: str | None = None) -> str:
-    cells = " | ".join(_pct(m.get(k)) for _, k in COLUMNS)
+    cells = " | ".join(_cell(m, k) for _, k in COLUMNS)
     tag = " (privileged)" if m.get("privileged") else ""
-    return f"| **{name or m['monitor']}**{tag} (ours) | {_input(m['stream'])} | {cells} |"
+    who = "ours, blind" if m["monitor"] in BLIND else "ours"
+    return f"| **{name or m['monitor']}**{tag} ({who}) | {_input(m['stream'])} | {cells} |"
+
+
+def ceiling_row(c: dict) -> str:
+    """``position`` with k chosen on the test itself (:func:`.monitors.baselines.position_ceiling`)."""
+    cells = " | ".join(_cell(c, k) for _, k in COLUMNS)
+    ks = f"k = {c['k']['balanced_f1']}†, {c['k']['macro_f1']}‡"
+    return f"| *{CEILING}, {ks}* | {_input(c['stream'])} | {cells} |"
+
+
+def blind_block(blind: list[dict], ceiling: dict | None) -> list[str]:
+    """The blind rows and position's ceiling, under a table header of their own."""
+    lines = ["", "Blind baselines (they never look at which step was done):", "", *_header(), *map(ours_row, blind)]
+    return lines + ([ceiling_row(ceiling)] if ceiling else [])
 
 
 def published_row(r: pub.PublishedRow) -> str:
@@ -56,8 +85,10 @@ def _settings(m: dict) -> list[str]:
     how = sel.get("chosen_by") or sel.get("recipe") or "how chosen: not stated"
     lines = [f"- settings: {', '.join(f'{k}={v}' for k, v in hp.items()) or 'none'} ({how})"]
     if sel.get("cv_score"):
-        lines.append("- cross-validated score of the chosen settings: "
+        lines.append("- cross-validated score of the chosen settings (selection.cv_score): "
                      + ", ".join(f"{k} {v}" for k, v in sel["cv_score"].items()))
+    for k, v in (sel.get("operating_points") or {}).items():
+        lines.append(f"- operating point for {k}: " + ", ".join(f"{a}={b}" for a, b in v.items()))
     if sel.get("folds"):  # the whole lists are in metrics.json; here their shape
         sizes = [len(f) for f in sel["folds"]]
         lines.append(f"- cross-validation: {len(sizes)} folds over the training recordings, each fitted on {sizes} "
@@ -71,8 +102,9 @@ def _settings(m: dict) -> list[str]:
     return lines
 
 
-def monitor_report(m: dict) -> str:
-    """The ``report.md`` of one monitor folder (``m``: its ``metrics.json``)."""
+def monitor_report(m: dict, blind: list[dict] = (), ceiling: dict | None = None) -> str:
+    """The ``report.md`` of one monitor folder (``m``: its ``metrics.json``), beside the blind baselines of the same
+    stream (``blind``: their results) and position's ceiling."""
     title = BENCHMARKS[m["benchmark"]].title
     priv = (f"yes: reads {', '.join(m['extra_reads'])} beyond the task input, reported apart" if m["privileged"]
             else "no (reads only the task input)")
@@ -81,63 +113,33 @@ def monitor_report(m: dict) -> str:
              f"mistakes (the last step of each recording); source {m['stream_source']} (sha256 "
              f"{m['stream_sha256'][:12]})",
              f"- fitted on {m['training_sequences']} correct training sequences; privileged: {priv}",
-             f"- counts: TP {m['tp']}, FP {m['fp']}, FN {m['fn']}, TN {m['tn']}; {m['threshold_rule']}",
-             *_settings(m), "", *_header(), ours_row(m), *published_tables(m["benchmark"], m["stream"]), "",
-             f"- {pub.SWAP_NOTE}", f"- {F1B_NOTE}", ""]
+             f"- counts at the F1b operating point: TP {m['tp']}, FP {m['fp']}, FN {m['fn']}, TN {m['tn']}; "
+             f"{m['threshold_rule']}",
+             *_settings(m), "", *_header(), ours_row(m)]
+    others = [b for b in blind if b["monitor"] != m["monitor"]]
+    if others or ceiling:
+        lines += blind_block(others, ceiling)
+    lines += [*published_tables(m["benchmark"], m["stream"]), "", f"- {POINT_NOTE}", f"- {pub.SWAP_NOTE}",
+              f"- {F1B_NOTE}", ""]
     return "\n".join(lines)
 
 
-#: Rows that show what a metric gives away rather than detect anything: never "our best monitor" in the goal.
-REFERENCE_ROWS = ("flag-all",)
+def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: list[str], goals: list[dict],
+                     selection: dict, ceiling: dict | None) -> str:
+    """The monitor chosen without the test first, then the best on the test (named as such), every monitor's row
+    (blind baselines and position's ceiling apart, privileged ones apart), the published rows and the goal lines."""
+    from ego_adr.online_mistakes.goal import goal_line, headline
 
-
-def goal(results: list[dict], benchmark: str, stream: str) -> list[dict]:
-    """Our best non-privileged monitor against the best published row, in macro F1 and in F1b (issue 27's goal);
-    ``flag-all`` is left out (its F1b of 0.667 beats published rows without detecting anything)."""
-    open_ = [m for m in results if not m["privileged"] and m["monitor"] not in REFERENCE_ROWS]
-    chosen = validation_choice(open_)
-    out = []
-    for metric in ("macro_f1", "balanced_f1"):
-        top = pub.best(benchmark, stream, metric)
-        ours = max(open_, key=lambda m: m[metric], default=None)
-        if top is None or ours is None:
-            continue
-        g = {"metric": metric, "ours": ours["monitor"], "ours_value": ours[metric],
-             "published": top.label, "published_input": top.step_input,
-             "published_value": top.values[metric], "margin": ours[metric] - top.values[metric]}
-        if chosen is not None:
-            g.update(chosen_on_validation=chosen["monitor"], chosen_value=chosen[metric],
-                     chosen_margin=chosen[metric] - top.values[metric])
-        out.append(g)
-    return out
-
-
-def validation_choice(results: list[dict]) -> dict | None:
-    """The monitor one would pick without the test: the highest cross-validated objective among the monitors
-    that report one (they share one validation construction per benchmark, :mod:`ego_adr.online_mistakes.cv`).
-    "Our best" above is the best on this test, which is a choice made by looking at it; this one is not."""
-    scored = [m for m in results if ((m.get("selection") or {}).get("cv_score") or {}).get("objective") is not None]
-    return max(scored, key=lambda m: (m["selection"]["cv_score"]["objective"], m["monitor"]), default=None)
-
-
-def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: list[str]) -> str:
-    """Every monitor's row, the privileged ones apart, the published rows and the goal lines."""
     title = BENCHMARKS[benchmark].title
-    lines = [f"# {title}, stream {stream}: every monitor", "", *_header()]
-    lines += [ours_row(m) for m in results if not m["privileged"]]
+    lines = [f"# {title}, stream {stream}: every monitor", "", *headline(results, selection), "", *_header()]
+    lines += [ours_row(m) for m in results if not m["privileged"] and m["monitor"] not in BLIND]
+    lines += blind_block([m for m in results if m["monitor"] in BLIND], ceiling)
     priv = [m for m in results if m["privileged"]]
     if priv:
         lines += ["", "Privileged (read more than the task input):", "", *_header(), *map(ours_row, priv)]
     if skipped:
         lines += ["", f"Not run: {', '.join(skipped)}."]
     lines += published_tables(benchmark, stream) + [""]
-    for g in goal(results, benchmark, stream):
-        verdict = "above" if g["margin"] > 0 else "below"
-        lines.append(f"- goal, {g['metric']}: our best non-privileged monitor ({g['ours']}, {_pct(g['ours_value'])}) "
-                     f"is {verdict} the best published row ({g['published']} on {g['published_input']}, "
-                     f"{_pct(g['published_value'])}) by {abs(100 * g['margin']):.1f} points"
-                     + (f"; the monitor chosen on validation alone ({g['chosen_on_validation']}) scores "
-                        f"{_pct(g['chosen_value'])}, {abs(100 * g['chosen_margin']):.1f} points "
-                        f"{'above' if g['chosen_margin'] > 0 else 'below'}" if "chosen_on_validation" in g else ""))
-    lines += [f"- {pub.SWAP_NOTE}", f"- {F1B_NOTE}", ""]
+    lines += [f"- {goal_line(g)}" for g in goals]
+    lines += [f"- {POINT_NOTE}", f"- {pub.SWAP_NOTE}", f"- {F1B_NOTE}", ""]
     return "\n".join(lines)

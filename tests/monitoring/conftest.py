@@ -38,3 +38,15 @@ def cli(capsys):
         return code, out.out, out.err
 
     return call
+
+
+@pytest.fixture(scope="session")
+def tent_all(online_root, tmp_path_factory) -> Path:
+    """``evaluate --monitor all`` on EPIC-Tent-O's oracle stream, run once for every test that reads it (the
+    learned monitors' fits and the nested selection take tens of seconds)."""
+    from ego_adr.monitoring.__main__ import main
+
+    out = tmp_path_factory.mktemp("tent") / "all"
+    assert main(["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
+                 "--data-root", str(online_root), "--out", str(out), "--quiet"]) == 0
+    return out

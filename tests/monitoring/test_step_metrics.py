@@ -1,6 +1,7 @@
 """The step-stream metrics: the values issue 27 gives by hand for flag-all, every metric of every metrics.json
 recomputed from its steps.jsonl by code that shares nothing with ego_adr.monitoring.step_metrics (scikit-learn and
-the formulas written out here), and the conventions on hand-made rows."""
+the formulas written out here), each column at its operating point, AUROC/AUPRC of p_error, the bootstrap intervals,
+and the conventions on hand-made rows."""
 
 from __future__ import annotations
 
@@ -8,17 +9,25 @@ import json
 
 import numpy as np
 import pytest
-from sklearn.metrics import confusion_matrix, f1_score, precision_score, recall_score
+from sklearn.metrics import (
+    average_precision_score,
+    confusion_matrix,
+    f1_score,
+    precision_score,
+    recall_score,
+    roc_auc_score,
+)
 
 
 def _rows(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def recomputed(rows: list[dict]) -> dict:
-    """Every metric from scratch: scikit-learn for PREGO's and DTGL's, TI-PREGO's formula by hand."""
+def recomputed(rows: list[dict], point: str | None = None) -> dict:
+    """Every metric from scratch at an operating point (``flagged_for[point]``; the monitor's own ``flagged`` when
+    None): scikit-learn for PREGO's and DTGL's, TI-PREGO's formula by hand."""
     y = np.array([r["label"] for r in rows], dtype=int)
-    p = np.array([r["flagged"] for r in rows], dtype=int)
+    p = np.array([r["flagged_for"][point] if point else r["flagged"] for r in rows], dtype=int)
     tn, fp, fn, tp = confusion_matrix(y, p, labels=[0, 1]).ravel()
     prec = precision_score(y, p, zero_division=0)
     rec = recall_score(y, p, zero_division=0)
@@ -47,16 +56,16 @@ def test_flag_all_on_assembly101_oracle_merged_is_the_hand_computed_row(online_r
 
     assert m["versions"]["torch"] == metadata.version("torch")  # learned monitors' weights depend on it
     report = (tmp_path / "fa" / "report.md").read_text()
-    assert "| **flag-all** (ours) | oracle steps (PREGO's gt, merged) | 27.4 | 100.0 | 43.0 | 50.0 | 66.7 | 21.5 |" \
-        in report
+    row = next(x for x in report.splitlines() if x.startswith("| **flag-all** (ours, blind)"))
+    cells = [c.strip().split(" [")[0] for c in row.split("|")[3:-1]]
+    assert cells == ["27.4", "100.0", "43.0", "50.0", "66.7", "21.5", "50.0", "27.4"]  # AUROC 0.5, AUPRC = rate
+    assert "66.7 [66.7, 66.7]" in row  # every resample of flag-all has F1b 2/3
+    for blind in ("never-alarm", "position"):  # every report prints the three blind rows
+        assert f"| **{blind}** (ours, blind)" in report
 
 
-@pytest.mark.parametrize(("bench", "stream"), [("assembly101-o", "oracle"), ("epic-tent-o", "miniroad")])
-def test_every_metric_in_metrics_json_is_recomputed_from_steps_jsonl(online_root, cli, tmp_path, bench, stream):
-    out = tmp_path / "all"
-    code, _, err = cli("evaluate", "--benchmark", bench, "--stream", stream, "--monitor", "all", "--data-root",
-                       online_root, "--out", out, "--quiet")
-    assert code == 0, err
+def check_folders(out):
+    """Every metric of every monitor folder under ``out`` against its steps.jsonl, and summary.json's rows."""
     summary = json.loads((out / "summary.json").read_text())
     folders = sorted(p for p in out.iterdir() if (p / "metrics.json").is_file())
     assert [p.name for p in folders] == sorted(r["monitor"] for r in summary["rows"])
@@ -67,11 +76,35 @@ def test_every_metric_in_metrics_json_is_recomputed_from_steps_jsonl(online_root
         assert len(rows) == m["steps"]
         assert all(r["label"] == (1 if r["index"] == max(q["index"] for q in rows if q["video"] == r["video"]) else 0)
                    for r in rows[:50])
-        for k, v in recomputed(rows).items():
+        at_b, at_m = recomputed(rows, "balanced_f1"), recomputed(rows, "macro_f1")
+        want = at_b | {"macro_f1": at_m["macro_f1"]}  # each column at its operating point
+        for k, v in want.items():
             assert m[k] == pytest.approx(v, abs=1e-12), (folder.name, k)
             assert 0.0 <= m[k] <= (1.0 if isinstance(v, float) else len(rows))
+        for k, v in recomputed(rows).items():  # the monitor's own alarm, kept beside
+            assert m["operating_points"]["flagged"][k] == pytest.approx(v, abs=1e-12), (folder.name, k)
+        y, p = [r["label"] for r in rows], [r["p_error"] for r in rows]
+        assert m["auroc"] == pytest.approx(roc_auc_score(y, p), abs=1e-12)
+        assert m["auprc"] == pytest.approx(average_precision_score(y, p), abs=1e-12)
+        for k, (lo, hi) in m["intervals"].items():  # the bootstrap brackets the value it resamples
+            assert lo <= round(m[k], 4) + 1e-4 and round(m[k], 4) - 1e-4 <= hi, (folder.name, k)
+        assert m["bootstrap"]["resamples"] == 1000 and m["bootstrap"]["unit"] == "recording"
         row = next(r for r in summary["rows"] if r["monitor"] == folder.name)
-        assert {k: row[k] for k in recomputed(rows)} == {k: m[k] for k in recomputed(rows)}
+        assert {k: row[k] for k in want} == {k: m[k] for k in want}
+        assert row["intervals"] == m["intervals"]
+    return summary
+
+
+def test_every_metric_in_metrics_json_is_recomputed_from_steps_jsonl(tent_all):
+    check_folders(tent_all)
+
+
+def test_every_metric_on_a_recognisers_stream_too(online_root, cli, tmp_path):
+    out = tmp_path / "all"
+    code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--stream", "miniroad", "--monitor", "all",
+                       "--data-root", online_root, "--out", out, "--quiet")
+    assert code == 0, err
+    check_folders(out)
 
 
 def test_conventions_on_hand_made_rows():
@@ -89,24 +122,3 @@ def test_conventions_on_hand_made_rows():
     assert m["macro_f1"] == pytest.approx((0.4 + f_ok) / 2)
     never = metrics([{"label": y, "flagged": False} for y in labels])
     assert never["mistake_precision"] == never["balanced_precision"] == never["balanced_f1"] == 0.0
-
-
-def test_the_goal_names_the_monitor_chosen_on_validation_beside_the_best_on_test():
-    """The best row on the test is a choice made by looking at it; the goal line also names the monitor with the
-    highest cross-validated objective (no test number involved), and a monitor without one is never that."""
-    from ego_adr.online_mistakes.report import goal, validation_choice
-
-    def row(name, macro, f1b, objective=None, privileged=False):
-        sel = {"cv_score": {"objective": objective}} if objective is not None else {}
-        return {"monitor": name, "privileged": privileged, "macro_f1": macro, "balanced_f1": f1b, "selection": sel}
-
-    rows = [row("flag-all", 0.2, 0.667), row("best-on-test", 0.74, 0.60, objective=0.70),
-            row("best-on-validation", 0.70, 0.64, objective=0.76), row("no-cv", 0.73, 0.69),
-            row("peeker", 0.99, 0.99, objective=0.99, privileged=True)]
-    assert validation_choice([r for r in rows if not r["privileged"]])["monitor"] == "best-on-validation"
-    by_metric = {g["metric"]: g for g in goal(rows, "assembly101-o", "oracle")}
-    assert by_metric["macro_f1"]["ours"] == "best-on-test"
-    assert by_metric["balanced_f1"]["ours"] == "no-cv"
-    for g in by_metric.values():
-        assert g["chosen_on_validation"] == "best-on-validation"
-    assert by_metric["macro_f1"]["chosen_margin"] == pytest.approx(0.70 - 0.759)

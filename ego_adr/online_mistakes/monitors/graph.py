@@ -30,8 +30,9 @@ check                     fires when                                       categ
 
 Confidences count only with ``support`` recordings behind them. ``support``, the three ``tau`` and whether the
 transition check is on are chosen together by cross-validation (:mod:`ego_adr.online_mistakes.cv`: k folds over
-the training recordings, constructed validation mistakes, :data:`~ego_adr.online_mistakes.cv.OBJECTIVE`); the
-unknown-step check is always on. ``prob`` is, for the first check that fired (the table's order), the share of
+the training recordings, constructed validation mistakes, :data:`~ego_adr.online_mistakes.cv.OBJECTIVE`), and once
+more for each of macro F1 and F1b alone (``flagged_for``: the operating point of each metric); the unknown-step
+check is always on. ``prob`` is, for the first check that fired (the table's order), the share of
 validation steps where that check fired first that were mistakes; for a step where none fired, the share of
 validation mistakes among such steps.
 """
@@ -165,6 +166,7 @@ def select(sequences: Sequence[Sequence[int]], plan: cv.Plan):
         scores.append(cv.flags_metrics(labels, flags))
     best = int(np.argmax([s["objective"] for s in scores]))
     chosen = grid[best]
+    by_metric = {k: int(np.argmax([s[k] for s in scores])) for k in cv.OPERATING_METRICS}
     fired = _fired(by_support[chosen["support"]], chosen)
     first = np.where(fired.any(axis=1), fired.argmax(axis=1), -1)
     calib = {}
@@ -179,9 +181,10 @@ def select(sequences: Sequence[Sequence[int]], plan: cv.Plan):
         "candidates": {"support": list(SUPPORT), "tau_skip": list(TAUS), "tau_order": list(TAUS),
                        "tau_repeat": list(TAUS_REPEAT), "transitions": [False, True], "off": OFF},
         "chosen": chosen, "cv_score": scores[best], "calibration": calib,
+        "operating_points": {k: {"setting": grid[i], "cv_value": scores[i][k]} for k, i in by_metric.items()},
         "cv_top10": [grid[i] | {"objective": scores[i]["objective"]} for i in top],
     }
-    return chosen, calib, selection
+    return chosen, calib, selection, {k: grid[i] for k, i in by_metric.items()}
 
 
 class GraphMonitor(Monitor):
@@ -201,9 +204,10 @@ class GraphMonitor(Monitor):
             self.params = dict(self.fixed)
             self.calib = {c: 1.0 for c in CHECKS} | {"none": 0.0}
             self.selection = {"chosen": self.params, "chosen_by": "fixed by the caller (no cross-validation)"}
+            self.points = dict.fromkeys(cv.OPERATING_METRICS, self.params)
         else:
             plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
-            self.params, self.calib, self.selection = select(seqs, plan)
+            self.params, self.calib, self.selection, self.points = select(seqs, plan)
         self.graph = TaskGraph.learn(seqs)
 
     def reset(self, ctx: StepContext) -> None:
@@ -221,6 +225,11 @@ class GraphMonitor(Monitor):
         s, why = self.graph.strengths(self.done, self.last, b, self.params["support"])
         fired = _fired({c: np.array([v]) for c, v in s.items()}, self.params)[0]
         names = [c for c, f in zip(CHECKS, fired) if f]
+        flagged_for = {}
+        for k, p in self.points.items():  # the setting chosen for each metric (issue 34 item 4)
+            sk = s if p["support"] == self.params["support"] else self.graph.strengths(
+                self.done, self.last, b, p["support"])[0]
+            flagged_for[k] = bool(_fired({c: np.array([v]) for c, v in sk.items()}, p)[0].any())
         ev = {"checks": names, "confidence": {c: round(s[c], 3) for c in names}}
         for c in names:
             if c in why:
@@ -231,4 +240,4 @@ class GraphMonitor(Monitor):
         self.last = b
         first = names[0] if names else "none"
         return StepOutput(self.calib[first], onset=t, category=CATEGORY.get(first), evidence=ev,
-                          flagged=bool(names))
+                          flagged=bool(names), flagged_for=flagged_for)

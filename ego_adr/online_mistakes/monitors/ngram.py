@@ -120,6 +120,7 @@ class Fitted:
     selection: dict
     labels: np.ndarray
     oof: dict[str, np.ndarray]
+    points: dict[str, float] | None = None  # metric -> threshold on ``score`` chosen for it (issue 34 item 4)
 
 
 def select_and_fit(seqs: Sequence[Sequence[int]], plan: cv.Plan, tasks: Sequence[str | None] | None = None) -> Fitted:
@@ -127,7 +128,7 @@ def select_and_fit(seqs: Sequence[Sequence[int]], plan: cv.Plan, tasks: Sequence
     return _select_and_fit(tuple(tuple(int(x) for x in s) for s in seqs), plan, tuple(tasks) if tasks else None)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)  # the final fit and the 5 outer folds of the selection, per family
 def _select_and_fit(seqs, plan, tasks) -> Fitted:
     val = cv.validation(seqs, plan)
     curve = {}
@@ -150,6 +151,7 @@ def _select_and_fit(seqs, plan, tasks) -> Fitted:
     by_score = {s: cv.best_threshold(y, oof[s]) for s in SCORES}
     chosen = max(SCORES, key=lambda s: (by_score[s][1]["objective"], s == SCORES[0]))
     thr = by_score[chosen][0]
+    points = cv.operating_points(y, oof[chosen])
     selection = {
         "recipe": "Witten-Bell n-gram; order (and, given the tasks, task-specific or not) by held-out NLL, score "
                   "and threshold by constructed validation mistakes (" + cv.OBJECTIVE + ")",
@@ -159,10 +161,12 @@ def _select_and_fit(seqs, plan, tasks) -> Fitted:
         "heldout_nll": {f"{n}{'+task' if u else ''}": v for (n, u), v in curve.items()},
         "chosen": {"order": order, "task_specific": use_task, "score": chosen, "threshold": round(thr, 6)},
         "cv_scores": {s: by_score[s][1] | {"threshold": round(by_score[s][0], 6)} for s in SCORES},
+        "cv_score": by_score[chosen][1], "operating_points": cv.describe_points(points),
     }
     model = NGramModel(order).fit(seqs, tk)
     model.task_specific = use_task
-    return Fitted(model, chosen, thr, cv.calibrate(y, oof[chosen]), selection, y, oof)
+    return Fitted(model, chosen, thr, cv.calibrate(y, oof[chosen]), selection, y, oof,
+                  {k: t for k, (t, _) in points.items()})
 
 
 class NGramMonitor(Monitor):
@@ -183,6 +187,7 @@ class NGramMonitor(Monitor):
         f = select_and_fit(seqs, cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed), tasks)
         self.model, self.score, self.threshold, self.calib, self.selection = (
             f.model, f.score, f.threshold, f.calib, f.selection)
+        self.points = f.points
 
     def reset(self, ctx: StepContext) -> None:
         if self.model is None:
@@ -200,4 +205,5 @@ class NGramMonitor(Monitor):
               "p_step": round(float(np.exp(-sc["surprisal"])), 4), "expected": expected}
         if self.task is not None:
             ev["task"] = self.task
-        return StepOutput(cv.calibrated(self.calib, value), onset=t, evidence=ev, flagged=value >= self.threshold)
+        return StepOutput(cv.calibrated(self.calib, value), onset=t, evidence=ev, flagged=value >= self.threshold,
+                          flagged_for={k: value >= thr for k, thr in self.points.items()})

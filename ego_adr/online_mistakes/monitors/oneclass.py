@@ -14,7 +14,9 @@ without the test files (:mod:`ego_adr.online_mistakes.cv`):
    in :mod:`~ego_adr.online_mistakes.cv`): the score is either the step's surprisal ``-log p(step | prefix)``
    or its *margin* below the most likely step, ``log max p - log p(step)`` (low when the prefix leaves several
    steps equally open, as EPIC-Tent's interleaved instruction steps do); which one, and the threshold, by
-   :data:`~ego_adr.online_mistakes.cv.OBJECTIVE` on the pooled validation steps.
+   :data:`~ego_adr.online_mistakes.cv.OBJECTIVE` on the pooled validation steps (the monitor's own alarm); on
+   the chosen score, a threshold for macro F1 alone and one for F1b alone (``flagged_for``, the operating point
+   each of those metrics is reported at).
 3. The model is refitted on all training recordings with the chosen capacity and epochs.
 
 A step id never seen in training has probability 0 under the model (surprisal and margin +inf), so it is always
@@ -69,6 +71,7 @@ class Fitted:
     validation: list
     labels: np.ndarray
     oof: dict[str, np.ndarray]
+    points: dict[str, float] | None = None  # metric -> threshold on ``score`` chosen for it (issue 34 item 4)
 
 
 def _capacity(seqs, val, arch, seed, hidden, max_epochs):
@@ -88,7 +91,7 @@ def select_and_fit(seqs: Sequence[Sequence[int]], arch: str, plan: cv.Plan, hidd
     return _select_and_fit(tuple(seqs), arch, plan, tuple(hidden), max_epochs)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)  # the final fit and the 5 outer folds of the selection, per family
 def _select_and_fit(seqs, arch, plan, hidden, max_epochs) -> Fitted:
     # memoised: a monitor built on this one (the stacked monitor) reuses the same fit in the same process
     val = cv.validation(seqs, plan)
@@ -104,6 +107,7 @@ def _select_and_fit(seqs, arch, plan, hidden, max_epochs) -> Fitted:
     by_score = {s: cv.best_threshold(y, oof[s]) for s in SCORES}
     chosen = max(SCORES, key=lambda s: (by_score[s][1]["objective"], s == SCORES[0]))
     thr = by_score[chosen][0]
+    points = cv.operating_points(y, oof[chosen])
     model = NextStepModel(arch, best_h, seed)
     model.fit(seqs, best_e)
     selection = {
@@ -116,8 +120,10 @@ def _select_and_fit(seqs, arch, plan, hidden, max_epochs) -> Fitted:
         "chosen": {"hidden": best_h, "epochs": best_e, "heldout_nll": best_nll, "score": chosen,
                    "threshold": round(thr, 6)},
         "cv_scores": {s: by_score[s][1] | {"threshold": round(by_score[s][0], 6)} for s in SCORES},
+        "cv_score": by_score[chosen][1], "operating_points": cv.describe_points(points),
     }
-    return Fitted(model, chosen, thr, cv.calibrate(y, oof[chosen]), selection, val, y, oof)
+    return Fitted(model, chosen, thr, cv.calibrate(y, oof[chosen]), selection, val, y, oof,
+                  {k: t for k, (t, _) in points.items()})
 
 
 class OneClassMonitor(Monitor):
@@ -141,6 +147,7 @@ class OneClassMonitor(Monitor):
         f = select_and_fit(seqs, self.arch, plan)
         self.model, self.score, self.threshold, self.calib, self.selection = (
             f.model, f.score, f.threshold, f.calib, f.selection)
+        self.points = f.points
 
     def reset(self, ctx: StepContext) -> None:
         if self.model is None:
@@ -156,4 +163,5 @@ class OneClassMonitor(Monitor):
         value = sc[self.score]
         ev = {"score": self.score, "value": round(value, 4), "threshold": round(self.threshold, 4),
               "p_step": round(float(np.exp(-sc["surprisal"])), 4), "expected": expected}
-        return StepOutput(cv.calibrated(self.calib, value), onset=t, evidence=ev, flagged=value >= self.threshold)
+        return StepOutput(cv.calibrated(self.calib, value), onset=t, evidence=ev, flagged=value >= self.threshold,
+                          flagged_for={k: value >= thr for k, thr in self.points.items()})

@@ -17,7 +17,8 @@ None of them needs mistakes to train, but how much each signal counts does; so:
    regression for the steps of fold ``j`` is fitted on the other folds' steps only, so the objective that
    chooses is never measured on the steps it was fitted on;
 4. the final regression is fitted on all validation steps; the models and the graph are refitted on all
-   recordings.
+   recordings. Its threshold for macro F1 and for F1b alone (``flagged_for``) are set on the same cross-fitted
+   scores.
 
 ``prob`` is the regression's probability (calibrated on the validation steps), ``flagged`` its score at or above
 the chosen threshold; ``category`` is that of the graph check with the largest positive contribution, else
@@ -105,6 +106,9 @@ class StackedMonitor(Monitor):
         chosen, self.threshold, cv_score = table[best]
         keep = _mask(chosen["features"])
         x = _design(strengths[chosen["support"]], lm.oof, ng.oof)
+        # the threshold of each metric on the chosen regression's cross-fitted scores (issue 34 item 4)
+        points = cv.operating_points(y, _cross_fitted(np.minimum(x, _caps(x))[:, keep], y, fold, chosen["l2"]))
+        self.points = {k: t for k, (t, _) in points.items()}
         self.cap = _caps(x)
         x = np.minimum(x, self.cap)
         self.mu, self.sd = x.mean(axis=0), x.std(axis=0) + 1e-9
@@ -121,6 +125,7 @@ class StackedMonitor(Monitor):
             "gru": lm.selection["chosen"], "ngram": ng.selection["chosen"],
             "candidates": {"features": list(FEATURE_SETS), "support": list(G.SUPPORT), "l2": list(PENALTIES)},
             "chosen": chosen | {"threshold": round(self.threshold, 6)}, "cv_score": cv_score,
+            "operating_points": cv.describe_points(points),
             "cv_table": [p | {"objective": s["objective"]} for p, _, s in table],
             "weights": {f: round(float(v), 4) for f, v in zip((*FEATURES, "intercept"), self.w)},
         }
@@ -156,4 +161,4 @@ class StackedMonitor(Monitor):
         self.last = b
         self.prefix.append(b)
         return StepOutput(cv.calibrated((1.0, 0.0), z), onset=t, category=category, evidence=ev,
-                          flagged=z >= self.threshold)
+                          flagged=z >= self.threshold, flagged_for={k: z >= v for k, v in self.points.items()})
