@@ -200,7 +200,7 @@ def timeline(results_dir: Path, out: Path = IMG) -> None:
     folder = results_dir / b / s
     monitors = [r["monitor"] for r in json.loads((folder / "summary.json").read_text())["rows"]]
     rows = {m: [json.loads(x) for x in (folder / m / "steps.jsonl").read_text().splitlines()] for m in monitors}
-    rows = {m: [r for r in rs if r["video"] == video] for m, rs in rows.items()}
+    rows = {m: [r for r in rs if r["episode"] == video] for m, rs in rows.items()}
     test = json.loads((Path(ARGS.data_root) / "dtgl" / "assembly101" / "test.json").read_text())
     names = {int(k): v["name"] for k, v in test["taxonomy"]["assembly101"].items()}
     steps = rows[monitors[0]]

@@ -9,6 +9,16 @@ settings redo their results identically, other settings refuse in one line) and 
 ``--monitor all`` runs every registered monitor into ``OUT/<monitor>/`` (each folder as a single run would write
 it) and writes ``OUT/summary.json`` (one row per monitor: name, privileged, every metric) and ``OUT/summary.md``;
 a monitor that needs a model runs only when ``--model`` is given and is listed as not run otherwise.
+
+A monitor's options come as ``--monitor-option KEY=VALUE`` and are checked against what the monitor declares
+(:meth:`ego_adr.monitoring.registry.Registry.options`); PREGO's older flags (``--decoding``, ``--samples``,
+``--temperature``, ``--max-new-tokens``) are aliases of its options. With ``--monitor all`` an option goes to
+every monitor that takes it, and one that no monitor takes is refused. The resolved options (defaults filled in)
+are part of each folder's identity and of its ``metrics.json``.
+
+``--partial`` scores a ``--stream FILE`` that covers only some test videos: the covered ones are scored, the
+others listed (``unscored_videos``), nothing invented for them; ``coverage`` says how many of the benchmark's
+test videos were scored, and no goal line compares such a run with a published row over the whole test set.
 """
 
 from __future__ import annotations
@@ -33,7 +43,47 @@ from ego_adr.online_mistakes.report import goal, monitor_report, summary_markdow
 from ego_adr.store import check_writable_dir, write_json
 
 MODEL_KEYS = ("model", "backend", "base_url")
-PREGO_FLAGS = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's decoding (its DECODINGS)
+ALIASES = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's flags: aliases of its options
+
+
+def _given_options(a) -> tuple[dict[str, str], list[str]]:
+    """``--monitor-option KEY=VALUE`` and the alias flags as ``KEY -> text``, and how the user wrote each."""
+    given: dict[str, str] = {}
+    typed: list[str] = []
+    pairs = [(*item.partition("=")[::2], f"--monitor-option {item}", "=" in item) for item in a.monitor_option or ()]
+    pairs += [(k, str(getattr(a, k)), f"--{k.replace('_', '-')} {getattr(a, k)}", True) for k in ALIASES
+              if getattr(a, k, None) is not None]
+    for key, value, how, ok in pairs:
+        key = key.strip().replace("-", "_")
+        if not ok or not key:
+            raise UserError(f"{how}: not KEY=VALUE (e.g. --monitor-option seed=1)")
+        if key in given and given[key] != value:
+            raise UserError(f"{how} contradicts {typed[list(given).index(key)]}: give the option once")
+        if key not in given:
+            given[key] = value
+            typed.append(how)
+    return given, typed
+
+
+def _options(a, names: list[str]) -> dict[str, dict]:
+    """The resolved options of each monitor to run; one line naming an option a monitor does not take or cannot
+    use (with ``all``: that no monitor takes)."""
+    given, typed = _given_options(a)
+    out = {}
+    for n in names:
+        takes = REGISTRY.options(n)
+        mine = {k: v for k, v in given.items() if k in takes} if a.monitor == "all" else given
+        try:
+            out[n] = REGISTRY.resolve_options(n, mine)
+            check = getattr(REGISTRY.factory(n), "check_options", None)
+            if check is not None:
+                check(dict(out[n]))
+        except ValueError as e:
+            raise UserError(f"{', '.join(typed)}: {e}") from None
+    unused = [h for k, h in zip(given, typed) if not any(k in REGISTRY.options(n) for n in names)]
+    if unused:
+        raise UserError(f"{unused[0]}: no monitor takes this option (`--help` lists each monitor's options)")
+    return out
 
 
 def _check_flags(a) -> list[str]:
@@ -47,18 +97,20 @@ def _check_flags(a) -> list[str]:
         check_device(a.device, a.backend)
     if a.model:
         check_model_name(a.model, a.backend)
-    from ego_adr.online_mistakes.monitors.prego import cli_settings
-
-    a.prego_settings = cli_settings(a)
     D.spec(a.benchmark)
     if a.monitor == "all":
-        return [s.name for s in REGISTRY]
-    if a.monitor not in REGISTRY:
+        names = [s.name for s in REGISTRY]
+    elif a.monitor not in REGISTRY:
         raise UserError(f"--monitor {a.monitor!r} is not one of {', '.join(REGISTRY.names())}, all")
-    if REGISTRY.get(a.monitor).needs_model and not a.model:
+    else:
+        names = [a.monitor]
+    a.options = _options(a, names)
+    if a.monitor != "all" and REGISTRY.get(a.monitor).needs_model and not a.model:
         raise UserError(f"--monitor {a.monitor} needs --model NAME (an alias, hub id or folder; --model tiny runs "
                         "offline)")
-    return [a.monitor]
+    if a.partial and a.stream in D.STREAMS:
+        raise UserError(f"--partial is for a --stream FILE that covers some test videos; {a.stream} covers all")
+    return names
 
 
 def _identity(a, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) -> dict:
@@ -69,8 +121,14 @@ def _identity(a, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) 
              "harness_version": HARNESS_VERSION}
     names = [monitor] if isinstance(monitor, str) else monitor
     ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
+    if isinstance(monitor, str):  # one key per option, so a refusal names the option that differs
+        ident.update({f"option.{k}": v for k, v in a.options[monitor].items()})
+    else:
+        ident["options"] = {n: a.options[n] for n in names}
+    if stream.coverage["scored"] < stream.coverage["benchmark"]:
+        ident["coverage"] = stream.coverage
     if any(REGISTRY.get(m).needs_model for m in names):
-        ident.update({k: getattr(a, k) for k in MODEL_KEYS}, **a.prego_settings)
+        ident.update({k: getattr(a, k) for k in MODEL_KEYS})
     return ident
 
 
@@ -82,11 +140,12 @@ def _model(a):
 
 
 def _one(a, name: str, train, stream, out: Path, ident: dict, model) -> dict:
-    kw = {"model": model, **{k: getattr(a, k) for k in PREGO_FLAGS}} if REGISTRY.get(name).needs_model else {}
+    kw = {"data_root": a.data_root, **a.options[name], **({"model": model} if REGISTRY.get(name).needs_model
+                                                              else {})}
     with OutputFolder(out, ident, "--out", RESULT_FILES):
         t0 = time.perf_counter()
         rows, monitor = run_monitor(name, train, stream, **kw)
-        res = result(name, train, stream, rows, monitor)
+        res = result(name, train, stream, rows, monitor, a.options[name])
         res["seconds"] = round(time.perf_counter() - t0, 3)
         write_folder(out, rows, res, monitor_report(res), getattr(monitor, "files", None))
     if not a.quiet:
@@ -100,10 +159,14 @@ def evaluate(a) -> int:
         raise UserError(f"--stream {a.stream!r} is neither one of {', '.join(D.STREAMS)} nor a predictions file")
     parsed = None if a.stream in D.STREAMS else D.parse_predictions(a.stream)
     train = D.load_training(a.data_root, a.benchmark)
-    stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed)
+    stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed, partial=a.partial)
     fingerprint = D.data_fingerprint(a.data_root, a.benchmark)
     skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
     names = [n for n in names if n not in skipped]
+    for n in names:  # what a monitor reads beside the training set (e.g. PREGO's example file) is there
+        check = getattr(REGISTRY.factory(n), "check_inputs", None)
+        if check is not None:
+            check(train, a.data_root, a.options[n])
     model = _model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
     for note in stream.notes:
         print(f"note: {note}")
@@ -115,7 +178,8 @@ def evaluate(a) -> int:
         results = [_one(a, n, train, stream, out / n, _identity(a, stream, fingerprint, n), model) for n in names]
         rows = [{"monitor": m["monitor"], "privileged": m["privileged"],
                  **{k: m[k] for k in (*METRIC_KEYS, *COUNT_KEYS)}} for m in results]
-        summary = {"benchmark": a.benchmark, "stream": stream.name, "stream_sha256": stream.sha256, "rows": rows,
+        summary = {"benchmark": a.benchmark, "stream": stream.name, "stream_sha256": stream.sha256,
+                   "coverage": stream.coverage, "unscored_videos": list(stream.unscored), "rows": rows,
                    "not_run": [f"{n} (needs --model)" for n in skipped],
                    "goal": goal(results, a.benchmark, stream.name)}
         write_text(out / "summary.md", summary_markdown(results, a.benchmark, stream.name, summary["not_run"]))

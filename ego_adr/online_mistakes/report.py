@@ -50,11 +50,24 @@ def published_tables(benchmark: str, stream: str) -> list[str]:
     return lines
 
 
+def coverage_text(m: dict) -> str:
+    """``n of m test videos`` (every table and report says how much of the test set a row scores)."""
+    c = m.get("coverage") or {"scored": m.get("videos"), "benchmark": m.get("videos")}
+    return f"{c['scored']} of {c['benchmark']} test videos"
+
+
+def partial(m: dict) -> bool:
+    c = m.get("coverage") or {}
+    return c.get("scored", 0) < c.get("benchmark", 0)
+
+
 def _settings(m: dict) -> list[str]:
     sel = m.get("selection") or {}
     hp = sel.get("hyper_parameters") or sel.get("chosen") or {}  # the harness's key, or the CV monitors'
     how = sel.get("chosen_by") or sel.get("recipe") or "how chosen: not stated"
     lines = [f"- settings: {', '.join(f'{k}={v}' for k, v in hp.items()) or 'none'} ({how})"]
+    if m.get("options"):
+        lines.append("- options (--monitor-option): " + ", ".join(f"{k}={v}" for k, v in m["options"].items()))
     if sel.get("cv_score"):
         lines.append("- cross-validated score of the chosen settings: "
                      + ", ".join(f"{k} {v}" for k, v in sel["cv_score"].items()))
@@ -76,15 +89,25 @@ def monitor_report(m: dict) -> str:
     title = BENCHMARKS[m["benchmark"]].title
     priv = (f"yes: reads {', '.join(m['extra_reads'])} beyond the task input, reported apart" if m["privileged"]
             else "no (reads only the task input)")
-    lines = [f"# {m['monitor']} on {title}, stream {m['stream']}", "",
-             f"- step input: {_input(m['stream'])}; {m['videos']} recordings, {m['steps']} steps, {m['mistakes']} "
+    lines = [f"# {m['monitor']} on {title}, stream {m['stream']} ({coverage_text(m)})", "",
+             f"- step input: {_input(m['stream'])}; {coverage_text(m)}, {m['steps']} steps, {m['mistakes']} "
              f"mistakes (the last step of each recording); source {m['stream_source']} (sha256 "
-             f"{m['stream_sha256'][:12]})",
+             f"{m['stream_sha256'][:12]})", *_partial_lines(m),
              f"- fitted on {m['training_sequences']} correct training sequences; privileged: {priv}",
              f"- counts: TP {m['tp']}, FP {m['fp']}, FN {m['fn']}, TN {m['tn']}; {m['threshold_rule']}",
-             *_settings(m), "", *_header(), ours_row(m), *published_tables(m["benchmark"], m["stream"]), "",
+             *_settings(m), "", f"Ours ({coverage_text(m)}):", "", *_header(), ours_row(m),
+             *published_tables(m["benchmark"], m["stream"]), "",
              f"- {pub.SWAP_NOTE}", f"- {F1B_NOTE}", ""]
     return "\n".join(lines)
+
+
+def _partial_lines(m: dict) -> list[str]:
+    if not partial(m):
+        return []
+    un = m.get("unscored_videos") or []
+    return [f"- partial stream (--partial): only {coverage_text(m)} are scored; the {len(un)} it does not cover are "
+            "listed in metrics.json (unscored_videos). The published rows below score all test videos: they are "
+            "printed for reference, not compared (no goal line)"]
 
 
 #: Rows that show what a metric gives away rather than detect anything: never "our best monitor" in the goal.
@@ -94,6 +117,8 @@ REFERENCE_ROWS = ("flag-all",)
 def goal(results: list[dict], benchmark: str, stream: str) -> list[dict]:
     """Our best non-privileged monitor against the best published row, in macro F1 and in F1b (issue 27's goal);
     ``flag-all`` is left out (its F1b of 0.667 beats published rows without detecting anything)."""
+    if any(partial(m) for m in results):  # a published row scores every test video: not comparable
+        return []
     open_ = [m for m in results if not m["privileged"] and m["monitor"] not in REFERENCE_ROWS]
     chosen = validation_choice(open_)
     out = []
@@ -123,11 +148,13 @@ def validation_choice(results: list[dict]) -> dict | None:
 def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: list[str]) -> str:
     """Every monitor's row, the privileged ones apart, the published rows and the goal lines."""
     title = BENCHMARKS[benchmark].title
-    lines = [f"# {title}, stream {stream}: every monitor", "", *_header()]
+    cov = coverage_text(results[0]) if results else "no test videos"
+    lines = [f"# {title}, stream {stream}: every monitor ({cov})", "", *_partial_lines(results[0] if results else {}),
+             f"Ours ({cov}):", "", *_header()]
     lines += [ours_row(m) for m in results if not m["privileged"]]
     priv = [m for m in results if m["privileged"]]
     if priv:
-        lines += ["", "Privileged (read more than the task input):", "", *_header(), *map(ours_row, priv)]
+        lines += ["", f"Privileged (read more than the task input; {cov}):", "", *_header(), *map(ours_row, priv)]
     if skipped:
         lines += ["", f"Not run: {', '.join(skipped)}."]
     lines += published_tables(benchmark, stream) + [""]

@@ -65,7 +65,7 @@ def test_every_metric_in_metrics_json_is_recomputed_from_steps_jsonl(online_root
         m = json.loads((folder / "metrics.json").read_text())
         rows = _rows(folder / "steps.jsonl")
         assert len(rows) == m["steps"]
-        assert all(r["label"] == (1 if r["index"] == max(q["index"] for q in rows if q["video"] == r["video"]) else 0)
+        assert all(r["label"] == (1 if r["index"] == max(q["index"] for q in rows if q["episode"] == r["episode"]) else 0)
                    for r in rows[:50])
         for k, v in recomputed(rows).items():
             assert m[k] == pytest.approx(v, abs=1e-12), (folder.name, k)
