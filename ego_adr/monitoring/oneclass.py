@@ -37,6 +37,7 @@ ARCHS = ("gru", "transformer")
 SCORES = ("surprisal", "margin")
 PAD, BOS, UNK = 0, 1, 2  # input ids; known tokens start at 3, then context tokens. Output class 0: never seen.
 HIDDEN = (32, 64)
+PRECISION = "float64"  # what the weights are trained in (a weights cache keyed without it would serve float32 ones)
 MAX_EPOCHS = 16
 
 
