@@ -142,7 +142,7 @@ class Prego(Monitor):
         _opt("samples", int, "replies per step (alias --samples; default: the decoding's)"),
         _opt("temperature", float, "sampling temperature, 0 greedy (alias --temperature; default: the decoding's)"),
         _opt("max_new_tokens", int, "tokens per reply (alias --max-new-tokens; default: the decoding's)"),
-        *(_opt(k, str, PP.PROMPT_DEVIATIONS[k].split(" (")[0], v) for k, v in PP.PROMPT_CHOICES.items()),
+        *(_opt(k, str, PP.PROMPT_HELP[k], v) for k, v in PP.PROMPT_CHOICES.items()),
     )
 
     def __init__(self, model=None, max_new_tokens: int | None = None, decoding: str | None = None,

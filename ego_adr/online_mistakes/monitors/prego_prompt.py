@@ -46,6 +46,12 @@ LABELS = {"prego": ("Context:", "Input:", "Output:"), "query": ("Sequence type:"
 PROMPT_CHOICES = {"unseen_task": ("empty", "all"), "example_labels": ("prego", "query"),
                   "task_line": ("prego", "omit"), "example_order": ("prego-file", "training")}
 PROMPT_DEFAULTS = {k: v[0] for k, v in PROMPT_CHOICES.items()}
+PROMPT_HELP = {
+    "unseen_task": "a toy without training sequences: empty = PREGO's empty context, all = every training sequence",
+    "example_labels": "prego = its file's Context:/Input:/Output:, query = the query's own labels",
+    "task_line": "EPIC-Tent-O: prego = Sequence type: None as PREGO's code writes, omit = no such line",
+    "example_order": "Assembly101-O: prego-file = the order of PREGO's file, training = DTGL's train.json order",
+}
 PROMPT_DEVIATIONS = {
     "unseen_task": "a test recording whose toy has no training sequence gets every training sequence as examples "
                    "(PREGO's code prompts it with an empty context)",
