@@ -59,11 +59,12 @@ def table(results: dict) -> str:
     """One table per data set: every stream's rows, ours then the published ones measured on that stream."""
     from ego_adr.online_mistakes import published as pub
     from ego_adr.online_mistakes.data import BENCHMARKS as SPECS
-    from ego_adr.online_mistakes.report import _header, ours_row, published_row
+    from ego_adr.online_mistakes.report import _header, coverage_text, ours_row, published_row
 
     lines = []
     for b in BENCHMARKS:
-        lines += [f"**{SPECS[b].title}**", "", *_header()]
+        cov = sorted({coverage_text(m) for s in STREAMS for m in results[(b, s)]})
+        lines += [f"**{SPECS[b].title}** ({', '.join(cov)})", "", *_header()]
         for s in STREAMS:
             lines += [ours_row(m) for m in results[(b, s)]]
             lines += [published_row(r) for r in pub.rows(b, s)]
