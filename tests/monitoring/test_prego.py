@@ -359,3 +359,13 @@ def test_prego_sampled_runs_offline_with_the_tiny_model_and_resumes_from_the_cac
     assert (out / "steps.jsonl").read_text() == before
     code, _, err = cli(*argv[:9], "--samples", "2", *argv[11:])  # other settings: refused in one line
     assert code == 2 and "samples 3 -> 2" in err.strip().splitlines()[-1]  # (above it: the weights' progress bar)
+
+
+def test_without_prego_s_example_file_assembly101_is_one_line_before_anything_is_written(online_root, cli, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(online_root / "dtgl" / "assembly101", root / "dtgl" / "assembly101")
+    out = tmp_path / "out"
+    code, _, err = cli("evaluate", "--benchmark", "assembly101-o", "--monitor", "prego", "--model", "tiny",
+                       "--data-root", root, "--out", out)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "example_order=training" in err, err
+    assert not out.exists() or not any(out.iterdir())
