@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -28,6 +30,7 @@ def _run(root, out: Path, threads: int, other_cpu: bool) -> bytes:
     return (out / "steps.jsonl").read_bytes()
 
 
+@pytest.mark.slow  # two subprocesses, each importing torch (about 4 s of CPU each)
 def test_a_learned_monitor_writes_the_same_bytes_on_1_and_2_threads_and_other_kernels(online_root, tmp_path):
     one = _run(online_root, tmp_path / "one", 1, False)
     two = _run(online_root, tmp_path / "two", 2, True)
