@@ -149,7 +149,8 @@ def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: 
     """Every monitor's row, the privileged ones apart, the published rows and the goal lines."""
     title = BENCHMARKS[benchmark].title
     cov = coverage_text(results[0]) if results else "no test videos"
-    lines = [f"# {title}, stream {stream}: every monitor ({cov})", "", *_partial_lines(results[0] if results else {}),
+    part = _partial_lines(results[0]) if results else []
+    lines = [f"# {title}, stream {stream}: every monitor ({cov})", "", *part, *([""] if part else []),
              f"Ours ({cov}):", "", *_header()]
     lines += [ours_row(m) for m in results if not m["privileged"]]
     priv = [m for m in results if m["privileged"]]
