@@ -40,6 +40,7 @@ from ego_adr.monitoring.oneclass import (
     ARCHS,
     HIDDEN,
     MAX_EPOCHS,
+    PRECISION,
     SCORES,
     Fold,
     NextStepModel,
@@ -110,6 +111,7 @@ def _select_and_fit(seqs, arch, plan, hidden, max_epochs) -> Fitted:
     selection = {
         "recipe": "one-class next-step likelihood; capacity by held-out NLL, score and threshold by constructed "
                   "validation mistakes (" + cv.OBJECTIVE + ")",
+        "numerics": f"{PRECISION}, one thread, deterministic algorithms (ego_adr/monitoring/numerics.py)",
         "folds": [list(f) for f, _ in val], "validation": cv.describe(plan, val),
         "candidates": {"hidden": list(hidden), "epochs": f"2..{max_epochs} step 2, stopped after 2 evaluations "
                        "without improvement", "score": list(SCORES)},
