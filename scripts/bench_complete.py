@@ -82,7 +82,7 @@ def timeline(out: Path, root: str, img: Path = IMG) -> None:
     b, video = TIMELINE_VIDEO
     monitors = [r["monitor"] for r in json.loads((out / b / "summary.json").read_text())["rows"]]
     rows = {m: [json.loads(x) for x in (out / b / m / "steps.jsonl").read_text().splitlines()] for m in monitors}
-    rows = {m: [r for r in rs if r["video"] == video] for m, rs in rows.items()}
+    rows = {m: [r for r in rs if r["episode"] == video] for m, rs in rows.items()}
     steps = rows[monitors[0]]
     colours = {"mistake": "#d62728", "correction": "#fdae6b", "correct": "#9ecae1"}
     fig, ax = plt.subplots(figsize=(1.25 * len(steps) + 2.5, 0.5 * len(monitors) + 2.0))

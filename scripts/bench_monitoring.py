@@ -66,11 +66,19 @@ def table(results: dict, summaries: dict) -> str:
     from ego_adr.online_mistakes import published as pub
     from ego_adr.online_mistakes.data import BENCHMARKS as SPECS
     from ego_adr.online_mistakes.registry import BLIND
-    from ego_adr.online_mistakes.report import POINT_NOTE, _header, ceiling_row, ours_row, published_row
+    from ego_adr.online_mistakes.report import (
+        POINT_NOTE,
+        _header,
+        ceiling_row,
+        coverage_text,
+        ours_row,
+        published_row,
+    )
 
     lines = [*_goal_lines(summaries), "", f"{POINT_NOTE}.", ""]
     for b in BENCHMARKS:
-        lines += [f"**{SPECS[b].title}**", "", *_header()]
+        cov = sorted({coverage_text(m) for s in STREAMS for m in results[(b, s)]})
+        lines += [f"**{SPECS[b].title}** ({', '.join(cov)})", "", *_header()]
         for s in STREAMS:
             ms = results[(b, s)]
             lines += [ours_row(m) for m in ms if m["monitor"] not in BLIND]
@@ -204,7 +212,7 @@ def timeline(results_dir: Path, out: Path = IMG) -> None:
     folder = results_dir / b / s
     monitors = [r["monitor"] for r in json.loads((folder / "summary.json").read_text())["rows"]]
     rows = {m: [json.loads(x) for x in (folder / m / "steps.jsonl").read_text().splitlines()] for m in monitors}
-    rows = {m: [r for r in rs if r["video"] == video] for m, rs in rows.items()}
+    rows = {m: [r for r in rs if r["episode"] == video] for m, rs in rows.items()}
     test = json.loads((Path(ARGS.data_root) / "dtgl" / "assembly101" / "test.json").read_text())
     names = {int(k): v["name"] for k, v in test["taxonomy"]["assembly101"].items()}
     steps = rows[monitors[0]]

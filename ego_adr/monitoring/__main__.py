@@ -37,6 +37,15 @@ def _download(a) -> int:
     return download_cli(a)
 
 
+def _options_help(registry) -> str:
+    lines = []
+    for name in registry.names():
+        for o in registry.options(name).values():
+            values = "|".join(map(str, o.choices)) if o.choices else o.parse.__name__
+            lines.append(f"  {name}: {o.name}={values} (default {o.default}) {o.help}")
+    return "\n".join(lines) or "  none"
+
+
 def _evaluate_parser(sub) -> None:
     from ego_adr.online_mistakes.complete import COMPLETE, CORRECTIONS
     from ego_adr.online_mistakes.data import BENCHMARKS, STREAMS
@@ -47,13 +56,20 @@ def _evaluate_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Stream one monitor (or all) over a step stream of Assembly101-O or EPIC-Tent-O "
                        "and score it (PREGO's P/R/F1, TI-PREGO's Pb/F1b, DTGL's macro F1).\n\nmonitors:\n"
-                       + REGISTRY.help())
+                       + REGISTRY.help() + "\n\nmonitor options (--monitor-option KEY=VALUE):\n" + _options_help(REGISTRY))
     e.add_argument("--benchmark", required=True, metavar="B", help=f"one of {', '.join(BENCHMARKS)} (cut at the first "
                    f"mistake), {', '.join(COMPLETE)} (every step of whole recordings)")
     e.add_argument("--stream", default="oracle", metavar="S",
                    help=f"{', '.join(STREAMS)} (default oracle), or a file in PREGO's predictions format "
                    '({"<video>": {"pred": [step ids]}}) holding a recogniser\'s output on the test videos')
     e.add_argument("--monitor", required=True, metavar="M", help="a monitor listed above, or all")
+    e.add_argument("--monitor-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of the monitor (repeatable; listed above): checked against what it takes, part of "
+                   "the output folder's identity and metrics.json; with --monitor all it goes to every monitor that "
+                   "takes it")
+    e.add_argument("--partial", action="store_true",
+                   help="--stream FILE covers only some test videos: score those (coverage in metrics.json, the "
+                   "others listed, no comparison with published full-benchmark rows)")
     e.add_argument("--data-root", required=True,
                    help="folder that `python -m ego_adr.monitoring download --out DIR` wrote (dtgl/, prego/)")
     e.add_argument("--out", required=True, help="output folder (metrics.json, steps.jsonl, report.md; with "
@@ -65,7 +81,7 @@ def _evaluate_parser(sub) -> None:
     e.add_argument("--backend", default="hf", choices=("hf", "vllm", "openai"), help="prego: model backend")
     e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1")
     e.add_argument("--device", default=None, help="prego, hf backend: auto, cpu, cuda or cuda:N")
-    e.add_argument("--decoding", default=None, choices=tuple(DECODINGS), help="prego: PREGO's decoding, "
+    e.add_argument("--decoding", default=None, choices=tuple(DECODINGS), help="prego: alias of --monitor-option decoding=...; PREGO's decoding, "
                    "numeric (default: its numeric-symbol run, 1 greedy reply of <= 4 tokens) or sampled (its "
                    "emoji runs: 25 replies at temperature 0.6, top-p 0.9, <= 8 tokens); docs/online_mistakes.md")
     e.add_argument("--samples", type=int, default=None, help="prego: replies per step (default: the --decoding's)")

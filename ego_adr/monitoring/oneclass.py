@@ -17,6 +17,10 @@ benchmark: :mod:`ego_adr.online_mistakes.monitors.oneclass` (Assembly101-O, EPIC
   every second epoch, early stopped; the (hidden, epochs) of lowest held-out NLL. This needs no mistakes at all.
 
 A token never seen in training is output class 0, whose probability is 0 (surprisal and margin +inf).
+
+The network trains and scores in float64 on one thread with torch's deterministic algorithms
+(:func:`ego_adr.monitoring.numerics.fixed_numerics`): in float32 the choice of CPU kernels alone moved a chosen
+threshold, so the same data gave other alarms on another machine.
 """
 
 from __future__ import annotations
@@ -27,10 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ego_adr.monitoring.numerics import fixed_numerics
+
 ARCHS = ("gru", "transformer")
 SCORES = ("surprisal", "margin")
 PAD, BOS, UNK = 0, 1, 2  # input ids; known tokens start at 3, then context tokens. Output class 0: never seen.
 HIDDEN = (32, 64)
+PRECISION = "float64"  # what the weights are trained in (a weights cache keyed without it would serve float32 ones)
 MAX_EPOCHS = 16
 
 
@@ -125,7 +132,8 @@ class NextStepModel:
 
     def _build(self) -> None:
         n = len(self.index)
-        self.net = _net(self.arch, n + 3 + len(self.ctx_index), n, self.hidden, self.positions)
+        with fixed_numerics():  # float64 weights (module docstring)
+            self.net = _net(self.arch, n + 3 + len(self.ctx_index), n, self.hidden, self.positions)
 
     def _rows(self, seqs: Seqs, ctx: Seqs | None) -> tuple[list[list[int]], list[int]]:
         n = len(self.index) + 3
@@ -165,6 +173,10 @@ class NextStepModel:
         self.epochs = 0
 
     def epoch(self) -> None:
+        with fixed_numerics():
+            self._epoch()
+
+    def _epoch(self) -> None:
         import torch
 
         self.net.train()
@@ -193,7 +205,7 @@ class NextStepModel:
 
         self.net.eval()
         _, offs = self._rows(seqs, ctx)
-        with torch.no_grad():
+        with torch.no_grad(), fixed_numerics():
             lp = torch.log_softmax(self.net(self._inputs(seqs, ctx)), dim=-1).numpy()
         lp = np.concatenate([np.full(lp.shape[:2] + (1,), -np.inf), lp], axis=-1)
         return [lp[i, o : o + len(s)] for i, (s, o) in enumerate(zip(seqs, offs))]

@@ -12,11 +12,17 @@ it with nothing else, so the numbers of a run can be recomputed from its file al
   ``error_onset`` (its first error's step), ``error_types`` (every type it contains), ``primary_type`` (the first
   error's type), ``stratum`` (a breakdown group, e.g. HelpMeOut's template complexity), ``timed_out`` (the
   monitor gave up on it: left out of M3, as HelpMeOut's re-planner rows are).
+
+A benchmark may add fields of its own (the step streams add ``step_id``); :func:`schema_errors` checks the
+layer's fields and their types, and every benchmark's writer is tested against it (HelpMeOut's
+``helpmeout/evaluation/scoring.py``, the video stream's ``stream/metrics.py``, the step streams'
+``online_mistakes/harness.py``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +45,35 @@ def step_row(episode: str, index: int, label: int, p_error: float, truth: dict, 
     row["timed_out"] = bool(row["timed_out"])
     row["error_types"] = list(row["error_types"] or ())
     return row
+
+
+_N = type(None)
+#: The layer's fields and the types a row may give each (``evidence`` may be left out).
+FIELD_TYPES = {"episode": (str,), "index": (int,), "label": (int,), "p_error": (float, int), "flagged": (bool, _N),
+               "category": (str, _N), "onset": (int, _N), "evidence": (dict,), "errorful": (bool,),
+               "error_onset": (int, _N), "error_types": (list,), "primary_type": (str, _N), "stratum": (str, _N),
+               "timed_out": (bool,)}
+
+
+def schema_errors(row: dict) -> list[str]:
+    """What is wrong with one row against the layer's schema (empty: nothing)."""
+    errs = []
+    for k, types in FIELD_TYPES.items():
+        if k not in row:
+            if k != "evidence":
+                errs.append(f"no {k}")
+            continue
+        v = row[k]
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            errs.append(f"{k} is {type(v).__name__}, not {' or '.join(t.__name__ for t in types)}")
+    if not errs:
+        if row["index"] < 0 or row["label"] not in (0, 1):
+            errs.append("index must be >= 0 and label 0 or 1")
+        if not (math.isfinite(row["p_error"]) and 0.0 <= row["p_error"] <= 1.0):
+            errs.append(f"p_error {row['p_error']} is not a probability")
+        if not all(isinstance(t, str) for t in row["error_types"]):
+            errs.append("error_types holds a non-string")
+    return errs
 
 
 @dataclass(frozen=True)

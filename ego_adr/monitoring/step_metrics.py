@@ -186,7 +186,7 @@ def _vector_columns(w: np.ndarray, a: dict[str, np.ndarray]) -> dict[str, np.nda
 
 
 def intervals(rows: Iterable[Mapping], resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, list[float]]:
-    """95% percentile bootstrap over recordings (``video``): the recordings drawn with replacement ``resamples``
+    """95% percentile bootstrap over recordings (``episode``, the layer's key; ``video`` read too): the recordings drawn with replacement ``resamples``
     times (numpy's default_rng(``seed``)), every column of :func:`scored` recomputed on the pooled steps of each
     draw; {metric: [lo, hi]}. Recordings, not steps, are the unit: the steps of one recording are not independent
     and each holds exactly one mistake."""
@@ -194,7 +194,7 @@ def intervals(rows: Iterable[Mapping], resamples: int = RESAMPLES, seed: int = S
     if not rows:
         return {}
     videos: dict[str, int] = {}
-    vid = np.array([videos.setdefault(r["video"], len(videos)) for r in rows])
+    vid = np.array([videos.setdefault(r.get("episode", r.get("video")), len(videos)) for r in rows])
     draw = np.random.default_rng(seed).integers(0, len(videos), size=(resamples, len(videos)))
     times = np.zeros((resamples, len(videos)))
     np.add.at(times, (np.arange(resamples)[:, None], draw), 1.0)

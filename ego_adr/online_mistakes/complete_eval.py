@@ -29,6 +29,8 @@ from pathlib import Path
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
 from ego_adr.models.compat import runtime_versions
+from ego_adr.monitoring.numerics import stable
+from ego_adr.monitoring.per_step import step_row
 from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.online_mistakes import complete as C
 from ego_adr.online_mistakes import complete_metrics as CM
@@ -50,12 +52,15 @@ def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, stream.taxonomy)
         outs = stream_episode(monitor, rec.video, ctx, iter(rec.steps))
+        first = next((t for t, y in enumerate(rec.labels) if y), None)
+        truth = {"errorful": first is not None, "error_onset": first}
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
-            rows.append({"video": rec.video, "index": t, "step_id": rec.steps[t], "step_name": rec.names[t],
-                         "label": rec.labels[t], "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
-                         "scored": rec.scored[t], "p_error": out.prob, "flagged": flagged,
-                         "category": out.category, "evidence": out.evidence})
+            row = step_row(rec.video, t, rec.labels[t], stable(out.prob), truth, flagged=flagged,
+                           category=out.category, onset=out.onset, evidence=out.evidence)
+            rows.append(row | {"step_id": rec.steps[t], "step_name": rec.names[t],
+                               "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
+                               "scored": rec.scored[t]})
     return rows
 
 
@@ -149,7 +154,10 @@ def evaluate_complete(a) -> int:
     with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
         results = [_one(a, n, train, stream, cut, out / n, _identity(a, stream, fingerprint, n), model, extra)
                    for n in names]
-        summary = CR.summary(results, a.benchmark, stream, [f"{n} (needs --model)" for n in skipped])
+        from ego_adr.online_mistakes import selection
+
+        sel = selection.record(train, [m["monitor"] for m in results])
+        summary = CR.summary(results, a.benchmark, stream, [f"{n} (needs --model)" for n in skipped], sel)
         write_text(out / "summary.md", CR.summary_markdown(results, summary))
         write_json(out / "summary.json", summary)
     if not getattr(a, "quiet", False):

@@ -15,8 +15,11 @@ In PREGO's format the label is positional, so any non-empty ``pred`` has its mis
 missing or not a list has no recognised steps and so no mistake step to score, and is refused like an empty one.
 
 Video keys of a predictions file are matched against the test set: a test video the file lacks is refused (the
-scores would not be the benchmark's); a video the file has beyond the test set is left out of the scores and
-listed in ``metrics.json`` (a recogniser run on more recordings than the test set is still usable).
+scores would not be the benchmark's) unless ``--partial`` says the file covers only some test videos (then the
+covered ones are scored, the others listed as ``unscored``, and ``coverage`` says how many of how many); a video
+the file has beyond the test set is left out of the scores and listed in ``metrics.json`` (a recogniser run on
+more recordings than the test set is still usable). A key twice in one JSON object is refused (JSON parsers keep
+one of the two silently: which sequence would be scored is then up to the parser).
 """
 
 from __future__ import annotations
@@ -78,6 +81,14 @@ class Stream:
     recordings: tuple[Recording, ...]
     extra_videos: tuple[str, ...] = ()  # in the file, not in the test set: not scored
     notes: list[str] = field(default_factory=list)
+    unscored: tuple[str, ...] = ()  # test videos a partial file does not cover (--partial): not scored
+    benchmark_videos: int | None = None  # the test set's size (None: the recordings are all of it)
+
+    @property
+    def coverage(self) -> dict[str, int]:
+        """How many of the benchmark's test videos this stream scores."""
+        n = len(self.recordings)
+        return {"scored": n, "benchmark": self.benchmark_videos or n}
 
 
 def spec(benchmark: str) -> BenchmarkSpec:
@@ -90,6 +101,19 @@ def sha256_file(path: str | os.PathLike) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
 def read_json(path: str | os.PathLike, what: str):
     """The JSON in ``path``; a missing, empty, binary or malformed file is one :class:`UserError` naming it."""
     p = Path(path)
@@ -99,7 +123,10 @@ def read_json(path: str | os.PathLike, what: str):
     if not raw.strip():
         raise UserError(f"{what} {p} is empty; it should hold a JSON object")
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise UserError(f"{what} {p} holds the key {e.args[0]!r} twice in one object; keep one entry per key "
+                        "(a JSON parser would silently keep only one of them)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         where = f" (line {e.lineno} column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
         raise UserError(f"{what} {p} is not JSON{where}; it should hold a JSON object") from None
@@ -199,24 +226,36 @@ def parse_predictions(path: str | os.PathLike, field_name: str = "pred", what: s
     return out
 
 
-def _from_predictions(root, benchmark: str, name: str, path: Path, seqs: Mapping[str, list]) -> Stream:
+def _from_predictions(root, benchmark: str, name: str, path: Path, seqs: Mapping[str, list],
+                      partial: bool = False) -> Stream:
     anns, tax, test_path = read_test(root, benchmark)
-    missing = [v for v in anns if v not in seqs]
-    if missing:
+    missing = tuple(v for v in anns if v not in seqs)
+    if missing and not partial:
         raise UserError(f"--stream {path}: {len(missing)} of the {len(anns)} test videos of {benchmark} are missing "
-                        f"(first: {missing[0]!r}); a stream must cover every video of {test_path}")
+                        f"(first: {missing[0]!r}); a stream must cover every video of {test_path}, or pass "
+                        f"--partial to score only the {len(anns) - len(missing)} it covers")
+    if len(missing) == len(anns):
+        raise UserError(f"--stream {path} covers none of the {len(anns)} test videos of {benchmark} (its first "
+                        f"video: {next(iter(seqs))!r}; the test videos are named like {next(iter(anns))!r}): "
+                        "nothing to score")
     extra = tuple(v for v in seqs if v not in anns)
-    recs = tuple(Recording(v, tuple(_step_ids(path, v, seqs[v], tax))) for v in anns)  # the test set's order
-    s = Stream(benchmark, name, str(path), sha256_file(path), recs, extra)
+    recs = tuple(Recording(v, tuple(_step_ids(path, v, seqs[v], tax))) for v in anns if v in seqs)  # test order
+    s = Stream(benchmark, name, str(path), sha256_file(path), recs, extra, unscored=missing,
+               benchmark_videos=len(anns))
+    if missing:
+        s.notes.append(f"--partial: {len(recs)} of {len(anns)} test videos scored; the {len(missing)} the file "
+                       f"does not cover are not scored (listed in metrics.json, first: {missing[0]!r})")
     if extra:
         s.notes.append(f"{len(extra)} video(s) of {path} are not in the test set and are not scored "
                        f"(first: {extra[0]!r})")
     return s
 
 
-def load_stream(root: str | os.PathLike, benchmark: str, stream: str, parsed: Mapping | None = None) -> Stream:
+def load_stream(root: str | os.PathLike, benchmark: str, stream: str, parsed: Mapping | None = None,
+                partial: bool = False) -> Stream:
     """One stream of ``benchmark``: a name of :data:`STREAMS`, or a predictions file (``parsed``: its
-    :func:`parse_predictions`, when the caller checked it before reading the data root)."""
+    :func:`parse_predictions`, when the caller checked it before reading the data root; ``partial``: it may cover
+    only some test videos)."""
     sp = spec(benchmark)
     if stream == "oracle":
         return _oracle(root, benchmark)
@@ -225,7 +264,7 @@ def load_stream(root: str | os.PathLike, benchmark: str, stream: str, parsed: Ma
         key = "gt" if stream == "oracle-merged" else "pred"
         return _from_predictions(root, benchmark, stream, path, parse_predictions(path, key, "data file"))
     path = Path(stream)
-    return _from_predictions(root, benchmark, str(path), path, parsed or parse_predictions(path))
+    return _from_predictions(root, benchmark, str(path), path, parsed or parse_predictions(path), partial)
 
 
 def data_fingerprint(root: str | os.PathLike, benchmark: str) -> dict[str, str]:

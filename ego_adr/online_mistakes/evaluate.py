@@ -12,6 +12,15 @@ the monitor chosen without the test, :mod:`.selection`, and how; position's ceil
 :mod:`.goal`) and ``OUT/summary.md``, which leads with the chosen monitor; a monitor that needs a model runs only
 when ``--model`` is given and is listed as not run otherwise. Every report prints the blind baselines of its
 stream (:func:`references`).
+A monitor's options come as ``--monitor-option KEY=VALUE`` and are checked against what the monitor declares
+(:meth:`ego_adr.monitoring.registry.Registry.options`); PREGO's older flags (``--decoding``, ``--samples``,
+``--temperature``, ``--max-new-tokens``) are aliases of its options. With ``--monitor all`` an option goes to
+every monitor that takes it, and one that no monitor takes is refused. The resolved options (defaults filled in)
+are part of each folder's identity and of its ``metrics.json``.
+
+``--partial`` scores a ``--stream FILE`` that covers only some test videos: the covered ones are scored, the
+others listed (``unscored_videos``), nothing invented for them; ``coverage`` says how many of the benchmark's
+test videos were scored, and no goal line compares such a run with a published row over the whole test set.
 """
 
 from __future__ import annotations
@@ -36,7 +45,47 @@ from ego_adr.online_mistakes.report import monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json
 
 MODEL_KEYS = ("model", "backend", "base_url")
-PREGO_FLAGS = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's decoding (its DECODINGS)
+ALIASES = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's flags: aliases of its options
+
+
+def _given_options(a) -> tuple[dict[str, str], list[str]]:
+    """``--monitor-option KEY=VALUE`` and the alias flags as ``KEY -> text``, and how the user wrote each."""
+    given: dict[str, str] = {}
+    typed: list[str] = []
+    pairs = [(*item.partition("=")[::2], f"--monitor-option {item}", "=" in item) for item in a.monitor_option or ()]
+    pairs += [(k, str(getattr(a, k)), f"--{k.replace('_', '-')} {getattr(a, k)}", True) for k in ALIASES
+              if getattr(a, k, None) is not None]
+    for key, value, how, ok in pairs:
+        key = key.strip().replace("-", "_")
+        if not ok or not key:
+            raise UserError(f"{how}: not KEY=VALUE (e.g. --monitor-option seed=1)")
+        if key in given and given[key] != value:
+            raise UserError(f"{how} contradicts {typed[list(given).index(key)]}: give the option once")
+        if key not in given:
+            given[key] = value
+            typed.append(how)
+    return given, typed
+
+
+def _options(a, names: list[str]) -> dict[str, dict]:
+    """The resolved options of each monitor to run; one line naming an option a monitor does not take or cannot
+    use (with ``all``: that no monitor takes)."""
+    given, typed = _given_options(a)
+    out = {}
+    for n in names:
+        takes = REGISTRY.options(n)
+        mine = {k: v for k, v in given.items() if k in takes} if a.monitor == "all" else given
+        try:
+            out[n] = REGISTRY.resolve_options(n, mine)
+            check = getattr(REGISTRY.factory(n), "check_options", None)
+            if check is not None:
+                check(dict(out[n]))
+        except ValueError as e:
+            raise UserError(f"{', '.join(typed)}: {e}") from None
+    unused = [h for k, h in zip(given, typed) if not any(k in REGISTRY.options(n) for n in names)]
+    if unused:
+        raise UserError(f"{unused[0]}: no monitor takes this option (`--help` lists each monitor's options)")
+    return out
 
 
 def _check_flags(a) -> list[str]:
@@ -50,18 +99,20 @@ def _check_flags(a) -> list[str]:
         check_device(a.device, a.backend)
     if a.model:
         check_model_name(a.model, a.backend)
-    from ego_adr.online_mistakes.monitors.prego import cli_settings
-
-    a.prego_settings = cli_settings(a)
     D.spec(a.benchmark)
     if a.monitor == "all":
-        return [s.name for s in REGISTRY]
-    if a.monitor not in REGISTRY:
+        names = [s.name for s in REGISTRY]
+    elif a.monitor not in REGISTRY:
         raise UserError(f"--monitor {a.monitor!r} is not one of {', '.join(REGISTRY.names())}, all")
-    if REGISTRY.get(a.monitor).needs_model and not a.model:
+    else:
+        names = [a.monitor]
+    a.options = _options(a, names)
+    if a.monitor != "all" and REGISTRY.get(a.monitor).needs_model and not a.model:
         raise UserError(f"--monitor {a.monitor} needs --model NAME (an alias, hub id or folder; --model tiny runs "
                         "offline)")
-    return [a.monitor]
+    if a.partial and a.stream in D.STREAMS:
+        raise UserError(f"--partial is for a --stream FILE that covers some test videos; {a.stream} covers all")
+    return names
 
 
 def _identity(a, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) -> dict:
@@ -72,8 +123,14 @@ def _identity(a, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) 
              "harness_version": HARNESS_VERSION}
     names = [monitor] if isinstance(monitor, str) else monitor
     ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
+    if isinstance(monitor, str):  # one key per option, so a refusal names the option that differs
+        ident.update({f"option.{k}": v for k, v in a.options[monitor].items()})
+    else:
+        ident["options"] = {n: a.options[n] for n in names}
+    if stream.coverage["scored"] < stream.coverage["benchmark"]:
+        ident["coverage"] = stream.coverage
     if any(REGISTRY.get(m).needs_model for m in names):
-        ident.update({k: getattr(a, k) for k in MODEL_KEYS}, **a.prego_settings)
+        ident.update({k: getattr(a, k) for k in MODEL_KEYS})
     return ident
 
 
@@ -95,17 +152,18 @@ def references(train, stream) -> tuple[list[dict], dict]:
         rows, monitor = run_monitor(name, train, stream)
         blind.append(result(name, train, stream, rows, monitor))
     ks, rows = position_ceiling([r for rec in stream.recordings for r in
-                                 ({"video": rec.video, "index": t, "label": y} for t, y in enumerate(rec.labels))])
+                                 ({"episode": rec.video, "index": t, "label": y} for t, y in enumerate(rec.labels))])
     return blind, scored(rows) | {"intervals": intervals(rows), "k": ks, "stream": stream.name,
                                   "monitor": "position (k picked on the test)"}
 
 
 def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> dict:
-    kw = {"model": model, **{k: getattr(a, k) for k in PREGO_FLAGS}} if REGISTRY.get(name).needs_model else {}
+    kw = {"data_root": a.data_root, **a.options[name], **({"model": model} if REGISTRY.get(name).needs_model
+                                                              else {})}
     with OutputFolder(out, ident, "--out", RESULT_FILES):
         t0 = time.perf_counter()
         rows, monitor = run_monitor(name, train, stream, **kw)
-        res = result(name, train, stream, rows, monitor)
+        res = result(name, train, stream, rows, monitor, a.options[name])
         res["seconds"] = round(time.perf_counter() - t0, 3)
         blind, ceiling = refs
         res["blind_baselines"] = {b["monitor"]: {k: b[k] for k in ("macro_f1", "balanced_f1")} for b in blind}
@@ -128,6 +186,7 @@ def _summary(a, out: Path, train, stream, results: list[dict], skipped: list[str
              **{k: m[k] for k in keys}, "intervals": m["intervals"]} for m in results]
     goals = goal(results, a.benchmark, stream.name, sel["chosen"], ceiling)
     summary = {"benchmark": a.benchmark, "stream": stream.name, "stream_sha256": stream.sha256,
+               "coverage": stream.coverage, "unscored_videos": list(stream.unscored),
                "chosen_on_validation": sel["chosen"], "selection": sel, "rows": rows,
                "position_ceiling": {k: {"k": ceiling["k"][k], "value": ceiling[k],
                                         "interval": ceiling["intervals"].get(k)} for k in ceiling["k"]},
@@ -146,10 +205,14 @@ def evaluate(a) -> int:
     if not train.sequences and any(REGISTRY.get(n).trains for n in names):
         raise UserError(f"--data-root {a.data_root}: {D.spec(a.benchmark).files()['train']} holds no training "
                         f"sequence, and --monitor {a.monitor} trains on them; {D.DOWNLOAD_HINT}")
-    stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed)
+    stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed, partial=a.partial)
     fingerprint = D.data_fingerprint(a.data_root, a.benchmark)
     skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
     names = [n for n in names if n not in skipped]
+    for n in names:  # what a monitor reads beside the training set (e.g. PREGO's example file) is there
+        check = getattr(REGISTRY.factory(n), "check_inputs", None)
+        if check is not None:
+            check(train, a.data_root, a.options[n])
     model = _model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
     for note in stream.notes:
         print(f"note: {note}")

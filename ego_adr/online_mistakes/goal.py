@@ -36,9 +36,13 @@ def goal(results: list[dict], benchmark: str, stream: str, chosen: str | None,
         return []
     blind = [m for m in results if m["monitor"] in BLIND]
     open_ = [m for m in results if not m["privileged"] and m["monitor"] not in BLIND]
+    from ego_adr.online_mistakes.report import coverage_text, partial
+
+    part = next((m for m in results if partial(m)), None)  # a published row scores every test video
     out = []
     for metric in GOAL_METRICS:
         top, b, best = pub.best(benchmark, stream, metric), _best(blind, metric), _best(open_, metric)
+        top = None if part else top
         v = ch[metric]
         g = {"metric": metric, "chosen_on_validation": chosen, "chosen_value": v,
              "chosen_interval": (ch.get("intervals") or {}).get(metric),
@@ -48,6 +52,8 @@ def goal(results: list[dict], benchmark: str, stream: str, chosen: str | None,
              "blind": {"monitor": b["monitor"], "value": b[metric]} if b else None,
              "blind_margin": v - b[metric] if b else None}
         g["reached"] = all(x is None or x > 0 for x in (g["chosen_margin"], g["blind_margin"]))
+        if part:
+            g["note"] = f"partial stream ({coverage_text(part)}): no published row is comparable"
         if best is not None:
             g["best_on_test"] = {"monitor": best["monitor"], "value": best[metric]}
             g.update(ours=best["monitor"], ours_value=best[metric],
@@ -74,6 +80,8 @@ def goal_line(g: dict) -> str:
              f"{_pct(g['chosen_value'])}" + (f" [{_pct(iv[0])}, {_pct(iv[1])}]" if iv else "")]
     if g.get("published"):
         parts.append(f"best published {g['published']} {_pct(g['published_value'])} ({_signed(g['chosen_margin'])})")
+    elif g.get("note"):
+        parts.append(g["note"])
     if g.get("blind"):
         parts.append(f"best blind baseline {g['blind']['monitor']} {_pct(g['blind']['value'])} "
                      f"({_signed(g['blind_margin'])})")

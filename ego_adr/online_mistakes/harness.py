@@ -5,13 +5,15 @@ file), then fed every test recording through :func:`ego_adr.monitoring.protocol.
 recording's :class:`~ego_adr.online_mistakes.types.StepContext`, then one step id at a time from a generator, so
 it never sees a later step. Where a monitor leaves ``flagged`` unset, it alarms when ``p_error >= 0.5``.
 
-A monitor folder holds ``steps.jsonl`` (one row per step: ``video``, ``index``, ``step_id``, ``label`` 1 for the
-mistake, ``p_error``, ``flagged``, ``flagged_for`` (the alarm at the operating point chosen for macro F1 and for
-F1b; both ``flagged`` for a monitor without a threshold), ``category``, ``evidence``), ``metrics.json`` (every
-metric of :mod:`ego_adr.monitoring.step_metrics` computed from those rows, each at its operating point, AUROC and
-AUPRC of ``p_error``, the bootstrap ``intervals``, the counts, the monitor's ``selection``, the stream, its notes
-and deviations) and ``report.md`` (ours beside the published rows and the blind baselines). Each file is written
-atomically, ``metrics.json`` last: a folder with a ``metrics.json`` is complete.
+A monitor folder holds ``steps.jsonl`` (the monitoring layer's per-step rows, :mod:`ego_adr.monitoring.per_step`:
+``episode`` the video, ``index``, ``label`` 1 for the mistake, ``p_error`` rounded to 6 decimals, ``flagged``,
+``category``, ``onset``, ``evidence``, the episode's truth; plus ``step_id`` and ``flagged_for``, the alarm at the
+operating point chosen for macro F1 and for F1b, both ``flagged`` for a monitor without a threshold),
+``metrics.json`` (every metric of :mod:`ego_adr.monitoring.step_metrics` computed from those rows, each at its
+operating point, AUROC and AUPRC of ``p_error``, the bootstrap ``intervals``, the counts, the monitor's
+``selection`` and ``options``, the stream, its ``coverage``, notes and deviations, the library versions and the
+CPU) and ``report.md`` (ours beside the published rows and the blind baselines). Each file is written atomically,
+``metrics.json`` last: a folder with a ``metrics.json`` is complete.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import os
 from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
+from ego_adr.monitoring.numerics import cpu_model, stable
+from ego_adr.monitoring.per_step import step_row
 from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.monitoring.step_metrics import COLUMN_POINT, OPERATING_POINTS, RESAMPLES, SEED, intervals, scored
 from ego_adr.online_mistakes.data import Stream
@@ -52,23 +56,26 @@ def feed(monitor, train: TrainingSet, stream: Stream) -> list[dict]:
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, train.taxonomy)
         outs = stream_episode(monitor, rec.video, ctx, _observations(rec.steps))
-        labels = rec.labels
+        # every test recording is cut at its first mistake (data.py): errorful, its mistake the last step
+        truth = {"errorful": True, "error_onset": len(rec.steps) - 1}
         for t, out in enumerate(outs):
-            step, label = rec.steps[t], labels[t]
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
             per = {k: bool(v) for k, v in (out.flagged_for or {}).items()}
-            rows.append({"video": rec.video, "index": t, "step_id": step, "label": label, "p_error": out.prob,
-                         "flagged": flagged, "flagged_for": {k: per.get(k, flagged) for k in OPERATING_POINTS},
-                         "category": out.category, "evidence": out.evidence})
+            row = step_row(rec.video, t, rec.labels[t], stable(out.prob), truth, flagged=flagged,
+                           category=out.category, onset=out.onset, evidence=out.evidence)
+            rows.append(row | {"step_id": rec.steps[t],
+                               "flagged_for": {k: per.get(k, flagged) for k in OPERATING_POINTS}})
     return rows
 
 
-def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], monitor) -> dict:
+def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], monitor, options: dict | None = None
+           ) -> dict:
     """``metrics.json`` of one monitor: the metrics from ``rows`` and everything a reader needs to trust them."""
     spec = REGISTRY.get(name)
     out = {
         "benchmark": stream.benchmark, "stream": stream.name, "stream_source": stream.source,
-        "stream_sha256": stream.sha256, "monitor": name, "privileged": REGISTRY.privileged(spec),
+        "stream_sha256": stream.sha256, "coverage": stream.coverage, "unscored_videos": list(stream.unscored),
+        "monitor": name, "options": dict(options or {}), "privileged": REGISTRY.privileged(spec),
         "reads": list(spec.reads), "extra_reads": list(REGISTRY.extra_reads(spec)),
         **scored(rows),
         "intervals": intervals(rows), "bootstrap": {"resamples": RESAMPLES, "seed": SEED, "unit": "recording",
@@ -85,7 +92,7 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
         "harness_version": HARNESS_VERSION,
         # a learned monitor trains from its seed, and the same code on another torch gives other weights
         # (sgt-oneclass moved up to 4.2 points from torch 2.14.1 to 2.15.0): the libraries are part of the result
-        "versions": runtime_versions(),
+        "versions": runtime_versions(), "cpu": cpu_model(),
     }
     if hasattr(monitor, "stats"):
         out["stats"] = monitor.stats()

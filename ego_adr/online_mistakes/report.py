@@ -79,11 +79,24 @@ def published_tables(benchmark: str, stream: str) -> list[str]:
     return lines
 
 
+def coverage_text(m: dict) -> str:
+    """``n of m test videos`` (every table and report says how much of the test set a row scores)."""
+    c = m.get("coverage") or {"scored": m.get("videos"), "benchmark": m.get("videos")}
+    return f"{c['scored']} of {c['benchmark']} test videos"
+
+
+def partial(m: dict) -> bool:
+    c = m.get("coverage") or {}
+    return c.get("scored", 0) < c.get("benchmark", 0)
+
+
 def _settings(m: dict) -> list[str]:
     sel = m.get("selection") or {}
     hp = sel.get("hyper_parameters") or sel.get("chosen") or {}  # the harness's key, or the CV monitors'
     how = sel.get("chosen_by") or sel.get("recipe") or "how chosen: not stated"
     lines = [f"- settings: {', '.join(f'{k}={v}' for k, v in hp.items()) or 'none'} ({how})"]
+    if m.get("options"):
+        lines.append("- options (--monitor-option): " + ", ".join(f"{k}={v}" for k, v in m["options"].items()))
     if sel.get("cv_score"):
         lines.append("- cross-validated score of the chosen settings (selection.cv_score): "
                      + ", ".join(f"{k} {v}" for k, v in sel["cv_score"].items()))
@@ -108,20 +121,29 @@ def monitor_report(m: dict, blind: list[dict] = (), ceiling: dict | None = None)
     title = BENCHMARKS[m["benchmark"]].title
     priv = (f"yes: reads {', '.join(m['extra_reads'])} beyond the task input, reported apart" if m["privileged"]
             else "no (reads only the task input)")
-    lines = [f"# {m['monitor']} on {title}, stream {m['stream']}", "",
-             f"- step input: {_input(m['stream'])}; {m['videos']} recordings, {m['steps']} steps, {m['mistakes']} "
+    lines = [f"# {m['monitor']} on {title}, stream {m['stream']} ({coverage_text(m)})", "",
+             f"- step input: {_input(m['stream'])}; {coverage_text(m)}, {m['steps']} steps, {m['mistakes']} "
              f"mistakes (the last step of each recording); source {m['stream_source']} (sha256 "
-             f"{m['stream_sha256'][:12]})",
+             f"{m['stream_sha256'][:12]})", *_partial_lines(m),
              f"- fitted on {m['training_sequences']} correct training sequences; privileged: {priv}",
              f"- counts at the F1b operating point: TP {m['tp']}, FP {m['fp']}, FN {m['fn']}, TN {m['tn']}; "
              f"{m['threshold_rule']}",
-             *_settings(m), "", *_header(), ours_row(m)]
+             *_settings(m), "", f"Ours ({coverage_text(m)}):", "", *_header(), ours_row(m)]
     others = [b for b in blind if b["monitor"] != m["monitor"]]
     if others or ceiling:
         lines += blind_block(others, ceiling)
     lines += [*published_tables(m["benchmark"], m["stream"]), "", f"- {POINT_NOTE}", f"- {pub.SWAP_NOTE}",
               f"- {F1B_NOTE}", ""]
     return "\n".join(lines)
+
+
+def _partial_lines(m: dict) -> list[str]:
+    if not partial(m):
+        return []
+    un = m.get("unscored_videos") or []
+    return [f"- partial stream (--partial): only {coverage_text(m)} are scored; the {len(un)} it does not cover are "
+            "listed in metrics.json (unscored_videos). The published rows below score all test videos: they are "
+            "printed for reference, not compared (no goal line)"]
 
 
 def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: list[str], goals: list[dict],
@@ -131,12 +153,15 @@ def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: 
     from ego_adr.online_mistakes.goal import goal_line, headline
 
     title = BENCHMARKS[benchmark].title
-    lines = [f"# {title}, stream {stream}: every monitor", "", *headline(results, selection), "", *_header()]
+    cov = coverage_text(results[0]) if results else "no test videos"
+    part = _partial_lines(results[0]) if results else []
+    lines = [f"# {title}, stream {stream}: every monitor ({cov})", "", *part, *([""] if part else []),
+             *headline(results, selection), "", *_header()]
     lines += [ours_row(m) for m in results if not m["privileged"] and m["monitor"] not in BLIND]
     lines += blind_block([m for m in results if m["monitor"] in BLIND], ceiling)
     priv = [m for m in results if m["privileged"]]
     if priv:
-        lines += ["", "Privileged (read more than the task input):", "", *_header(), *map(ours_row, priv)]
+        lines += ["", f"Privileged (read more than the task input; {cov}):", "", *_header(), *map(ours_row, priv)]
     if skipped:
         lines += ["", f"Not run: {', '.join(skipped)}."]
     lines += published_tables(benchmark, stream) + [""]

@@ -148,7 +148,7 @@ def test_monitors_go_on_after_an_alarm_and_corrections_can_be_left_out(root, cli
     assert (m["steps"], m["mistakes"], m["videos"], m["unscored_steps"]) == (2835, 669, 182, 0)
     assert m["cut"]["steps"] == 677 and m["cut"]["mistakes"] == 182
     rows = _rows(tmp_path / "a")
-    after = [r for r in rows if any(q["flagged"] and q["video"] == r["video"] and q["index"] < r["index"]
+    after = [r for r in rows if any(q["flagged"] and q["episode"] == r["episode"] and q["index"] < r["index"]
                                     for q in rows[max(0, rows.index(r) - 3): rows.index(r)])]
     assert any(not r["flagged"] for r in after) and any(r["flagged"] for r in after)  # verdicts go on
     d = m["detection"]

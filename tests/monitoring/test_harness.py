@@ -51,7 +51,7 @@ def test_the_monitor_gets_one_step_at_a_time_and_never_a_later_one():
     # what a monitor learns of a recording before its first step: its name and the taxonomy, no step
     assert [f.name for f in dataclasses.fields(StepContext)] == ["benchmark", "video", "taxonomy"]
     assert isinstance(mon.ctx, StepContext) and mon.ctx.video == "v2"
-    assert [(r["video"], r["index"], r["label"], r["flagged"]) for r in rows] == [
+    assert [(r["episode"], r["index"], r["label"], r["flagged"]) for r in rows] == [
         ("v1", 0, 0, False), ("v1", 1, 0, False), ("v1", 2, 1, True), ("v2", 0, 1, True)]
 
 
@@ -68,6 +68,6 @@ def test_every_registered_monitor_builds_and_answers_every_step():
         assert mon.name == spec.name and mon.reads == spec.reads and spec.description
         mon.fit(train)
         rows = feed(mon, train, stream)
-        assert [r["video"] for r in rows] == ["t1"] * 3 + ["t2"] * 2
+        assert [r["episode"] for r in rows] == ["t1"] * 3 + ["t2"] * 2
         assert all(0.0 <= r["p_error"] <= 1.0 and isinstance(r["flagged"], bool) for r in rows)
         assert isinstance(getattr(mon, "selection", None), dict), spec.name

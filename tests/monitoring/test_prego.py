@@ -50,6 +50,8 @@ def test_a_reply_is_read_as_prego_reads_it():
     assert parse_symbol("The next symbol is 12.") == 12
     assert parse_symbol("_5_") == 5
     assert parse_symbol("37, 74") is None and parse_symbol("") is None and parse_symbol(None) is None
+    # digits int() cannot read name no step (PREGO keeps the string); what int() reads, PREGO reads too
+    assert parse_symbol("1²3") is None and parse_symbol("next: 1_2") == 12
     assert task_of(A08) == "a08" and task_of("annotations_4") is None
 
 
@@ -58,35 +60,94 @@ def _train() -> TrainingSet:
                        (A08.replace("9044", "9011"), A08.replace("9044", "9012"), B06))
 
 
-def test_the_prompt_holds_the_same_toys_training_sequences_and_only_the_prefix():
+Z99 = "nusar-2021_action_both_9000-z99_x"
+
+
+def test_the_prompt_is_prego_s_same_toy_examples_and_only_the_prefix():
     from ego_adr.online_mistakes.harness import feed
 
     model = NextStepModelDouble()
-    mon = Prego(model=model)
+    mon = Prego(model=model, example_order="training")
     mon.fit(_train())
-    stream = Stream("assembly101-o", "toy", "-", "-", (Recording(A08, (1, 2, 4, 7)),
-                                                       Recording("nusar-2021_action_both_9000-z99_x", (5, 8))))
+    stream = Stream("assembly101-o", "toy", "-", "-", (Recording(A08, (1, 2, 4, 7)), Recording(Z99, (5, 8))))
     rows = feed(mon, _train(), stream)
     first = model.prompts[0]
-    assert first.startswith("Sequence type: a08\nInput Sequence:\n -1, 1, 2\nNext Symbol:\n 3\n---\n"
-                            "Sequence type: a08\nInput Sequence:\n -1, 1, 3\nNext Symbol:\n 2\n---\n")
+    # PREGO's default example file labels its examples Context: / Input: / Output:, its query does not
+    assert first.startswith("Context: a08\nInput:\n -1, 1, 2\nOutput:\n 3\n---\n"
+                            "Context: a08\nInput:\n -1, 1, 3\nOutput:\n 2\n---\nSequence type: a08\n")
     assert "6" not in first.split("---")[2]  # the other toy's sequence (5, 6) is not an example for a08
     for t, prompt in enumerate(model.prompts[:4]):  # the recording (1, 2, 4, 7): never a later step
         assert prompt.endswith("Sequence type: a08\nInput Sequence:\n " + ", ".join(map(str, [-1, 1, 2, 4][:t + 1]))
                                + "\nNext Symbol:\n")
-    # a toy training lacks: every training sequence is an example, no Sequence type line
-    assert model.prompts[4].startswith("Input Sequence:\n -1, 1, 2\nNext Symbol:\n 3\n---\n")
-    assert "Input Sequence:\n -1, 5\nNext Symbol:\n 6\n---\n" in model.prompts[4]
+    # a toy training lacks: PREGO's code prompts with an empty context (and still names the toy)
+    assert model.prompts[4] == "Sequence type: z99\nInput Sequence:\n -1\nNext Symbol:\n"
+    assert rows[4]["evidence"]["examples"] == "empty"
     # the double anticipates previous + 1: 1 after -1? no (0); 2 after 1 yes; 4 after 2 no; 7 after 4 no
     assert [r["flagged"] for r in rows[:4]] == [True, False, True, True]
     assert rows[1]["evidence"]["anticipated"] == [2] and rows[1]["evidence"]["replies"] == [" 2\n---"]
-    assert mon.files["prompts.json"]["examples"]["a08"].count("Input Sequence") == 2
+    assert mon.files["prompts.json"]["examples"]["a08"].count("Input:") == 2
+    assert not [d for d in mon.deviations if "Context" in d or "empty" in d]  # PREGO's prompt: nothing to record
+
+
+def test_our_earlier_prompt_is_three_named_deviations():
+    model = NextStepModelDouble()
+    mon = Prego(model=model, example_order="training", unseen_task="all", example_labels="query")
+    mon.fit(_train())
+    from ego_adr.online_mistakes.harness import feed
+
+    feed(mon, _train(), Stream("assembly101-o", "toy", "-", "-", (Recording(A08, (1,)), Recording(Z99, (5,)))))
+    assert model.prompts[0].startswith("Sequence type: a08\nInput Sequence:\n -1, 1, 2\nNext Symbol:\n 3\n---\n")
+    assert model.prompts[1].startswith("Sequence type: a08\nInput Sequence:\n -1, 1, 2\nNext Symbol:\n 3\n---\n")
+    assert "Sequence type: b06a\nInput Sequence:\n -1, 5\nNext Symbol:\n 6\n---\n" in model.prompts[1]
+    assert model.prompts[1].endswith("Sequence type: z99\nInput Sequence:\n -1\nNext Symbol:\n")
+    named = " | ".join(mon.deviations)
+    assert "empty context" in named and "Context: / Input: / Output:" in named and "train.json" in named
+    with pytest.raises(ValueError, match="unseen_task"):
+        Prego(model=model, unseen_task="some")
+
+
+def test_prego_s_examples_come_in_prego_s_order_from_its_file(online_root):
+    """PREGO's default example file (its supplementary ``assembly_context_prompt_train_onlyToy.json``) holds, for
+    toy b06b, DTGL's three b06b training sequences in another order than train.json; a21's are copied here from
+    it."""
+    from ego_adr.online_mistakes.data import load_training, read_test
+
+    train = load_training(online_root, "assembly101-o")
+    mon = Prego(model=NextStepModelDouble(), data_root=online_root)
+    mon.fit(train)
+    assert mon.examples["a21"] == ("Context: a21\nInput:\n -1, 39, 74, 58, 13\nOutput:\n 37\n---\n"
+                                   "Context: a21\nInput:\n -1, 32, 58, 74, 58, 37\nOutput:\n 39\n---\n"
+                                   "Context: a21\nInput:\n -1, 74, 58, 13\nOutput:\n 37\n---\n")
+    assert mon.examples["b06b"].startswith("Context: b06b\nInput:\n -1, 15, 42, 74, 42, 32\nOutput:\n 37\n---\n")
+    assert len(mon.examples) == 73 and sum(e.count("Context:") for e in mon.examples.values()) == 135
+    anns, _, _ = read_test(online_root, "assembly101-o")
+    assert sum(task_of(v) not in mon.examples for v in anns) == 66  # prompted with an empty context
+    other = Prego(model=NextStepModelDouble(), data_root=online_root, example_order="training")
+    other.fit(train)
+    assert other.examples["b06b"].startswith("Context: b06b\nInput:\n -1, 40, 37, 9, 15, 42\n")  # train.json's
+
+
+def test_on_epic_tent_prego_writes_sequence_type_none(online_root):
+    from ego_adr.online_mistakes.data import load_training
+    from ego_adr.online_mistakes.harness import feed
+
+    train = load_training(online_root, "epic-tent-o")
+    for option, line in (("prego", "Sequence type: None\n"), ("omit", "")):
+        model = NextStepModelDouble(answer=lambda prefix: "1²3")  # digits int() cannot read: no step, counted
+        mon = Prego(model=model, task_line=option)
+        mon.fit(train)
+        rows = feed(mon, train, Stream("epic-tent-o", "toy", "-", "-", (Recording("annotations_1", (4, 7)),)))
+        assert model.prompts[0].endswith("---\n" + line + "Input Sequence:\n -1\nNext Symbol:\n")
+        assert model.prompts[0].startswith("Input Sequence:\n -1, ")  # DTGL's training sequences, no type line
+        assert all(r["flagged"] for r in rows)
+        assert mon.stats()["unparseable"] == mon.stats()["unreadable_digits"] == 2
+        assert ("Sequence type: None" in " ".join(mon.deviations)) == (option == "omit")
 
 
 def test_a_failed_call_for_its_input_is_recorded_and_the_run_goes_on():
     from ego_adr.online_mistakes.harness import feed
 
-    mon = Prego(model=NextStepModelDouble(fail_after=1, retryable=False))
+    mon = Prego(model=NextStepModelDouble(fail_after=1, retryable=False), example_order="training")
     mon.fit(_train())
     rows = feed(mon, _train(), Stream("assembly101-o", "toy", "-", "-", (Recording(A08, (1, 2, 3)),)))
     assert [r["flagged"] for r in rows] == [True, True, True]
@@ -141,7 +202,9 @@ def test_prego_runs_offline_with_the_tiny_model(online_root, cli, tmp_path):
     assert {k: hp[k] for k in ("decoding", "samples", "temperature", "top_p", "max_new_tokens")} == {
         "decoding": "numeric", "samples": 1, "temperature": 0.0, "top_p": None, "max_new_tokens": 4}
     ident = json.loads((out / "identity.json").read_text())
-    assert (ident["decoding"], ident["samples"], ident["max_new_tokens"]) == ("numeric", 1, 4)
+    assert (ident["option.decoding"], ident["option.samples"], ident["option.task_line"]) == ("numeric", None,
+                                                                                               "prego")
+    assert m["options"]["decoding"] == "numeric" and m["options"]["unseen_task"] == "empty"
     prompts = json.loads((out / "prompts.json").read_text())
     assert prompts["examples"]["all"].count("Input Sequence") == 13
     assert (tmp_path / "cache" / "stage_cache.sqlite").is_file()
@@ -189,7 +252,7 @@ def test_the_anticipated_set_is_the_union_of_the_parsed_sampled_replies():
     from ego_adr.online_mistakes.harness import feed
 
     double = SeededReplyModelDouble([" 3\n---", "5", "no idea", "3.", "the next is 4"])
-    mon = Prego(model=double, decoding="sampled", samples=5)
+    mon = Prego(model=double, decoding="sampled", samples=5, example_order="training")
     mon.fit(_train())
     rows = feed(mon, _train(), _one_recording())
     ev = rows[0]["evidence"]
@@ -209,14 +272,15 @@ def test_a_failed_sample_is_recorded_and_the_other_samples_still_make_the_set():
     from ego_adr.errors import InfrastructureError
     from ego_adr.online_mistakes.harness import feed
 
-    mon = Prego(model=SeededReplyModelDouble(["3", "5", "4"], fail={1}), decoding="sampled", samples=3)
+    mon = Prego(model=SeededReplyModelDouble(["3", "5", "4"], fail={1}), decoding="sampled", samples=3,
+                example_order="training")
     mon.fit(_train())
     rows = feed(mon, _train(), _one_recording((5, 4)))
     assert rows[0]["evidence"]["replies"] == ["3", None, "4"] and rows[0]["evidence"]["anticipated"] == [3, 4]
     assert rows[0]["evidence"]["failed"] == ["bad request: refused"] and mon.stats()["failed"] == 2
     assert [r["flagged"] for r in rows] == [True, False]  # 5 only came from the failed sample
     mon = Prego(model=SeededReplyModelDouble(["3", "5", "4"], fail={2}, retryable=True), decoding="sampled",
-                samples=3)
+                samples=3, example_order="training")
     mon.fit(_train())
     with pytest.raises(InfrastructureError, match="rerun the same command"):  # one outage: no verdict at all
         feed(mon, _train(), _one_recording())
@@ -229,7 +293,7 @@ def test_each_sample_is_its_own_cached_call(tmp_path):
     def run():
         double = SeededReplyModelDouble(["3", "5", "4", "9"])
         cached = CachedModel(double, StageCache(tmp_path), "double")
-        mon = Prego(model=cached, decoding="sampled", samples=4)
+        mon = Prego(model=cached, decoding="sampled", samples=4, example_order="training")
         mon.fit(_train())
         return feed(mon, _train(), _one_recording()), cached, double
 
@@ -256,8 +320,8 @@ def test_the_named_decodings_are_prego_s_and_a_change_is_named():
             resolve_decoding(**bad)
     # the sampled decoding's departures from PREGO are recorded; the numeric one has none about decoding
     greedy, sampled = Prego(model=NextStepModelDouble()), Prego(model=NextStepModelDouble(), decoding="sampled")
-    assert len(greedy.deviations) == 2 and not any("seed" in d or "emoji" in d for d in greedy.deviations)
-    assert sampled.deviations[:2] == greedy.deviations and len(sampled.deviations) == 4
+    assert len(greedy.deviations) == 1 and not any("seed" in d or "emoji" in d for d in greedy.deviations)
+    assert sampled.deviations[:1] == greedy.deviations and len(sampled.deviations) == 3
 
 
 @pytest.mark.parametrize("flags", [("--samples", "5"), ("--temperature", "-1"), ("--decoding", "emoji")])
@@ -284,10 +348,10 @@ def test_prego_sampled_runs_offline_with_the_tiny_model_and_resumes_from_the_cac
     assert all(r["evidence"]["seeds"] == [0, 1, 2] and len(r["evidence"]["replies"]) == 3 for r in rows)
     assert any(len(set(r["evidence"]["replies"])) > 1 for r in rows)  # the seeds drew different replies
     ident = json.loads((out / "identity.json").read_text())
-    assert (ident["decoding"], ident["samples"], ident["temperature"], ident["top_p"]) == ("sampled (samples 3)",
-                                                                                          3, 0.6, 0.9)
+    assert (ident["option.decoding"], ident["option.samples"], ident["option.temperature"]) == ("sampled", 3, None)
     report = (out / "report.md").read_text()
     assert "temperature=0.6" in report and "samples=3" in report and "emoji" in report
+    assert "decoding=sampled" in report  # the options, as given
     before = (out / "steps.jsonl").read_text()
     code, _, err = cli(*argv)  # the same command again: the same folder, every reply from the cache
     m2 = json.loads((out / "metrics.json").read_text())
@@ -295,3 +359,13 @@ def test_prego_sampled_runs_offline_with_the_tiny_model_and_resumes_from_the_cac
     assert (out / "steps.jsonl").read_text() == before
     code, _, err = cli(*argv[:9], "--samples", "2", *argv[11:])  # other settings: refused in one line
     assert code == 2 and "samples 3 -> 2" in err.strip().splitlines()[-1]  # (above it: the weights' progress bar)
+
+
+def test_without_prego_s_example_file_assembly101_is_one_line_before_anything_is_written(online_root, cli, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(online_root / "dtgl" / "assembly101", root / "dtgl" / "assembly101")
+    out = tmp_path / "out"
+    code, _, err = cli("evaluate", "--benchmark", "assembly101-o", "--monitor", "prego", "--model", "tiny",
+                       "--data-root", root, "--out", out)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "example_order=training" in err, err
+    assert not out.exists() or not any(out.iterdir())

@@ -74,7 +74,7 @@ def check_folders(out):
         m = json.loads((folder / "metrics.json").read_text())
         rows = _rows(folder / "steps.jsonl")
         assert len(rows) == m["steps"]
-        assert all(r["label"] == (1 if r["index"] == max(q["index"] for q in rows if q["video"] == r["video"]) else 0)
+        assert all(r["label"] == (1 if r["index"] == max(q["index"] for q in rows if q["episode"] == r["episode"]) else 0)
                    for r in rows[:50])
         at_b, at_m = recomputed(rows, "balanced_f1"), recomputed(rows, "macro_f1")
         want = at_b | {"macro_f1": at_m["macro_f1"]}  # each column at its operating point

@@ -53,7 +53,7 @@ def test_another_recognisers_output_runs_with_stream_file(online_root, cli, tmp_
     assert m["steps"] == sum(len(v["pred"]) for k, v in doc.items() if k != "annotations_99")
     assert m["extra_videos"] == ["annotations_99"]
     rows = [json.loads(x) for x in (tmp_path / "run" / "count-based" / "steps.jsonl").read_text().splitlines()]
-    assert [r["step_id"] for r in rows if r["video"] == "annotations_1"] == doc["annotations_1"]["pred"]
+    assert [r["step_id"] for r in rows if r["episode"] == "annotations_1"] == doc["annotations_1"]["pred"]
     report = (tmp_path / "run" / "count-based" / "report.md").read_text()
     assert f"file {preds}" in report and "Count-Based+ [DTGL Table 3]" in report
 

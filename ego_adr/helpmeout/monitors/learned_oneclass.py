@@ -44,7 +44,7 @@ import numpy as np
 
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
 from ego_adr.helpmeout.monitors.learned import _tokens, subgoal_tokens
-from ego_adr.monitoring.oneclass import SCORES, Fold, NextStepModel, capacity, score_of
+from ego_adr.monitoring.oneclass import PRECISION, SCORES, Fold, NextStepModel, capacity, score_of
 from ego_adr.monitoring.ranking import auroc
 
 FAMILIES = {"seq2seq": "gru", "seq2seq-sg": "gru", "sgt": "transformer"}
@@ -108,7 +108,7 @@ class OneClassMonitor(Monitor):
         if not val:
             tr = [p for i, p in enumerate(tr) if i % 5 != 4]
         settings = {"arch": self.arch, "hidden": self.hidden, "max_epochs": self.max_epochs, "seed": self.seed,
-                    "prefixes": self.prefixes, "positions": POSITIONS}
+                    "prefixes": self.prefixes, "positions": POSITIONS, "precision": PRECISION}
         digest = hashlib.sha256(json.dumps([settings, tr, held, self._val_key(val)]).encode()).hexdigest()[:16]
         cache = self.cache_dir / f"oneclass_{self.arch}.pt" if self.cache_dir else None
         if cache and cache.is_file() and self._load(torch.load(cache, weights_only=False), digest):

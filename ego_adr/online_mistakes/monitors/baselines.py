@@ -104,7 +104,7 @@ class Position(Monitor):
 
 
 def position_ceiling(rows: list[dict]) -> tuple[dict[str, int], list[dict]]:
-    """What ``position`` alone gives on a scored stream (its per-step rows: ``video``, ``index``, ``label``) with
+    """What ``position`` alone gives on a scored stream (its per-step rows: ``episode``, ``index``, ``label``) with
     ``k`` chosen on those very rows, per metric of :data:`cv.OPERATING_METRICS`: the best ``k`` of each (ties: the
     largest, fewest alarms) and the rows ``position`` would have written with them (``p_error`` the position scaled
     to [0, 1], so its AUROC is that of the position itself). A ceiling printed beside the rows, computed at report
@@ -115,7 +115,7 @@ def position_ceiling(rows: list[dict]) -> tuple[dict[str, int], list[dict]]:
     m = cv.metrics(tp, fp, fn, tn)
     ks = {metric: int(t[int(np.argmax(m[metric]))]) for metric in cv.OPERATING_METRICS}
     top = float(pos.max()) if len(pos) else 1.0
-    out = [{"video": r["video"], "index": r["index"], "label": r["label"], "p_error": (r["index"] + 1) / top,
+    out = [{"episode": r["episode"], "index": r["index"], "label": r["label"], "p_error": (r["index"] + 1) / top,
             "flagged": r["index"] + 1 >= ks["macro_f1"],
             "flagged_for": {metric: r["index"] + 1 >= k for metric, k in ks.items()}} for r in rows]
     return ks, out

@@ -42,6 +42,7 @@ from ego_adr.monitoring.oneclass import (
     ARCHS,
     HIDDEN,
     MAX_EPOCHS,
+    PRECISION,
     SCORES,
     Fold,
     NextStepModel,
@@ -50,6 +51,7 @@ from ego_adr.monitoring.oneclass import (
     score_of,
 )
 from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.registry import MonitorOption, int_list
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
@@ -113,6 +115,7 @@ def _select_and_fit(seqs, arch, plan, hidden, max_epochs) -> Fitted:
     selection = {
         "recipe": "one-class next-step likelihood; capacity by held-out NLL, score and threshold by constructed "
                   "validation mistakes (" + cv.OBJECTIVE + ")",
+        "numerics": f"{PRECISION}, one thread, deterministic algorithms (ego_adr/monitoring/numerics.py)",
         "folds": [list(f) for f, _ in val], "validation": cv.describe(plan, val),
         "candidates": {"hidden": list(hidden), "epochs": f"2..{max_epochs} step 2, stopped after 2 evaluations "
                        "without improvement", "score": list(SCORES)},
@@ -130,21 +133,31 @@ class OneClassMonitor(Monitor):
     """``seq2seq-oneclass`` (``arch="gru"``) and ``sgt-oneclass`` (``arch="transformer"``)."""
 
     name = "seq2seq-oneclass"
+    #: ``--monitor-option``s: the seed, the folds and the candidate grid (a smaller grid is a quicker, other run)
+    OPTIONS = (MonitorOption("seed", int, 0, "seed of the folds, the constructed mistakes and the network"),
+               MonitorOption("folds", int, 5, "cross-validation folds over the training recordings"),
+               MonitorOption("hidden", int_list, HIDDEN, "candidate hidden sizes, e.g. 32,64"),
+               MonitorOption("max_epochs", int, MAX_EPOCHS, "most epochs of the held-out-likelihood search"))
 
-    def __init__(self, arch: str = "gru", seed: int = 0, folds: int = 5, threads: int = 1) -> None:
+    def __init__(self, arch: str = "gru", seed: int = 0, folds: int = 5, threads: int = 1,
+                 hidden: Sequence[int] = HIDDEN, max_epochs: int = MAX_EPOCHS) -> None:
         if arch not in ARCHS:
             raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
         self.arch, self.seed, self.k, self.threads = arch, seed, folds, threads
+        self.hidden, self.max_epochs = tuple(int(h) for h in hidden), int(max_epochs)
         self.model: NextStepModel | None = None
         self.selection: dict = {}
+        self.check_options({"folds": folds, "hidden": self.hidden, "max_epochs": max_epochs})
+
+    @staticmethod
+    def check_options(options: dict) -> None:
+        if options.get("folds", 5) < 2 or min(options.get("hidden", HIDDEN)) < 1 or options.get("max_epochs", 2) < 2:
+            raise ValueError("folds must be >= 2, every hidden size >= 1 and max_epochs >= 2")
 
     def fit(self, train: TrainingSet) -> None:
-        import torch
-
-        torch.set_num_threads(self.threads)
         seqs = [s for s in train.sequences if s]
         plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
-        f = select_and_fit(seqs, self.arch, plan)
+        f = select_and_fit(seqs, self.arch, plan, self.hidden, self.max_epochs)
         self.model, self.score, self.threshold, self.calib, self.selection = (
             f.model, f.score, f.threshold, f.calib, f.selection)
         self.points = f.points

@@ -1,19 +1,18 @@
 """PREGO (Flaborea et al., CVPR 2024, Sec. 3.2): symbolic next-step anticipation by an LLM in context, through
 any model of the project's one protocol (HF, vLLM, OpenAI-compatible; ``--model tiny`` runs offline).
 
-At every observed step the model is shown the correct training sequences as solved examples and the prefix
-observed so far, and asked for the "Next Symbol" (``PREGO_NEXT_STEP`` in :mod:`ego_adr.reasoning.prompts`). The
-anticipated set is what the step's ``samples`` replies name; the step actually observed is a mistake when it is
-outside the set. As in PREGO's ``step_anticipation/src/models/llama_meta.py``:
+At every observed step the model is shown solved examples and the prefix observed so far, and asked for the
+"Next Symbol" (``PREGO_NEXT_STEP`` in :mod:`ego_adr.reasoning.prompts`). The anticipated set is what the step's
+``samples`` replies name; the step actually observed is a mistake when it is outside the set. As in PREGO's
+``step_anticipation/src/models/llama_meta.py``:
 
-- an example per training sequence: ``Input Sequence: -1, s1, ..., s(n-1)`` / ``Next Symbol: sn`` (-1 the start);
-- Assembly101-O's examples are the training sequences of the same toy as the test recording (the toy id in the
-  video name, PREGO's ``get_toy``; ``Sequence type: <toy>``), all of them when training has none of that toy;
-  EPIC-Tent-O has one task, so every training sequence is an example and no ``Sequence type`` line is written;
+- the prompt is the one its code builds, byte for byte by default (:mod:`.prego_prompt`: the examples of the
+  recording's toy as PREGO's file labels and orders them, an empty context for a toy without training
+  sequences, ``Sequence type: None`` on EPIC-Tent-O); each difference is a named option, recorded as a deviation;
 - a reply is read as PREGO reads a numeric one: underscores stripped, then everything before the first and after
-  the last digit; what is left must be a whole number, else the reply names no step;
-- the anticipated set is the union of the symbols the replies name (``pred.add`` over every reply of the step);
-  a reply that names no step adds nothing PREGO could match (it adds the leftover string, never equal to a step).
+  the last ASCII digit, then ``int()``; what ``int()`` cannot read (``37, 74``, ``1²3``) names no step (PREGO
+  keeps the string, never equal to a step id) and is counted in ``metrics.json`` (``stats``);
+- the anticipated set is the union of the symbols the replies name (``pred.add`` over every reply of the step).
 
 Decoding, as the named options of :data:`DECODINGS` (``--decoding``; ``--samples``, ``--temperature`` and
 ``--max-new-tokens`` change one value of it, and the result is recorded under its own name):
@@ -37,8 +36,8 @@ Deviations, each recorded in ``metrics.json`` and the report:
 
 - our backends are chat models: the prompt goes as one user message (a base model without a chat template gets
   ``User: ... Assistant:``), where PREGO completes the raw text;
-- the examples are DTGL's training sequences (PREGO's own Assembly101-O prompt file holds the same 135; its
-  EPIC-Tent-O file holds 14 sequences that are not DTGL's 13).
+- on EPIC-Tent-O the examples are DTGL's training sequences (PREGO's file holds 14 sequences of another split);
+- every prompt option set away from PREGO's code (:mod:`.prego_prompt`).
 
 Every prompt and reply goes through the stage cache: the prompts' texts are recorded (the examples once per
 task in ``prompts.json``, the query and replies per step in ``steps.jsonl``). A failed call that asking again may
@@ -53,9 +52,12 @@ import math
 import re
 from dataclasses import dataclass, replace
 
-from ego_adr.errors import InfrastructureError, UserError
+from ego_adr.errors import InfrastructureError
 from ego_adr.monitoring.protocol import Monitor, StepOutput
-from ego_adr.online_mistakes.monitors.baselines import START
+from ego_adr.monitoring.registry import MonitorOption
+from ego_adr.online_mistakes.monitors import prego_prompt as PP
+from ego_adr.online_mistakes.monitors.prego_prompt import line as _line
+from ego_adr.online_mistakes.monitors.prego_prompt import task_of
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 _SCRIPT = "PREGO step_anticipation/scripts/anticipation.sh"
@@ -83,10 +85,7 @@ DECODINGS = {
                         "llama_meta.py draws num_samples batches of num_samples replies: 25"),
 }
 DEFAULT_DECODING = "numeric"  # the numeric-symbol run's: our step ids are numbers
-DEVIATIONS = (
-    "prompt sent as one user message of a chat model (PREGO completes the raw text)",
-    "in-context examples are DTGL's training sequences (on EPIC-Tent-O PREGO's prompt holds 14 other sequences)",
-)
+DEVIATIONS = ("prompt sent as one user message of a chat model (PREGO completes the raw text)",)
 SAMPLED_DEVIATIONS = (
     "symbols are the step ids (numeric) where PREGO pairs this sampled decoding with emoji symbols",
     "each reply is drawn under its own seed (the sample index), where PREGO draws all from one torch stream "
@@ -118,74 +117,100 @@ def resolve_decoding(name: str | None = None, samples: int | None = None, temper
     return label, dec
 
 
-def cli_settings(a) -> dict:
-    """The prego settings of ``evaluate``'s flags (checked before any data is read): what the monitor is built
-    with and what its folder's identity records. One line naming the flag when a value cannot be used."""
-    try:
-        label, dec = resolve_decoding(a.decoding, a.samples, a.temperature, a.max_new_tokens)
-    except ValueError as e:
-        raise UserError(f"--decoding/--samples/--temperature/--max-new-tokens: {e}") from None
-    return {"decoding": label, "samples": dec.samples, "temperature": dec.temperature, "top_p": dec.top_p,
-            "max_new_tokens": dec.max_new_tokens}
-
-
-def task_of(video: str) -> str | None:
-    """The toy of an Assembly101 recording name (PREGO's ``get_toy``); None for a name without one."""
-    parts = video.split("-")
-    return parts[2].split("_")[0] if len(parts) > 2 and parts[2] else None
-
-
 def parse_symbol(reply: str | None) -> int | None:
-    """The step a reply names, read as PREGO's ``anticipation`` reads it; None when it names none."""
+    """The step a reply names, read as PREGO's ``anticipation`` reads it (``int()`` of what is left between the
+    first and the last ASCII digit); None when ``int()`` cannot read it, where PREGO keeps a string that never
+    equals a step id."""
     v = _EDGES.sub("", (reply or "").strip("_"))
-    return int(v) if v.isdigit() else None
+    try:
+        return int(v)
+    except ValueError:
+        return None
 
 
-def _line(prefix) -> str:
-    return ", ".join(str(s) for s in (START, *prefix))
+def _opt(name: str, parse, help_: str, choices: tuple = (), default=None) -> MonitorOption:
+    return MonitorOption(name, parse, default if default is not None or not choices else choices[0], help_, choices)
 
 
 class Prego(Monitor):
     """PREGO's anticipation monitor; ``model`` is a VLM of :mod:`ego_adr.models` behind the stage cache.
     ``decoding`` names one of :data:`DECODINGS`; ``samples``, ``temperature`` and ``max_new_tokens`` replace one
-    value of it."""
+    value of it. The prompt options are :mod:`.prego_prompt`'s; ``data_root`` is where PREGO's example file is."""
+
+    OPTIONS = (
+        _opt("decoding", str, "PREGO's decoding (alias --decoding)", tuple(DECODINGS), DEFAULT_DECODING),
+        _opt("samples", int, "replies per step (alias --samples; default: the decoding's)"),
+        _opt("temperature", float, "sampling temperature, 0 greedy (alias --temperature; default: the decoding's)"),
+        _opt("max_new_tokens", int, "tokens per reply (alias --max-new-tokens; default: the decoding's)"),
+        *(_opt(k, str, PP.PROMPT_HELP[k], v) for k, v in PP.PROMPT_CHOICES.items()),
+    )
 
     def __init__(self, model=None, max_new_tokens: int | None = None, decoding: str | None = None,
-                 samples: int | None = None, temperature: float | None = None) -> None:
+                 samples: int | None = None, temperature: float | None = None, data_root=None,
+                 unseen_task: str = "empty", example_labels: str = "prego", task_line: str = "prego",
+                 example_order: str = "prego-file") -> None:
         if model is None:
             raise ValueError("prego needs a model (--model NAME; --model tiny runs offline)")
-        self.model = model
+        self.model, self.data_root = model, data_root
+        self.prompt = self.check_options(dict(
+            decoding=decoding, samples=samples, temperature=temperature, max_new_tokens=max_new_tokens,
+            unseen_task=unseen_task, example_labels=example_labels, task_line=task_line, example_order=example_order))
         self.label, self.decoding = resolve_decoding(decoding, samples, temperature, max_new_tokens)
         self.max_new_tokens = self.decoding.max_new_tokens
-        self.calls = self.failed = self.unparseable = 0
+        self.calls = self.failed = self.unparseable = self.unreadable = 0
         d = self.decoding
         self.selection = {"hyper_parameters": {"decoding": self.label, "samples": d.samples,
                                                "temperature": d.temperature, "top_p": d.top_p,
                                                "max_new_tokens": d.max_new_tokens, "symbols": "numeric",
-                                               "examples": "same task"},
+                                               "examples": "same task", **self.prompt},
                           "chosen_by": f"not tuned: PREGO's published settings ({d.source}), so nothing was "
                           "chosen on any data" + ("" if self.label in DECODINGS else
                                                   f"; changed by the user from {self.label.split(' (')[0]}")}
         self.deviations = list(DEVIATIONS) + (list(SAMPLED_DEVIATIONS) if d.temperature > 0 else [])
 
-    def fit(self, train: TrainingSet) -> None:
-        by_task: dict[str | None, list[tuple[int, ...]]] = {}
-        for video, seq in zip(train.videos, train.sequences):
-            by_task.setdefault(task_of(video), []).append(seq)
-        self.all_examples = self._examples(None, list(train.sequences))
-        self.examples = {t: self._examples(t, seqs) for t, seqs in by_task.items() if t is not None}
-        self.files = {"prompts.json": {"prompt": "prego_next_step", "examples": {"all": self.all_examples,
-                                                                                **self.examples}}}
-
     @staticmethod
-    def _examples(task: str | None, seqs: list) -> str:
-        head = f"Sequence type: {task}\n" if task else ""
-        return "".join(f"{head}Input Sequence:\n {_line(s[:-1])}\nNext Symbol:\n {s[-1]}\n---\n" for s in seqs if s)
+    def check_options(options: dict) -> dict:
+        """The prompt options with PREGO's defaults filled in; ValueError naming one that cannot be used (the
+        decoding's values included, checked before any data is read)."""
+        resolve_decoding(*(options.get(k) for k in ("decoding", "samples", "temperature", "max_new_tokens")))
+        out = dict(PP.PROMPT_DEFAULTS)
+        for k, v in options.items():
+            if k in PP.PROMPT_CHOICES and v is not None:
+                if v not in PP.PROMPT_CHOICES[k]:
+                    raise ValueError(f"option {k}={v!r} is not one of {', '.join(PP.PROMPT_CHOICES[k])}")
+                out[k] = v
+        return out
+
+    @classmethod
+    def check_inputs(cls, train: TrainingSet, data_root, options: dict) -> None:
+        """What :meth:`fit` will read beside the training set is there (PREGO's example file): checked before
+        the output folder is claimed."""
+        if train.benchmark == "assembly101-o" and options.get("example_order", "prego-file") == "prego-file":
+            PP.prego_order(data_root, train.videos, train.sequences)
+
+    def fit(self, train: TrainingSet) -> None:
+        o, epic = self.prompt, train.benchmark == "epic-tent-o"
+        if train.benchmark != "assembly101-o" or o["example_order"] == "training":  # PREGO's file: Assembly101-O
+            by_task: dict[str | None, list[tuple[int, ...]]] = {}
+            for video, seq in zip(train.videos, train.sequences):
+                by_task.setdefault(None if epic else task_of(video), []).append(seq)
+        else:
+            by_task = PP.prego_order(self.data_root, train.videos, train.sequences)
+        labels = "query" if epic else o["example_labels"]
+        self.benchmark = train.benchmark
+        self.all_examples = "".join(PP.examples(t, seqs, labels) for t, seqs in by_task.items())
+        self.examples = {t: PP.examples(t, seqs, labels) for t, seqs in by_task.items() if t is not None}
+        self.files = {"prompts.json": {"prompt": "prego_next_step", "options": o,
+                                       "examples": {"all": self.all_examples, **self.examples}}}
+        self.deviations += PP.deviations(train.benchmark, o)
 
     def reset(self, ctx: StepContext) -> None:
         self.video = ctx.video
-        self.task = task_of(ctx.video)
-        self.context = self.task if self.task in self.examples else "all"
+        self.task = None if ctx.benchmark == "epic-tent-o" else task_of(ctx.video)
+        epic_all = ctx.benchmark == "epic-tent-o"
+        unseen = "all" if self.prompt["unseen_task"] == "all" else "empty"
+        self.context = "all" if epic_all else (self.task if self.task in self.examples else unseen)
+        self.header = PP.header(ctx.benchmark, self.task, self.prompt)
         self.prefix: list[int] = []
 
     def requests(self) -> tuple[list, str]:
@@ -194,10 +219,9 @@ class Prego(Monitor):
         from ego_adr.models.base import GenerationConfig, Message, Request
         from ego_adr.reasoning.prompts import PREGO_NEXT_STEP as P
 
-        examples = self.examples.get(self.context, self.all_examples)
-        header = f"Sequence type: {self.task}\n" if self.context != "all" else ""
-        query = P.render(examples="", header=header, prefix=_line(self.prefix))
-        text = P.render(examples=examples, header=header, prefix=_line(self.prefix))
+        examples = {"all": self.all_examples, "empty": ""}.get(self.context) or self.examples.get(self.context, "")
+        query = P.render(examples="", header=self.header, prefix=_line(self.prefix))
+        text = P.render(examples=examples, header=self.header, prefix=_line(self.prefix))
         d = self.decoding
         configs = [GenerationConfig.sampled(d.temperature, top_p=d.top_p or 1.0, seed=i,
                                             max_new_tokens=d.max_new_tokens) for i in range(d.samples)]
@@ -229,10 +253,12 @@ class Prego(Monitor):
         """PREGO's set: the union of the symbols the replies name; a reply that names none adds nothing."""
         symbols = [parse_symbol(r) for r in replies]
         self.unparseable += sum(s is None for s in symbols)
+        self.unreadable += sum(s is None and bool(_EDGES.sub("", (r or "").strip("_"))) for r, s in
+                               zip(replies, symbols))
         return {s for s in symbols if s is not None}
 
     def stats(self) -> dict:
         return {"calls": self.calls, "samples_per_step": self.decoding.samples, "failed": self.failed,
-                "unparseable": self.unparseable,
+                "unparseable": self.unparseable, "unreadable_digits": self.unreadable,
                 "model_calls": getattr(self.model, "model_calls", None),
                 "cache_hits": getattr(self.model, "cache_hits", None), "model": self.model.model_id}
