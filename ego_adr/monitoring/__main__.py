@@ -12,6 +12,8 @@ import argparse
 import sys
 
 from ego_adr.errors import OneLineParser, run_cli
+from ego_adr.folders import add_out_argument
+from ego_adr.models.arguments import add_model_arguments
 
 
 def _evaluate(a) -> int:
@@ -43,12 +45,9 @@ def _evaluate_parser(sub) -> None:
     e.add_argument("--monitor", required=True, metavar="M", help="a monitor listed above, or all")
     e.add_argument("--data-root", required=True,
                    help="folder laid out as ../shared/online-mistakes (dtgl/, prego/): what `download` writes")
-    e.add_argument("--out", required=True, help="output folder (metrics.json, steps.jsonl, report.md; with "
-                   "--monitor all one folder per monitor and summary.json)")
-    e.add_argument("--model", default=None, help="prego: model alias, hub id or folder (tiny runs offline)")
-    e.add_argument("--backend", default="hf", choices=("hf", "vllm", "openai"), help="prego: model backend")
-    e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1")
-    e.add_argument("--device", default=None, help="prego, hf backend: auto, cpu, cuda or cuda:N")
+    add_out_argument(e, "output folder (metrics.json, steps.jsonl, report.md; with --monitor all one folder per "
+                     "monitor and summary.json)", required=True)
+    add_model_arguments(e, purpose="prego: ", device_default=None)
     e.add_argument("--decoding", default=None, choices=tuple(DECODINGS), help="prego: PREGO's decoding, "
                    "numeric (default: its numeric-symbol run, 1 greedy reply of <= 4 tokens) or sampled (its "
                    "emoji runs: 25 replies at temperature 0.6, top-p 0.9, <= 8 tokens); docs/online_mistakes.md")
@@ -68,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     _evaluate_parser(sub)
     d = sub.add_parser("download", help="fetch the benchmark files from the public repositories at pinned commits")
-    d.add_argument("--out", required=True, help="folder to lay the files out in (as ../shared/online-mistakes)")
+    add_out_argument(d, "folder to lay the files out in (as ../shared/online-mistakes)", required=True)
     d.add_argument("--base-url", default=None, help="raw-file server (default https://raw.githubusercontent.com; "
                    "files are fetched as BASE/<owner>/<repo>/<commit>/<path>)")
     d.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")

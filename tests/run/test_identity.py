@@ -27,7 +27,7 @@ def test_second_run_with_other_settings_stops_and_names_them(tmp_path, demo_root
         execute(RunConfig(output_dir=str(out), mode="direct", frames=16, limit=8), progress=False,
                 model=ScriptedModelDouble())
     msg = str(e.value)
-    assert "\n" not in msg and "mode" in msg and "frames" in msg and "--fresh" in msg and "--output-dir" in msg
+    assert "\n" not in msg and "mode" in msg and "frames" in msg and "--fresh" in msg and "--out" in msg
     assert len(_rows(out)) == 8  # nothing was appended
     # same settings resume (nothing to do), --fresh starts over with the new settings only
     execute(RunConfig(output_dir=str(out), mode="shallow", limit=8), progress=False, model=ScriptedModelDouble())
