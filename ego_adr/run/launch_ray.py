@@ -104,6 +104,8 @@ def resolve_run(run_args: list[str]):
         with contextlib.redirect_stderr(err):
             cfg, _ = config_from_args(run_args)
     except SystemExit as e:  # argparse: keep its last line ("... error: argument --frames: invalid int ...")
+        if e.code == 0:  # `-- --help`: the run's help was printed, which is all that was asked
+            raise
         lines = [x for x in err.getvalue().splitlines() if x.strip()]
         raise LaunchError(f"ego_adr.run arguments: {lines[-1] if lines else e}") from None
     try:
