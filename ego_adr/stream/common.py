@@ -47,7 +47,6 @@ def narration_tag(args) -> str:
 #: What the stream writes in its folder (one recording, and ``--evaluate``): what ``--fresh`` discards.
 WRITTEN = ("alerts.jsonl", "ticks.jsonl", "timeline.png", "timeline.html", "run.json", "identity.json",
            "outputs", "ticks", "timelines", "report.md", "metrics.json")
-WAYS_OUT = "use another --out, or --fresh to discard its results and start over"
 
 
 def check_identity(out: Path, identity: dict, fresh: bool = False) -> None:
@@ -56,7 +55,7 @@ def check_identity(out: Path, identity: dict, fresh: bool = False) -> None:
     the stream's results first. The caller holds the folder's lock (:func:`folder_lock`)."""
     from ego_adr.folders import claim
 
-    claim(out, identity, fresh=fresh, ways=WAYS_OUT, written=WRITTEN)
+    claim(out, identity, fresh=fresh, written=WRITTEN)  # the ways out are the run's: another --out, or --fresh
     write_json(out / "run.json", identity)
 
 
