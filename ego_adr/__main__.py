@@ -11,18 +11,21 @@ It is also the list a user reads: ``python -m ego_adr --help`` prints every entr
 (or in :data:`NOT_COMMANDS`, with why), so a new command cannot go unlisted. An entry with no ``flags`` is listed
 but walks no bad-input case.
 
-Only names are listed (strings, no imports). It sits at the top of the package, above every layer, because it
+Only names are listed (strings; the one import is the shared registry type, :mod:`ego_adr.registry`). It sits at the top of the package, above every layer, because it
 names commands of all of them; nothing imports it but the test. ``target`` is ``module:function`` (the
 function ``main(argv) -> exit code``), or a bare module for one that runs on import (the lmms-eval task folder).
 ``argv`` is a minimal valid command line with placeholders the test fills in: ``{text}`` a text input file
 (procedure, predictions, experiment, episodes), ``{video}`` a video file, ``{out}`` the output folder, ``{evaldir}``
 a HelpMeOut evaluate folder, ``{root}`` a video root. ``flags`` names the flag of each kind of input (``None``: the
 command has no such input, e.g. ``check`` writes no folder); a flag spelled ``{out}`` is positional (in ``argv``).
+Every command that writes a folder names it ``--out`` (``--output-dir`` is the same flag, issue 38 item 2).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ego_adr.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -37,12 +40,12 @@ class EntryPoint:
 
 _TEXT = "Boil the water. Pour it into the cup."
 
-ENTRY_POINTS: tuple[EntryPoint, ...] = (
-    EntryPoint("run", "ego_adr.run.cli:main", ("--limit", "1", "--output-dir", "{out}"),
-               {"out": "--output-dir", "cache": "--cache-dir", "device": "--device", "model": "--model",
+ENTRY_POINTS: Registry[EntryPoint] = Registry("command", (
+    EntryPoint("run", "ego_adr.run.cli:main", ("--limit", "1", "--out", "{out}"),
+               {"out": "--out", "cache": "--cache-dir", "device": "--device", "model": "--model",
                 "text": "--config"}),
-    EntryPoint("launch_ray", "ego_adr.run.launch_ray:main", ("--local", "--", "--limit", "1", "--output-dir", "{out}"),
-               {"out": "--output-dir", "cache": "--cache-dir", "device": "--device", "model": "--model",
+    EntryPoint("launch_ray", "ego_adr.run.launch_ray:main", ("--local", "--", "--limit", "1", "--out", "{out}"),
+               {"out": "--out", "cache": "--cache-dir", "device": "--device", "model": "--model",
                 "text": "--config"}),
     EntryPoint("experiments", "ego_adr.run.experiments:main", ("{text}", "--limit", "1", "--out", "{out}"),
                {"out": "--out", "cache": "--cache-dir", "device": "--device", "model": "--model", "text": "{text}"},
@@ -66,8 +69,8 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
                {"out": "{out}", "text": "{text}"}, {"text": "{predictions}"}),
     EntryPoint("agents.white", "ego_adr.agents.white:main", ("--model", "tiny", "--video-root", "{root}", "--port", "0"),
                {"cache": "--cache-dir", "device": "--device", "model": "--model", "port": "--port"}),
-    EntryPoint("agents launch", "ego_adr.agents.launch_cli:main", ("--limit", "1", "--output-dir", "{out}"),
-               {"out": "--output-dir", "model": "--model"}),
+    EntryPoint("agents launch", "ego_adr.agents.launch_cli:main", ("--limit", "1", "--out", "{out}"),
+               {"out": "--out", "cache": None, "device": "--device", "model": "--model"}),
     EntryPoint("agents.green", "ego_adr.agents.green:main", ("--port", "0",), {"port": "--port"}),
     EntryPoint("models.serve", "ego_adr.models.serve:main", ("--model", "tiny", "--port", "0"),
                {"device": "--device", "model": "--model"}),
@@ -109,7 +112,7 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
     EntryPoint("integrations.lmms_eval", "ego_adr.integrations.lmms_eval.__main__", (),
                about="prints the EgoErrorVQA task folder for `lmms-eval --include_path` (docs/lmms_eval.md); "
                      "`lmms-eval --model ego_adr` runs our pipeline inside lmms-eval"),
-)
+), describe=lambda e: e.about or _ABOUT.get(e.name, ""))
 
 #: Modules that run as ``python -m`` / a script but are not user commands, and why (the coverage test reads it).
 NOT_COMMANDS = {
@@ -150,7 +153,7 @@ def _command(e: EntryPoint) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    rows = [(_command(e), e.about or _ABOUT.get(e.name, "")) for e in ENTRY_POINTS]
+    rows = [(_command(e), ENTRY_POINTS.help_of(e)) for e in ENTRY_POINTS]
     width = max(len(c) for c, _ in rows)
     print("ego_adr commands (each takes --help; exit 0 done, 2 a mistake, 3 infrastructure, 130 interrupted):")
     for command, about in rows:

@@ -45,8 +45,17 @@ RUN_FILES = ("predictions.jsonl", "predictions.jsonl.corrupt", "predictions.retr
 RESULT_FILES = ("predictions.jsonl", "judgements.jsonl", "ticks.jsonl", "alerts.jsonl")
 
 
+#: The output flag of every command that writes a folder, and the other spelling it also takes (issue 38 item 2:
+#: ``--out`` is what most commands and pages used; ``--output-dir`` was the run's).
+OUT_FLAG, OUT_ALIAS = "--out", "--output-dir"
+
 #: The ways out of a mismatch, as ``ego_adr.run`` spells its flags (other entry points pass their own).
-WAYS_OUT = "use another --output-dir, or --fresh to discard its results and start over"
+WAYS_OUT = f"use another {OUT_FLAG}, or --fresh to discard its results and start over"
+
+
+def add_out_argument(parser, help: str, *, required: bool = False, dest: str = "out", **kw):
+    """``--out`` (also spelled ``--output-dir``) on ``parser``: the one output flag of every command."""
+    return parser.add_argument(OUT_FLAG, OUT_ALIAS, dest=dest, required=required, metavar="DIR", help=help, **kw)
 
 
 class IdentityMismatch(ConfigError):
@@ -77,20 +86,36 @@ def _short(v) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _flat(d: dict, prefix: str = "") -> dict:
+    """``{"settings": {"frames": 8}}`` -> ``{"settings.frames": 8}``: a nested setting is named by its path, so
+    a mismatch names the key that differs, not the whole group cut to 40 characters."""
+    out: dict = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def differences(stored: dict, current: dict) -> list[str]:
-    """Names of the settings whose values differ (a key only one side has counts when it has a value)."""
-    keys = [k for k in dict.fromkeys([*stored, *current])]
-    return [k for k in keys if stored.get(k) != current.get(k)]
+    """Names of the settings whose values differ (a key only one side has counts when it has a value); a setting
+    inside a group (a dict) is named by its path, e.g. ``settings.frames``."""
+    a, b = _flat(stored), _flat(current)
+    keys = [k for k in dict.fromkeys([*a, *b])]
+    return [k for k in keys if a.get(k) != b.get(k)]
 
 
 def describe_difference(out: Path, stored: dict | None, current: dict, ways: str = WAYS_OUT) -> str:
-    """The one-line message of a mismatch: the differing settings (folder's value -> this run's) and the ways out."""
+    """The one-line message of a mismatch: the differing settings (folder's value -> this run's) and the ways out.
+    Every command that writes a folder says it this way (the run, stream, helpmeout, eval, monitoring)."""
     if stored is None:
         return f"{out} holds results written without a run identity (older version); {ways}"
     if stored.get("unreadable"):
         return f"{out}/{IDENTITY_FILE} is unreadable, so its results cannot be trusted to match; {ways}"
     diff = differences(stored, current)
-    shown = ", ".join(f"{k} {_short(stored.get(k))} -> {_short(current.get(k))}" for k in diff[:6])
+    a, b = _flat(stored), _flat(current)
+    shown = ", ".join(f"{k} {_short(a.get(k))} -> {_short(b.get(k))}" for k in diff[:6])
     more = f" (+{len(diff) - 6} more)" if len(diff) > 6 else ""
     return f"{out} holds a run with other settings ({shown}{more}); {ways}"
 
@@ -99,21 +124,28 @@ def _write(out: Path, ident: dict) -> None:
     write_json(Path(out) / IDENTITY_FILE, ident)
 
 
-def discard(out: Path) -> list[str]:
-    """Remove the run files of ``out`` (``--fresh``); returns the names removed."""
+def discard(out: Path, names: tuple[str, ...] = RUN_FILES) -> list[str]:
+    """Remove what a command wrote in ``out`` (``--fresh``): the files (and folders) ``names``, nothing else a
+    user keeps there; returns the names removed."""
+    import shutil
+
     removed = []
-    for name in RUN_FILES:
+    for name in names:
         p = Path(out) / name
-        if p.is_file():
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+            removed.append(name)
+        elif p.is_file():
             p.unlink()
             removed.append(name)
     return removed
 
 
 def claim(out: str | os.PathLike, identity: dict, fresh: bool = False, ways: str = WAYS_OUT,
-          result_files: tuple[str, ...] = RESULT_FILES) -> str:
+          result_files: tuple[str, ...] = RESULT_FILES, written: tuple[str, ...] = RUN_FILES) -> str:
     """Claim ``out`` for a run of ``identity``: ``"new"`` (identity written) or ``"resume"``; raises
-    :class:`IdentityMismatch` when the folder holds other settings. ``fresh`` discards its results first.
+    :class:`IdentityMismatch` when the folder holds other settings. ``fresh`` first discards ``written`` (what the
+    command writes there; the run's files by default).
 
     Keys of ``identity`` the stored one lacks are adopted when the stored values agree on everything else (e.g.
     ``model_fingerprint`` added by :func:`confirm`), so a stored identity is compared on what it knows.
@@ -121,7 +153,7 @@ def claim(out: str | os.PathLike, identity: dict, fresh: bool = False, ways: str
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if fresh:
-        discard(out)
+        discard(out, written)
     stored = read_identity(out)
     current = json.loads(json.dumps(identity, default=str))  # compare what would be written, not Python types
     if stored is None or (not stored.get("unreadable") and not has_results(out, result_files)):
@@ -184,7 +216,7 @@ class FolderLock:
                 owner = os.read(fd, 64).decode(errors="replace").strip() or "?"
                 os.close(fd)
                 raise FolderBusy(f"another run (pid {owner}) is writing to {self.folder}; wait for it to finish "
-                                 "or use another --output-dir") from None
+                                 f"or use another {OUT_FLAG}") from None
             except OSError as e:  # a filesystem without flock (some network mounts): run unlocked, but say so
                 import logging
 

@@ -24,12 +24,14 @@ from pathlib import Path
 import pytest
 
 from ego_adr.__main__ import ENTRY_POINTS
+from ego_adr.folders import OUT_ALIAS, OUT_FLAG
 
 REPO = Path(__file__).resolve().parents[1]
-CASES = ("out_is_file", "out_readonly", "cache_readonly", "bad_device", "bad_model", "text_binary", "text_empty",
-         "port_busy")
-NEEDS = {"out_is_file": "out", "out_readonly": "out", "cache_readonly": "cache", "bad_device": "device",
-         "bad_model": "model", "text_binary": "text", "text_empty": "text", "port_busy": "port"}
+CASES = ("out_is_file", "out_readonly", "out_alias_is_file", "cache_readonly", "bad_device", "bad_model",
+         "text_binary", "text_empty", "port_busy")
+NEEDS = {"out_is_file": "out", "out_readonly": "out", "out_alias_is_file": "out", "cache_readonly": "cache",
+         "bad_device": "device", "bad_model": "model", "text_binary": "text", "text_empty": "text",
+         "port_busy": "port"}
 
 
 def _readonly(tmp: Path) -> Path:
@@ -72,8 +74,8 @@ def _argv(ep, case: str, inputs: dict, tmp: Path) -> tuple[list[str], str]:
     flag = ep.flags.get(NEEDS[case])
     extra: list[str] = []
     expect = ""
-    if case in ("out_is_file", "out_readonly"):
-        fill["out"] = inputs["file"] if case == "out_is_file" else str(_readonly(tmp))
+    if case in ("out_is_file", "out_readonly", "out_alias_is_file"):
+        fill["out"] = str(_readonly(tmp)) if case == "out_readonly" else inputs["file"]
         expect = fill["out"]
     elif case == "cache_readonly":
         ro = str(_readonly(tmp))
@@ -88,6 +90,8 @@ def _argv(ep, case: str, inputs: dict, tmp: Path) -> tuple[list[str], str]:
         if not flag.startswith("{") and flag not in ep.argv:
             extra = [flag, fill["text"]]
     argv = [a.format(**fill) if "{" in a else a for a in ep.argv]
+    if case == "out_alias_is_file":  # the other spelling of the one output flag reaches the same check
+        argv = [OUT_ALIAS if a == OUT_FLAG else a for a in argv]
     if "--" in argv:  # the launcher: its run arguments come after '--'
         argv += extra
     else:
@@ -103,7 +107,8 @@ def _call(target: str, argv: list[str]) -> int:
         return e.code if isinstance(e.code, int) else 2
 
 
-PARAMS = [(ep, case) for ep in ENTRY_POINTS for case in CASES if ep.flags.get(NEEDS[case])]
+PARAMS = [(ep, case) for ep in ENTRY_POINTS for case in CASES if ep.flags.get(NEEDS[case])
+          and not (case == "out_alias_is_file" and not ep.flags["out"].startswith("--"))]
 
 
 def _module_of(path: Path) -> str:
@@ -231,7 +236,16 @@ def test_bad_input_is_one_line_and_exit_2(ep, case, inputs, tmp_path, capsys):
     assert "Traceback" not in err
     assert len(lines) == 1 and lines[0].startswith("error:"), err
     assert expect in lines[0], lines[0]
+    assert "unrecognized" not in lines[0] and "ambiguous" not in lines[0]  # the flag was taken, its value refused
     assert not (tmp_path / "out" / "predictions.jsonl").exists()
+
+
+def test_every_command_names_its_output_folder_out():
+    """Issue 38, item 2: one output flag for every command (``--output-dir`` kept as its other spelling, walked by
+    the ``out_alias_is_file`` case above)."""
+    flags = {ep.name: ep.flags["out"] for ep in ENTRY_POINTS if ep.flags.get("out")}
+    assert len(flags) >= 10
+    assert {f for f in flags.values() if f.startswith("--")} == {OUT_FLAG}
 
 
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
@@ -248,3 +262,28 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+MODEL_COMMANDS = [ep for ep in ENTRY_POINTS if ep.flags.get("model")]
+
+
+@pytest.mark.parametrize("ep", MODEL_COMMANDS, ids=[ep.name for ep in MODEL_COMMANDS])
+def test_every_command_that_takes_a_model_declares_the_same_model_arguments(ep, capsys, monkeypatch):
+    """Issue 37, item 4: ``--model`` was declared ten times with four help texts and ``--backend`` hard-coded in
+    several; every command now adds them with ``ego_adr.models.arguments`` (same help, the registry's backends)."""
+    from ego_adr.models.backends import names as backend_names
+    from ego_adr.models.families import model_help
+
+    monkeypatch.setenv("COLUMNS", "10000")  # argparse wraps help at the terminal's width (hyphenated names too)
+    if "--" in ep.argv:  # the launcher: the model arguments are the run's, after '--'
+        argv = [*ep.argv[:ep.argv.index("--") + 1], "--help"]
+    elif not ep.argv[0].startswith(("-", "{")):  # a subcommand
+        argv = [ep.argv[0], "--help"]
+    else:
+        argv = ["--help"]
+    assert _call(ep.target, argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert " ".join(model_help(None).split()) in text  # the shared help, whatever the command's default
+    assert "--backend" in text and any(f"{b}:" in text for b in backend_names())
+    if ep.flags.get("device"):
+        assert "auto, cpu, mps, cuda or cuda:N" in text

@@ -202,10 +202,9 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
                      "video_root": str(cfg.video_root)}
             try:
                 lock.acquire()
-                claim(out, ident)
-            except ConfigError as e:  # the run CLI's way out (--output-dir / --fresh) is output_dir here
-                raise ProtocolError(str(e).split("; use another --output-dir")[0]
-                                    + "; use another output_dir in the eval_config") from None
+                claim(out, ident, ways="use another output_dir in the eval_config")  # the green agent's way out
+            except ConfigError as e:
+                raise ProtocolError(str(e)) from None
             store = JsonlStore(out / "predictions.jsonl")
             if mc:
                 await green_mc.run_mc(client, sem, samples, messages, store, white_url, cfg.question_wording,

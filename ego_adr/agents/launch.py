@@ -76,8 +76,10 @@ class _Agent:
 def run_launch(task: str = "multiple-choice", output_dir: str | None = None, frames: int = 8, mode: str = "auto",
                limit: int | None = None, concurrency: int = 2, model: str = "tiny",
                max_new_tokens: int | None = None, startup_timeout: float = 240.0, question_wording: str | None = None,
-               public_evaluator_root: str | None = None) -> dict:
+               public_evaluator_root: str | None = None, backend: str = "hf", device: str = "cpu",
+               base_url: str | None = None) -> dict:
     """Start white + green on free loopback ports, evaluate the demo set, stop both; return the metrics.
+    ``backend``, ``device`` and ``base_url`` go to the white agent as its model arguments.
 
     The tiny random model never emits an end token, so every answer runs to the token limit; with it, answers are
     capped at :data:`TINY_MAX_NEW_TOKENS` to keep the demo short (real models keep Appendix C's 256).
@@ -101,7 +103,8 @@ def run_launch(task: str = "multiple-choice", output_dir: str | None = None, fra
     py = sys.executable
     white = _Agent("white", [py, "-m", "ego_adr.agents.white", "--model", model, "--mode", mode,
                              "--frames", str(frames), "--video-root", str(root / "videos"), "--port", "0",
-                             "--device", "cpu", "--max-new-tokens",
+                             "--backend", backend, "--device", device,
+                             *(["--base-url", base_url] if base_url else []), "--max-new-tokens",
                              str(max_new_tokens or (TINY_MAX_NEW_TOKENS if model == "tiny" else 256))],
                    out / "white.log", env)
     agents = [white]

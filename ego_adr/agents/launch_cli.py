@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from ego_adr.agents.launch import TINY_MAX_NEW_TOKENS, run_launch
 from ego_adr.errors import OneLineParser
+from ego_adr.folders import add_out_argument
+from ego_adr.models.arguments import add_model_arguments
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -12,8 +14,8 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Evaluate the Ego-ADR white agent with the green agent on the "
                                             "embedded demo set, over A2A on loopback; stops both at the end.")
     p.add_argument("--task", choices=["multiple-choice", "open-end"], default="multiple-choice")
-    p.add_argument("--output-dir", default=None, help="default: runs/a2a-demo-<task>")
-    p.add_argument("--model", default="tiny", help="white agent model (default: the tiny random model)")
+    add_out_argument(p, "the evaluation's folder (default: runs/a2a-demo-<task>)", dest="output_dir")
+    add_model_arguments(p, model="tiny", purpose="the white agent's model: ", device_default="cpu")
     p.add_argument("--mode", default="auto")
     p.add_argument("--frames", type=int, default=8)
     p.add_argument("--limit", type=int, default=None)
@@ -31,11 +33,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _launch(a) -> int:
-    from ego_adr.run.checks import check_model_name, check_writable_dir
+    from ego_adr.models.arguments import check_model_arguments
+    from ego_adr.store import check_writable_dir
 
-    check_model_name(None if a.model == "tiny" else a.model, "hf")  # before two servers start
+    check_model_arguments(a)  # before two servers start
     if a.output_dir:
-        check_writable_dir(a.output_dir, "--output-dir")
+        check_writable_dir(a.output_dir, "--out")
     run_launch(a.task, a.output_dir, a.frames, a.mode, a.limit, a.concurrency, a.model, a.max_new_tokens,
-               question_wording=a.question_wording, public_evaluator_root=a.public_evaluator_root)
+               question_wording=a.question_wording, public_evaluator_root=a.public_evaluator_root,
+               backend=a.backend, device=a.device, base_url=a.base_url)
     return 0

@@ -42,8 +42,7 @@ from pathlib import Path
 from ego_adr.agents.messages import MULTIPLE_CHOICE, ProtocolError, WhiteQuery, parse_white_message
 from ego_adr.errors import OneLineParser
 from ego_adr.eval.scoring import answer_of
-from ego_adr.models.backends import backend_help
-from ego_adr.models.backends import names as backend_names
+from ego_adr.models.arguments import add_model_arguments
 from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.taxonomy import OPTIONS
 
@@ -283,9 +282,7 @@ def load_agent_model(name: str, device: str = "auto", backend: str = "hf", cache
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m ego_adr.agents.white", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="alias, hub id or folder; 'tiny' = the embedded random model")
-    p.add_argument("--backend", default="hf", choices=backend_names(), help=backend_help())
-    p.add_argument("--base-url", default=None, help="openai backend: the server's URL")
+    add_model_arguments(p, required=True)
     p.add_argument("--mode", default="auto", choices=list(MODES), help=mode_help())
     p.add_argument("--frames", type=int, default=8,
                    help="frames per clip (default: 8; paper Section 6.1: 8/16/24/32)")
@@ -297,7 +294,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="require 'Authorization: Bearer TOKEN' (default: $EGO_ADR_AGENT_TOKEN)")
     p.add_argument("--allow-unauthenticated", action="store_true",
                    help="allow a non-loopback --host without --token")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
     p.add_argument("--cache-dir", default=None, help="stage cache and tiny models (default: ~/.cache/ego_adr)")
     p.add_argument("--max-pending", type=int, default=8,
                    help="requests admitted at once, queued + running (default: 8)")
@@ -317,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(argv) -> int:
     from ego_adr.agents.serving import bind_socket, check_bind, serve_forever, url_of
     from ego_adr.errors import UserError
-    from ego_adr.run.checks import check_device, check_model_name, check_writable_dir
+    from ego_adr.models.arguments import check_model_arguments
+    from ego_adr.store import check_writable_dir
 
     a = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -330,8 +327,7 @@ def _serve(argv) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     # every user mistake before the port is taken and the model loaded (issue 18: tracebacks after a load)
-    check_device(a.device, a.backend)
-    check_model_name(None if a.model == "tiny" else a.model, a.backend)
+    check_model_arguments(a)
     if a.cache_dir:
         check_writable_dir(a.cache_dir, "--cache-dir")
     sock = bind_socket(a.host, a.port)

@@ -24,14 +24,13 @@ def _print_summary(s: dict) -> None:
 
 def _check_up_front(a) -> None:
     """The output and cache folders are writable and the device exists, before a model is loaded (issue 18)."""
-    from ego_adr.models.loading import check_device
+    from ego_adr.models.arguments import check_model_arguments
     from ego_adr.store import check_writable_dir
 
     check_writable_dir(a.out, "--out")
     if a.cache_dir:
         check_writable_dir(a.cache_dir, "--cache-dir")
-    if a.device:
-        check_device(a.device, "hf")
+    check_model_arguments(a, model=False)  # the name: the build's own loader (tiny is its text model)
 
 
 def _options(p) -> None:
@@ -60,21 +59,21 @@ def _build(argv: list[str]) -> int:
     from ego_adr.benchmark_builder.builder import Options, build
     from ego_adr.benchmark_builder.llm import DEFAULT_MODEL
     from ego_adr.data.build_input import InputError
+    from ego_adr.folders import add_out_argument
+    from ego_adr.models.arguments import add_model_arguments
 
     p = OneLineParser(
         prog=PROG, description="Build a benchmark data root from an annotation file (CSV/JSONL)."
     )
     p.add_argument("--annotations", required=True, help="the annotation rows (docs/build.md: the schema)")
-    p.add_argument("--out", required=True, help="the data root to write")
-    p.add_argument(
-        "--model",
-        default=DEFAULT_MODEL,
-        help=f"the LLM (alias, hub id or folder; default {DEFAULT_MODEL}, the paper's; tiny: offline)",
-    )
+    add_out_argument(p, "the data root to write", required=True)
+    # the generator runs through transformers here (build/llm.py): hf is its one backend
+    add_model_arguments(p, model=DEFAULT_MODEL, purpose="the LLM that writes procedures and QA pairs: ",
+                        model_default_text=f"{DEFAULT_MODEL}, the paper's (Section 3.3)", backends=("hf",),
+                        device_default=None, base_url=False)
     p.add_argument("--labels", help="mapping of the dataset's own error labels to our options (JSON or CSV)")
     p.add_argument("--procedures", help="given procedure texts (procedure.json format), kept as they are")
     p.add_argument("--cache-dir", help="stage cache folder (default: the cache root)")
-    p.add_argument("--device", help="cpu, cuda, ... (default: the model's)")
     p.add_argument(
         "--fresh", action="store_true", help="start the folder over (its review decisions are lost)"
     )

@@ -24,7 +24,7 @@ from ego_adr.check.core import (
     validate_window,
 )
 from ego_adr.errors import OneLineParser
-from ego_adr.models.backends import names as backend_names
+from ego_adr.models.arguments import add_model_arguments
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,11 +39,9 @@ def parser() -> argparse.ArgumentParser:
     a("--start", type=float, help="window start in seconds (with --end; both absent: the whole video)")
     a("--end", type=float, help="window end in seconds")
     a("--clips", help="CSV/JSONL of clips (video, procedure, step, start, end, name) instead of --video")
-    a("--model", help="alias, hub id or folder (default: the embedded tiny model, random weights, offline)")
+    add_model_arguments(p, model_default_text="the embedded tiny model, random weights, offline")
     a("--mode", choices=MODES, default="auto", help="auto routes by the text-only probe (default: auto)")
     a("--frames", type=int, default=8, help="frames sampled from the window (default: 8, as Ego-ADR in the paper)")
-    a("--device", default="auto", help="auto, cpu, cuda, cuda:N (default: auto)")
-    a("--backend", default="hf", choices=backend_names(), help="model backend (default: hf)")
     a("--max-new-tokens", type=int, help=f"per model call (default: {PAPER_TOKENS}; {DEMO_TOKENS} for the tiny model)")
     a("--cache-dir", help="stage cache, probe and procedure banks (default: the ego_adr cache folder)")
     a("--json", action="store_true", help="print one JSON document instead of the readable report")
@@ -151,7 +149,7 @@ def _check(argv) -> int:
     """Exit 0 when at least one clip got a verdict; 3 when every clip failed on infrastructure (a server down);
     2 when every clip failed on its input (an unreadable video): a report of no verdicts is not a success."""
     from ego_adr.errors import InfrastructureError
-    from ego_adr.models.loading import check_device, check_model_name
+    from ego_adr.models.arguments import check_model_arguments, model_name
     from ego_adr.reasoning.probe import ProbeUnreachable
     from ego_adr.store import check_writable_dir
 
@@ -159,22 +157,22 @@ def _check(argv) -> int:
     clips = clips_from(args)
     if args.frames < 1:
         raise CheckError("--frames must be >= 1")
-    check_device(args.device, args.backend)
-    check_model_name(args.model, args.backend)
+    check_model_arguments(args)
     if args.cache_dir:
         check_writable_dir(args.cache_dir, "--cache-dir")
     _readable(clips)  # every mistake above and this before the model is loaded
     from ego_adr.check.core import check_clips, load_model
 
-    model, cache_dir = load_model(args.model, args.device, args.backend, args.frames, args.cache_dir)
-    tokens = args.max_new_tokens or (DEMO_TOKENS if args.model is None else PAPER_TOKENS)
+    model, cache_dir = load_model(model_name(args), args.device, args.backend, args.frames, args.cache_dir,
+                                  base_url=args.base_url)
+    tokens = args.max_new_tokens or (DEMO_TOKENS if model_name(args) is None else PAPER_TOKENS)
     info: dict = {}
     try:
         results = check_clips(clips, model, mode=args.mode, frames=args.frames, max_new_tokens=tokens,
                               cache_dir=cache_dir, info=info)
     except ProbeUnreachable as e:  # nothing cached
         raise InfrastructureError(f"{e}; start the model server (or check --base-url) and rerun") from None
-    label = args.model or "embedded tiny model (random weights: verdicts only show the machinery)"
+    label = model_name(args) or "embedded tiny model (random weights: verdicts only show the machinery)"
     if args.json:
         print(json.dumps({"model": label, "fingerprint": getattr(model, "fingerprint", None), **info,
                           "clips": results}, indent=1, ensure_ascii=False, default=str))

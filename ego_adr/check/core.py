@@ -138,11 +138,12 @@ def to_sample(clip: Clip, n: int = 0) -> Sample:
                   else "none (matched from the narration)")
 
 
-def load_model(model: str | None, device: str, backend: str, frames: int, cache_dir: str | None):
+def load_model(model: str | None, device: str, backend: str, frames: int, cache_dir: str | None,
+               base_url: str | None = None):
     """The model behind the stage cache, exactly as ``python -m ego_adr.run`` loads it (the same checks of device,
     name and cache folder, the same memory budget), and the cache folder."""
     settings = ModelSettings(model=model, device=device, backend=backend, frames=frames, cache_dir=cache_dir,
-                             batch_size=1, gpu_memory=DEFAULT_GPU_MEMORY if BACKENDS[backend].plans_memory else None)
+                             batch_size=1, base_url=base_url, gpu_memory=DEFAULT_GPU_MEMORY if BACKENDS[backend].plans_memory else None)
     check_device(device, backend)
     cache = settings.resolved_cache_dir()
     check_writable_dir(cache, "--cache-dir" if cache_dir else "the cache folder ($EGO_ADR_CACHE or "

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from ego_adr.errors import OneLineParser, UserError
+from ego_adr.folders import add_out_argument
 
 
 class UsageError(UserError):
@@ -266,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("score", help="score a predictions file (multiple-choice or open-ended)")
     s.add_argument("predictions")
-    s.add_argument("--out", required=True, help="output folder")
+    add_out_argument(s, "output folder (metrics.json, report.md)", required=True)
     s.add_argument("--title", help="report title (default: the predictions file's name)")
     s.add_argument("--notes", help="text put under the report title")
     s.add_argument("--frames", help="frames column of the table, e.g. 8f")

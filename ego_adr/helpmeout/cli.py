@@ -100,7 +100,9 @@ def _evaluate(a: argparse.Namespace) -> int:
             val = [ep for ep in val if ep["id"] in set(subset_ids(val))]
     from ego_adr.folders import OutputFolder
 
-    ident = {"helpmeout": "evaluate", **{k: v for k, v in vars(a).items() if k not in ("fn", "quiet", "out")}}
+    # --device came with the shared model arguments: left out it is not in the identity (earlier folders resume)
+    ident = {"helpmeout": "evaluate", **{k: v for k, v in vars(a).items() if k not in ("fn", "quiet", "out")
+                                         and not (k == "device" and v is None)}}
     with OutputFolder(a.out, ident, "--out", ("outputs.jsonl",)) as out:
         return _evaluate_into(a, spec, out, episodes, train, val, sub)
 
@@ -118,7 +120,7 @@ def _evaluate_into(a, spec, out: Path, episodes, train, val, sub) -> int:
         from ego_adr.models import load_model
 
         extra = {"base_url": a.base_url} if a.base_url else {}
-        kw["model"] = load_model(a.model, backend=a.backend, **extra)
+        kw["model"] = load_model(a.model, backend=a.backend, device=a.device or "auto", **extra)
         kw["cache_path"] = str(Path(a.cache_dir or out) / "stage_cache.sqlite")
         kw["backend"] = a.backend
         kw["max_new_tokens"] = a.max_new_tokens
@@ -192,6 +194,9 @@ def _templates(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ego_adr.folders import add_out_argument
+    from ego_adr.models.arguments import add_model_arguments
+
     p = OneLineParser(prog="python -m ego_adr.helpmeout", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="write train/val/test.jsonl and stats.json")
@@ -199,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="release size, all splits (default 20000: the paper's release, Table 10, whose 17,478/2,022 "
                         "train/validation split the learned monitors then train and select checkpoints on)")
     g.add_argument("--seed", type=int, default=0, help="generator seed (default: 0)")
-    g.add_argument("--out", required=True, help="release folder (train/val/test.jsonl, stats.json)")
+    add_out_argument(g, "release folder (train/val/test.jsonl, stats.json)", required=True)
     g.add_argument("--workers", type=int, default=1, help="generator processes (default: 1)")
     g.add_argument("--test-size", type=int, default=500, help="episodes in the test split (default: 500)")
     g.add_argument("--templates", default=None, help="directory of template YAML (default procedures/helpmeout)")
@@ -216,8 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--monitor", required=True, choices=list(MONITORS), metavar="NAME",
                    help="one of the monitors listed above")
     e.add_argument("--episodes", required=True, help="episodes .jsonl (usually DIR/test.jsonl)")
-    e.add_argument("--out", required=True, help="output folder (metrics.json, outputs.jsonl, "
-                   "steps.jsonl, report.md)")
+    add_out_argument(e, "output folder (metrics.json, outputs.jsonl, steps.jsonl, report.md)", required=True)
     e.add_argument("--train", default=None, help="training episodes (default: train.jsonl next to --episodes)")
     e.add_argument("--val", default=None, help="validation episodes for the M3 threshold rule "
                    "(default: val.jsonl next to --episodes)")
@@ -228,10 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seeds", type=int, default=20, help="random monitor: seeds to average (Table 2: 20)")
     e.add_argument("--subset", action="store_true", help="score only the 60-episode subset (always for llm)")
     e.add_argument("--budget-s", type=float, default=5.0, help="re-planners: planning budget per episode")
-    e.add_argument("--model", default=None, help="egoadr-deep / llm: model alias, hub id or folder")
-    e.add_argument("--backend", default="hf", help="model backend (hf, vllm, openai)")
-    e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1 "
-                   "(python -m ego_adr.models.serve)")
+    add_model_arguments(e, purpose="egoadr-deep / llm: ", device_default=None)
     e.add_argument("--max-new-tokens", type=int, default=512,
                    help="llm: new tokens per call (Table 16: 512; a smaller value is recorded in the outputs)")
     e.add_argument("--cache-dir", default=None, help="llm: folder of the stage cache (default: --out)")
@@ -241,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=_evaluate)
     s = sub.add_parser("summarize", help="the paper's tables (2, 11-15, 17-18) and a Figure 3 plot from evaluate dirs")
     s.add_argument("dirs", nargs="+", help="evaluate output folders")
-    s.add_argument("--out", default=None, help="where summary.md and figure3.png go (default: DIR/../summary)")
+    add_out_argument(s, "where summary.md and figure3.png go (default: DIR/../summary)")
     s.set_defaults(fn=_summarize)
     t = sub.add_parser("templates", help="list the task templates (Table 7 layout)")
     t.add_argument("--templates", default=None)

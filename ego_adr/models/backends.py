@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ego_adr.registry import Registry
+
 
 @dataclass(frozen=True)
 class BackendSpec:
@@ -69,33 +71,27 @@ _BUILTIN = (
                 _load_vllm, default_batch_size=64, settings=("tensor_parallel_size",), local_device=True,
                 memory_note="vLLM manages GPU memory, no local plan"),
 )
-BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in _BUILTIN}
+#: The backends in ``--backend`` order; a backend kept outside the package registers from a module named in
+#: ``$EGO_ADR_PLUGINS`` (:func:`ego_adr.registry.load_plugins`, run before the first lookup).
+REGISTRY: Registry[BackendSpec] = Registry("backend", _BUILTIN, plugins=True)
+BACKENDS: dict[str, BackendSpec] = REGISTRY.specs  # name -> spec (the live dict of the registry)
 
 
 def register(spec: BackendSpec, replace: bool = False) -> BackendSpec:
     """Add a backend (from its own module, which ``EGO_ADR_PLUGINS=module`` imports before any lookup): every
     entry point's ``--backend`` choices and the loaders take it from here. Its name must be new unless ``replace``."""
-    if spec.name in BACKENDS and not replace:
-        raise ValueError(f"backend name {spec.name!r} is already registered")
-    BACKENDS[spec.name] = spec
-    return spec
+    return REGISTRY.register(spec, replace)
 
 
 def names() -> tuple[str, ...]:
     """The registered backends, plugins (``$EGO_ADR_PLUGINS``) included: the ``--backend`` choices."""
-    from ego_adr.data.sources import load_plugins
-
-    load_plugins()
-    return tuple(BACKENDS)
+    return tuple(REGISTRY.names())
 
 
 def get(name: str) -> BackendSpec:
-    names()
-    try:
-        return BACKENDS[name]
-    except KeyError:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}") from None
+    """The spec of backend ``name``; an unknown one is one line listing the choices (exit 2)."""
+    return REGISTRY.get(name)
 
 
 def backend_help() -> str:
-    return "; ".join(f"{BACKENDS[n].name}: {BACKENDS[n].description}" for n in names())
+    return REGISTRY.help()

@@ -265,9 +265,12 @@ def format_plans(plans: list[Plan]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ego_adr.models.families import model_help
+
     ap = OneLineParser(prog="python -m ego_adr.models.planner", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="qwen2.5-vl",
-                    help="alias, hub id with known numbers, or local folder (default: qwen2.5-vl)")
+    # --model as every command has it (models/arguments.py), without the backend and device a plan does not use
+    ap.add_argument("--model", default="qwen2.5-vl", metavar="MODEL",
+                    help=model_help("qwen2.5-vl", "the model to plan for (a hub id needs known numbers): "))
     ap.add_argument("--gpu-memory", default="24GB", help="memory of one GPU (default: 24GB, Section 6.1)")
     ap.add_argument("--frames", type=int, nargs="+", default=[8, 16, 24, 32], help="default: 8 16 24 32")
     ap.add_argument("--batch-size", type=int, default=1, help="default: 1")

@@ -31,6 +31,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from ego_adr.errors import OneLineParser
+from ego_adr.models.arguments import add_model_arguments
 from ego_adr.models.base import BadRequest, Frames, GenerationConfig, Message, Request
 from ego_adr.models.openai_api import is_loopback
 from ego_adr.models.wire import decode_image, parse_frames_note
@@ -273,6 +274,10 @@ class BackgroundServer:
         self.stop()
 
 
+#: The backends a server can load in-process (serving through another server, openai, is pointless here).
+SERVABLE = ("hf", "vllm")
+
+
 def main(argv: list[str] | None = None) -> int:
     from ego_adr.errors import run_cli
 
@@ -284,21 +289,17 @@ def _serve(argv) -> int:
         prog="python -m ego_adr.models.serve",
         description="Serve a VLM behind an OpenAI-compatible /v1/chat/completions endpoint.",
     )
-    ap.add_argument("--model", required=True, help="hub id, local folder or registry alias")
-    ap.add_argument("--backend", default="hf", choices=("hf", "vllm"), help="backend for load_model (default: hf)")
-    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    add_model_arguments(ap, required=True, backends=SERVABLE, device_default="cpu", base_url=False)
     ap.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1; there is no auth)")
     ap.add_argument("--port", type=int, default=8000, help="default: 8000")
     ap.add_argument("--served-name", default=None, help="model name reported to clients (default: --model)")
     ap.add_argument("--default-fps", type=float, default=1.0,
                     help="fps of clips sent without a frames note (default: 1.0)")
     args = ap.parse_args(argv)
-    import re
-
     from ego_adr.errors import UserError
+    from ego_adr.models.arguments import check_model_arguments
 
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", args.device):  # before the load, not torch's device list after it
-        raise UserError(f"--device {args.device!r} is not a device; use cpu, cuda or cuda:N")
+    check_model_arguments(args, model=False)  # before the load, not torch's device list after it
 
     import uvicorn
 

@@ -12,6 +12,8 @@ import argparse
 import sys
 
 from ego_adr.errors import OneLineParser, run_cli
+from ego_adr.folders import add_out_argument
+from ego_adr.models.arguments import add_model_arguments
 
 
 def _evaluate(a) -> int:
@@ -72,15 +74,12 @@ def _evaluate_parser(sub) -> None:
                    "others listed, no comparison with published full-benchmark rows)")
     e.add_argument("--data-root", required=True,
                    help="folder that `python -m ego_adr.monitoring download --out DIR` wrote (dtgl/, prego/)")
-    e.add_argument("--out", required=True, help="output folder (metrics.json, steps.jsonl, report.md; with "
-                   "--monitor all one folder per monitor and summary.json)")
+    add_out_argument(e, "output folder (metrics.json, steps.jsonl, report.md; with --monitor all one folder per "
+                     "monitor and summary.json)", required=True)
     e.add_argument("--corrections", default=None, choices=CORRECTIONS,
                    help="complete-trial benchmarks: a correction step is scored as correct (default) or left out of "
                    "the scores (exclude; the monitor still sees it)")
-    e.add_argument("--model", default=None, help="prego: model alias, hub id or folder (tiny runs offline)")
-    e.add_argument("--backend", default="hf", choices=("hf", "vllm", "openai"), help="prego: model backend")
-    e.add_argument("--base-url", default=None, help="openai backend: endpoint, e.g. http://127.0.0.1:8000/v1")
-    e.add_argument("--device", default=None, help="prego, hf backend: auto, cpu, cuda or cuda:N")
+    add_model_arguments(e, purpose="prego: ", device_default=None)
     e.add_argument("--decoding", default=None, choices=tuple(DECODINGS), help="prego: alias of --monitor-option decoding=...; PREGO's decoding, "
                    "numeric (default: its numeric-symbol run, 1 greedy reply of <= 4 tokens) or sampled (its "
                    "emoji runs: 25 replies at temperature 0.6, top-p 0.9, <= 8 tokens); docs/online_mistakes.md")
@@ -100,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     _evaluate_parser(sub)
     d = sub.add_parser("download", help="fetch the benchmark files from the public repositories at pinned commits")
-    d.add_argument("--out", required=True, help="folder to lay the files out in (dtgl/, prego/: what --data-root then reads)")
+    add_out_argument(d, "folder to lay the files out in (dtgl/, prego/: what --data-root then reads)", required=True)
     d.add_argument("--base-url", default=None, help="raw-file server (default https://raw.githubusercontent.com; "
                    "files are fetched as BASE/<owner>/<repo>/<commit>/<path>)")
     d.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ego_adr.monitoring.protocol import Monitor
+from ego_adr.registry import Registry as SharedRegistry
 
 
 @dataclass(frozen=True)
@@ -64,32 +65,18 @@ class MonitorSpec:
     options: tuple[MonitorOption, ...] = ()  # what --monitor-option may set (beside the factory's OPTIONS)
 
 
-class Registry:
-    """The monitors of one benchmark and the reads that count as its task input."""
+class Registry(SharedRegistry[MonitorSpec]):
+    """The monitors of one benchmark and the reads that count as its task input: the shared registry type
+    (:class:`ego_adr.registry.Registry`: order, lookup, the "unknown monitor" line) plus what only monitors
+    have (privileged reads, building one)."""
 
     def __init__(self, benchmark: str, public_reads: Iterable[str], specs: Iterable[MonitorSpec]):
         self.benchmark = benchmark
         self.public_reads = frozenset(public_reads)
-        self.specs: dict[str, MonitorSpec] = {}
-        for s in specs:
-            if s.name in self.specs:
-                raise ValueError(f"{benchmark}: monitor {s.name!r} registered twice")
-            self.specs[s.name] = s
+        super().__init__("monitor", specs, describe=self._describe_monitor)
 
-    def __contains__(self, name: str) -> bool:
-        return name in self.specs
-
-    def __iter__(self):
-        return iter(self.specs.values())
-
-    def names(self) -> list[str]:
-        return list(self.specs)
-
-    def get(self, name: str) -> MonitorSpec:
-        spec = self.specs.get(name)
-        if spec is None:
-            raise ValueError(f"unknown monitor {name!r} for {self.benchmark}; choose one of {', '.join(self.specs)}")
-        return spec
+    def unknown(self, name: str) -> str:
+        return f"unknown monitor {name!r} for {self.benchmark}: choose one of {', '.join(self.names())}"
 
     def privileged(self, spec: MonitorSpec) -> bool:
         return not set(spec.reads) <= self.public_reads
@@ -97,14 +84,13 @@ class Registry:
     def extra_reads(self, spec: MonitorSpec) -> tuple[str, ...]:
         return tuple(r for r in spec.reads if r not in self.public_reads)
 
-    def help(self) -> str:
+    def _describe_monitor(self, s: MonitorSpec) -> str:
+        tag = f" [privileged: reads {', '.join(self.extra_reads(s))}]" if self.privileged(s) else ""
+        return s.description + tag
+
+    def help(self) -> str:  # type: ignore[override]
         """One line per monitor for ``--help``, privileged ones tagged with what they read beyond the input."""
-        w = max(len(n) for n in self.specs)
-        lines = []
-        for s in self.specs.values():
-            tag = f" [privileged: reads {', '.join(self.extra_reads(s))}]" if self.privileged(s) else ""
-            lines.append(f"  {s.name:<{w}}  {s.description}{tag}")
-        return "\n".join(lines)
+        return self.table()
 
     def factory(self, name: str):
         mod, cls = self.get(name).factory.split(":")

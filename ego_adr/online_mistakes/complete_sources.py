@@ -68,7 +68,7 @@ TENT_KINDS = ("motor", "misuse", "order", "failure", "omit", "search", "correcti
 PROCEDURAL = ("order", "omit", "repeat")
 EXECUTION = ("motor", "misuse", "failure", "search", "slow")
 SLACK = 1000  # one second in DTGL's reading of a time code (a task-end omission is stamped just after the end)
-HINT = "`python -m ego_adr.monitoring download --out DIR` lays out sources/ as ../shared/online-mistakes has it"
+HINT = "get them with `python -m ego_adr.monitoring download --out DIR` (it lays out dtgl/, prego/ and sources/) and pass --data-root DIR"
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,17 @@ GOAL_METRICS = ("macro_f1", "balanced_f1")
 NAMES = {"macro_f1": "macro F1", "balanced_f1": "F1b"}
 
 
+def coverage_text(m: dict) -> str:
+    """``n of m test videos`` (every table and report says how much of the test set a row scores)."""
+    c = m.get("coverage") or {"scored": m.get("videos"), "benchmark": m.get("videos")}
+    return f"{c['scored']} of {c['benchmark']} test videos"
+
+
+def partial(m: dict) -> bool:
+    c = m.get("coverage") or {}
+    return c.get("scored", 0) < c.get("benchmark", 0)
+
+
 def _best(rows: list[dict], metric: str) -> dict | None:
     return max(rows, key=lambda m: (m[metric], m["monitor"]), default=None)
 
@@ -36,8 +47,6 @@ def goal(results: list[dict], benchmark: str, stream: str, chosen: str | None,
         return []
     blind = [m for m in results if m["monitor"] in BLIND]
     open_ = [m for m in results if not m["privileged"] and m["monitor"] not in BLIND]
-    from ego_adr.online_mistakes.report import coverage_text, partial
-
     part = next((m for m in results if partial(m)), None)  # a published row scores every test video
     out = []
     for metric in GOAL_METRICS:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ego_adr.online_mistakes import published as pub
 from ego_adr.online_mistakes.data import BENCHMARKS
+from ego_adr.online_mistakes.goal import coverage_text, partial  # noqa: F401  (re-exported)
 from ego_adr.online_mistakes.registry import BLIND
 
 #: (header, metrics.json key): † at the operating point chosen for F1b, ‡ at the one chosen for macro F1
@@ -77,17 +78,6 @@ def published_tables(benchmark: str, stream: str) -> list[str]:
     if far:
         lines += ["", "Published, on other step input:", "", *_header(), *map(published_row, far)]
     return lines
-
-
-def coverage_text(m: dict) -> str:
-    """``n of m test videos`` (every table and report says how much of the test set a row scores)."""
-    c = m.get("coverage") or {"scored": m.get("videos"), "benchmark": m.get("videos")}
-    return f"{c['scored']} of {c['benchmark']} test videos"
-
-
-def partial(m: dict) -> bool:
-    c = m.get("coverage") or {}
-    return c.get("scored", 0) < c.get("benchmark", 0)
 
 
 def _settings(m: dict) -> list[str]:

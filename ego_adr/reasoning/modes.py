@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ego_adr.registry import Registry
+
 
 @dataclass(frozen=True)
 class ModeSpec:
@@ -38,30 +40,26 @@ class ModeSpec:
         return protocol if self.protocol_budget else max(stages, protocol)
 
 
-MODES: dict[str, ModeSpec] = {
-    spec.name: spec
-    for spec in (
-        ModeSpec("auto", "the text-only probe routes the model to deep or shallow decoupling (Section 5.1)",
-                 ("probe", "deep|shallow"), routed=True),
-        ModeSpec("deep", "deep decoupling: bank, key-step match, narration, model classification (Section 5.2)",
-                 ("bank", "match", "narration", "classify"), classifier="model"),
-        ModeSpec("shallow", "shallow decoupling: bank, key-step match, narration, keyword classification",
-                 ("bank", "match", "narration", "keywords"), classifier="keywords"),
-        ModeSpec("cot", "one-pass baseline: think step by step, then answer with one option",
-                 ("cot",), one_pass=True, prompt="COT"),
-        ModeSpec("direct", "one-pass baseline: answer with one option (the public white agent's question)",
-                 ("direct",), one_pass=True, prompt="DIRECT", protocol_budget=True),
-    )
-}
+REGISTRY: Registry[ModeSpec] = Registry("mode", (
+    ModeSpec("auto", "the text-only probe routes the model to deep or shallow decoupling (Section 5.1)",
+             ("probe", "deep|shallow"), routed=True),
+    ModeSpec("deep", "deep decoupling: bank, key-step match, narration, model classification (Section 5.2)",
+             ("bank", "match", "narration", "classify"), classifier="model"),
+    ModeSpec("shallow", "shallow decoupling: bank, key-step match, narration, keyword classification",
+             ("bank", "match", "narration", "keywords"), classifier="keywords"),
+    ModeSpec("cot", "one-pass baseline: think step by step, then answer with one option",
+             ("cot",), one_pass=True, prompt="COT"),
+    ModeSpec("direct", "one-pass baseline: answer with one option (the public white agent's question)",
+             ("direct",), one_pass=True, prompt="DIRECT", protocol_budget=True),
+))
+MODES: dict[str, ModeSpec] = REGISTRY.specs  # name -> spec (the live dict of the registry)
 
 
 def mode_help() -> str:
     """One line per mode, for ``--mode`` help texts."""
-    return "; ".join(f"{m.name}: {m.description}" for m in MODES.values())
+    return REGISTRY.help()
 
 
 def get(name: str) -> ModeSpec:
-    try:
-        return MODES[name]
-    except KeyError:
-        raise ValueError(f"unknown mode {name!r}; choose one of {', '.join(MODES)}") from None
+    """The spec of mode ``name``; an unknown one is one line listing the choices (exit 2)."""
+    return REGISTRY.get(name)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+from ego_adr.registry import Registry
 from ego_adr.video.public_policy import (
     BIN_CENTRE,
     PROCESSOR,
@@ -55,10 +56,11 @@ class ProtocolSettings:
         return asdict(self)
 
 
-PRESETS = {
-    PUBLIC: ProtocolSettings(PUBLIC_LINSPACE, "2.0", QVU_0_0_14, "raw", "public", 128, "raw"),
+#: The protocol presets (the shared registry type, in ``--protocol`` order); a preset's name is its key.
+PRESETS: Registry[ProtocolSettings] = Registry("protocol", {
     EGO_ADR: ProtocolSettings(BIN_CENTRE, "true", PROCESSOR, "clean", "ours", 256, "raw"),
-}
+    PUBLIC: ProtocolSettings(PUBLIC_LINSPACE, "2.0", QVU_0_0_14, "raw", "public", 128, "raw"),
+}, describe=lambda s: ", ".join(f"{k} {v}" for k, v in s.to_dict().items()))
 CHOICES = {"sampling": SAMPLING_RULES, "resize": RESIZE_RULES, "step": ("clean", "raw"),
            "question": ("ours", "public"), "answers": ("raw", "lenient")}
 EXTRA_KEYS = ("public_source",)  # where the public evaluator's source is (not a setting: changes no number)

@@ -129,7 +129,7 @@ def check_environment(cfg) -> None:
         raise ConfigError(f"--base-url {cfg.base_url!r} must start with http:// or https:// "
                           "(e.g. http://127.0.0.1:8000/v1)")
     if cfg.output_dir:
-        check_writable_dir(cfg.output_dir, "--output-dir")
+        check_writable_dir(cfg.output_dir, "--out")
     check_writable_dir(cfg.resolved_cache_dir(), "--cache-dir" if cfg.cache_dir else "the cache folder "
                        "($EGO_ADR_CACHE or ~/.cache/ego_adr; choose another with --cache-dir)")
 

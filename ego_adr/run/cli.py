@@ -5,7 +5,7 @@ pipeline on them, offline, on the CPU. With ``--model qwen2.5-vl --data-root DIR
 real benchmark. Output folder: ``predictions.jsonl`` (one row per sample), ``metrics.json``, ``report.md`` with
 plots, ``run.json`` (resolved config, versions, model calls and cache hits, one entry per invocation) and
 ``identity.json`` (what the folder holds). Rerunning the same settings into the same folder resumes; other settings
-stop at once with one line (use another ``--output-dir`` or ``--fresh``); a second live run into the folder is
+stop at once with one line (use another ``--out`` or ``--fresh``); a second live run into the folder is
 refused. Failures on infrastructure (server down, timeout, out of memory) are retryable: the run exits 3 with a
 summary when they are most of its failures, and ``--retry-failed`` reruns exactly those samples.
 
@@ -21,9 +21,9 @@ from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import TASKS
 from ego_adr.eval.judges import BACKENDS as JUDGE_BACKENDS
 from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
-from ego_adr.models.backends import BACKENDS, backend_help
-from ego_adr.models.backends import names as backend_names
-from ego_adr.models.registry import video_aliases
+from ego_adr.folders import OUT_ALIAS, OUT_FLAG
+from ego_adr.models.arguments import add_model_arguments
+from ego_adr.models.backends import BACKENDS
 from ego_adr.models.wire import TRANSFERS
 from ego_adr.reasoning.modes import MODES, mode_help
 from ego_adr.reasoning.pipeline import NARRATION_SOURCES
@@ -53,9 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a = _adder(p)
     a("--config", help="YAML file of settings (flags given here override it)")
-    a("--model", help=f"alias ({', '.join(video_aliases())}, ...), hub id or local folder; default: the embedded "
-                      "tiny demo model")
-    a("--backend", choices=backend_names(), help=f"model backend (default hf). {backend_help()}")
+    add_model_arguments(p, model_default_text="the embedded tiny demo model", backend=None, device_default=None,
+                        dtype=True, add=a)  # defaults None: a flag left out means the config's value
     a("--task", choices=list(TASKS), help="benchmark task (default multiple-choice)")
     a("--mode", choices=list(MODES), help=f"reasoning mode (default auto). {mode_help()}")
     a("--frames", type=int, help="uniformly sampled frames per clip: 8/16/24/32 in the paper (default 8)")
@@ -73,17 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {','.join(source_registry.names(public_only=True))})")
     a("--limit", type=int, help="at most N samples in total (not per source), dealt round robin over the "
                                 "sources so each is represented when N >= their number; default: all")
-    a("--output-dir", help="results folder (default runs/<model>-<task>-<mode>-<frames>f, plus a tag for each "
-                           "setting that differs from the defaults, e.g. -public for --protocol public, then the data: -demo "
-                           "without --data-root, else the data root's folder name, -limitN, -s<sources>)")
-    a("--device", help="auto, cpu, cuda, cuda:1 ... (default auto)")
-    a("--dtype", help="bfloat16/float16/float32 (default: bf16 on GPU, fp32 on CPU)")
+    a(OUT_FLAG, OUT_ALIAS, dest="output_dir", metavar="DIR",
+      help="results folder (default runs/<model>-<task>-<mode>-<frames>f, plus a tag for each setting that "
+           "differs from the defaults, e.g. -public for --protocol public, then the data: -demo without "
+           "--data-root, else the data root's folder name, -limitN, -s<sources>)")
     a("--batch-size", type=int, help="requests per model call (default: "
                                      + ", ".join(f"{b.default_batch_size} for {b.name}" for b in BACKENDS.values())
                                      + f"; {DEMO_BATCH_SIZE} for the embedded demo)")
     a("--max-pixels-per-frame", type=int, help="per-frame pixel budget (default: planned from --gpu-memory)")
     a("--gpu-memory", help="GPU memory the per-frame pixel budget is planned for (default 24GB, Section 6.1)")
-    a("--base-url", help="OpenAI-compatible endpoint for --backend openai (key from OPENAI_API_KEY)")
     a("--frame-transfer", choices=list(TRANSFERS),
       help="--backend openai: how frames travel. lossless = PNG at the decoded size and the exact frame rate "
            "(a served ego_adr model then answers exactly like the local one); jpeg-512 = JPEG q85, longer side "
@@ -114,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--dry-run", action="store_true", default=argparse.SUPPRESS,
       help="print samples, videos found/missing, frame indices and the memory plan; load no model (exit 0 the "
            "run would start, 1 it would stop: memory plan refused or model not available)")
-    a("--fresh", action="store_true", help="discard the results already in --output-dir and start over (needed "
+    a("--fresh", action="store_true", help="discard the results already in --out and start over (needed "
                                            "when the folder holds a run with other settings)")
     a("--retry-failed", action="store_true", help="rerun the samples whose failure was infrastructure "
                                                   "(connection, timeout, 5xx, out of memory, decoder crash)")
@@ -129,7 +126,7 @@ def _adder(parser: argparse.ArgumentParser):
     defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
 
     def add(*names, **kw):
-        dest = names[0].lstrip("-").replace("-", "_")
+        dest = kw.get("dest") or names[0].lstrip("-").replace("-", "_")
         text = kw.get("help")
         if text and "default" not in text and defaults.get(dest) is not None and kw.get("action") != "store_true":
             d = defaults[dest]

@@ -174,6 +174,8 @@ def _render(exp: dict, results: list[dict]) -> str:
 def main(argv: list[str] | None = None, prog: str | None = None, experiment: str | None = None) -> int:
     """``prog``/``experiment``: a thin script (scripts/table5.py) passes its own name and its fixed YAML, so its
     usage line is its own and it takes no experiment argument."""
+    from ego_adr.folders import add_out_argument
+    from ego_adr.models.arguments import add_model_arguments
     from ego_adr.run.cli import OneLineParser
 
     p = OneLineParser(prog=prog or "python -m ego_adr.run.experiments",
@@ -184,13 +186,13 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
                                        "interrupted (rerun to resume).")
     if experiment is None:
         p.add_argument("experiment", help="YAML file, e.g. configs/experiments/table6.yaml")
-    p.add_argument("--out", help="root folder of the cells (default runs/experiments/<name>)")
-    p.add_argument("--model", help="override the model of every cell")
+    add_out_argument(p, "root folder of the cells (default runs/experiments/<name>)")
+    add_model_arguments(p, purpose="the model of every cell instead of its own: ",
+                        model_default_text="each cell's own", backend=None, device_default=None, dtype=True)
     p.add_argument("--data-root", help="EgoErrorVQA json folder (default: the embedded demo set)")
     p.add_argument("--video-root", help="videos in the public layout")
     p.add_argument("--limit", type=int, help="at most N samples per cell in total, round robin over the sources "
                                              "(default: all)")
-    p.add_argument("--device", help="auto, cpu, cuda, cuda:N (default: auto)")
     p.add_argument("--batch-size", type=int, help="requests per model call (default: per backend)")
     p.add_argument("--max-new-tokens", type=int, help="generation budget per call (default: 256, Appendix C)")
     p.add_argument("--cache-dir", help="every cache (default: $EGO_ADR_CACHE, else ~/.cache/ego_adr)")

@@ -10,7 +10,7 @@ of each file), sources, limit and shard. The rule, for the runner, the ablation 
 - an empty or new folder is claimed and its identity written;
 - the same identity resumes;
 - any difference stops at once with one line naming the differing settings and the two ways out: another
-  ``--output-dir``, or ``--fresh`` to discard the folder's results and start over;
+  ``--out``, or ``--fresh`` to discard the folder's results and start over;
 - a folder with results but no identity (written before identities existed) is treated as different.
 
 The identity is checked in two steps: :func:`claim` before any work, with what is known from the settings and the

@@ -1,12 +1,12 @@
 """One run as many small chunks, scheduled dynamically on a Ray cluster or local processes, then merged and scored.
 
     python -m ego_adr.run.launch_ray --gpus-per-chunk 1 --address auto -- --model qwen2.5-vl --data-root D \\
-        --video-root V --output-dir /shared/runs/q25
+        --video-root V --out /shared/runs/q25
     python -m ego_adr.run.launch_ray --local --devices 0,1 -- <ego_adr.run arguments>
 
 **Chunks, not shards.** The run's samples are cut into ``K`` small contiguous blocks (``--chunk-size`` samples
 each, or ``--num-chunks K``); chunk ``i`` is exactly the command a user could type,
-``python -m ego_adr.run <args> --num-shards K --shard-index i --output-dir OUT/chunk-i``. All chunks are queued at
+``python -m ego_adr.run <args> --num-shards K --shard-index i --out OUT/chunk-i``. All chunks are queued at
 once and each free slot (a Ray worker with the requested CPUs/GPUs, or one of ``--max-parallel`` local
 processes) takes the next one, so a slow chunk (long videos) or a failing one holds up only its own slot, never
 the rest. Contiguous blocks keep the samples of one long video together (its reader is reused inside a chunk).
@@ -34,7 +34,7 @@ file system every node can write and ego_adr must be installed on every node.
 ``python -m ego_adr.run`` with the same arguments would write (:mod:`ego_adr.run.identity`), and the launcher holds
 its lock while chunks run: a launch with other settings than the folder's refuses in one line (issue 18: it used
 to replace a direct run's predictions with shallow ones), and a plain run of the same settings resumes from the
-merged file. A folder holding a plain run's results (the demo's default folder, when no ``--output-dir`` is
+merged file. A folder holding a plain run's results (the demo's default folder, when no ``--out`` is
 given after ``--``) is refused rather than merged into. ``--fresh`` (the launcher's own, before ``--``) discards
 the launch -- its merged results, chunk folders, logs and plan -- and starts over; after ``--`` it is refused,
 since every chunk (and every retry of a crashed one) would discard its own progress.
@@ -57,14 +57,15 @@ import sys
 import time
 from pathlib import Path
 
+from ego_adr.folders import OUT_ALIAS, OUT_FLAG
 from ego_adr.run.chunk_runner import RAY_MISSING, LaunchError, run_local, run_ray
 
 DEFAULT_CHUNK_SIZE = 64  # see the module docstring ("Why processes")
 
 
 def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
-    """Remove ``--output-dir`` from the ``ego_adr.run`` arguments and return it; refuse shard flags (the
-    launcher sets them)."""
+    """Remove ``--out`` (or its other spelling ``--output-dir``) from the ``ego_adr.run`` arguments and return it;
+    refuse shard flags (the launcher sets them)."""
     rest, out = [], None
     i = 0
     while i < len(run_args):
@@ -75,12 +76,12 @@ def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
         if name == "--fresh":
             raise LaunchError("put --fresh before '--': the launcher discards the whole launch (after '--' every "
                               "chunk, and every retry of a crashed one, would discard its own progress)")
-        if name == "--output-dir":
+        if name in (OUT_FLAG, OUT_ALIAS):
             if "=" in a:
                 out = a.split("=", 1)[1]
             else:
                 if i + 1 >= len(run_args):
-                    raise LaunchError("--output-dir needs a value")
+                    raise LaunchError(f"{name} needs a value")
                 out = run_args[i + 1]
                 i += 1
         else:
@@ -103,6 +104,8 @@ def resolve_run(run_args: list[str]):
         with contextlib.redirect_stderr(err):
             cfg, _ = config_from_args(run_args)
     except SystemExit as e:  # argparse: keep its last line ("... error: argument --frames: invalid int ...")
+        if e.code == 0:  # `-- --help`: the run's help was printed, which is all that was asked
+            raise
         lines = [x for x in err.getvalue().splitlines() if x.strip()]
         raise LaunchError(f"ego_adr.run arguments: {lines[-1] if lines else e}") from None
     try:
@@ -120,7 +123,7 @@ def resolve_run(run_args: list[str]):
     return cfg, len(samples), Path(default_output_dir(cfg)), run_identity(cfg, samples, info)
 
 
-WAYS_OUT = "use another --output-dir after '--', or --fresh before '--' to discard the launch and start over"
+WAYS_OUT = "use another --out after '--', or --fresh before '--' to discard the launch and start over"
 
 
 def claim_folder(out: Path, identity: dict, fresh: bool = False) -> None:
@@ -130,7 +133,7 @@ def claim_folder(out: Path, identity: dict, fresh: bool = False) -> None:
 
     if has_results(out) and not (out / "launch.json").is_file():
         raise LaunchError(f"{out} holds the results of a plain `python -m ego_adr.run` (not a chunked launch); "
-                          "give the launch its own folder with --output-dir after '--'")
+                          "give the launch its own folder with --out after '--'")
     if fresh:
         discard_launch(out)
     claim(out, identity, ways=WAYS_OUT)
@@ -158,7 +161,7 @@ def discard_launch(out: Path) -> list[str]:
 
 def chunk_command(run_args: list[str], out: Path, num_chunks: int, index: int,
                   python: str = sys.executable) -> list[str]:
-    return [python, "-m", "ego_adr.run", *run_args, "--output-dir", str(out / f"chunk-{index}"),
+    return [python, "-m", "ego_adr.run", *run_args, "--out", str(out / f"chunk-{index}"),
             "--num-shards", str(num_chunks), "--shard-index", str(index), "--retry-failed", "--quiet"]
 
 
@@ -270,7 +273,7 @@ def launch(argv: list[str]) -> int:
     from ego_adr.run.checks import check_writable_dir
     from ego_adr.run.identity import FolderLock
 
-    check_writable_dir(out, "the launch's output folder (choose another with --output-dir after '--')")
+    check_writable_dir(out, "the launch's output folder (choose another with --out after '--')")
     with FolderLock(out):
         claim_folder(out, identity, fresh=args.fresh)
         _check_plan(out, {"num_chunks": k, "n_samples": n, "run_args": rest})

@@ -250,7 +250,7 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
         check_model_name(cfg.model, cfg.backend)
     out = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg)
     if not cfg.output_dir:
-        check_writable_dir(out, "the default output folder (choose another with --output-dir)")
+        check_writable_dir(out, "the default output folder (choose another with --out)")
     with cache_scope(cfg):
         samples, info = load_dataset(cfg)
         from ego_adr.reasoning.protocol import apply_to_samples, settings_of

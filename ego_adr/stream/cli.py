@@ -7,7 +7,8 @@ timeline to ``runs/stream-.../`` (alerts.jsonl, ticks.jsonl, timeline.png, timel
     python -m ego_adr.stream --video REC.mp4 --procedure "First ... then ..." [--model M] [--window 8s --stride 4s --frames 8]
     python -m ego_adr.stream --evaluate --data-root DIR --video-root V --model tiny
 
-A rerun into the same folder resumes where a killed run stopped (finished ticks are replayed, not recomputed).
+A rerun into the same folder resumes where a killed run stopped (finished ticks are replayed, not recomputed);
+other settings refuse in one line naming each setting that differs (``--fresh`` discards the folder's results).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import sys
 from pathlib import Path
 
 from ego_adr.errors import OneLineParser
-from ego_adr.models.backends import names as backend_names
+from ego_adr.folders import add_out_argument
+from ego_adr.models.arguments import add_model_arguments
 from ego_adr.reasoning.modes import MODES
 from ego_adr.reasoning.pipeline import NARRATION_SOURCES
 from ego_adr.store import write_json
@@ -49,10 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--video", help="the recording to watch (default: the embedded synthetic recording)")
     a("--procedure", help="procedure text, or a task_id of --data-root's procedure.json, or a .txt file")
     a("--task-id", help="name of the task (default: from --procedure or the file name)")
-    a("--model", help="alias, hub id or folder (default: the embedded tiny model, random weights)")
-    a("--backend", default="hf", choices=backend_names())
-    a("--base-url", help="openai backend: the server's URL")
-    a("--device", default="auto")
+    add_model_arguments(p, model_default_text="the embedded tiny model, random weights")
     a("--mode", default="auto", choices=[m for m, spec in MODES.items() if not spec.one_pass],
           help="Ego-ADR route: auto = the text-only probe decides (Section 5.1)")
     a("--window", type=seconds, default=8.0, help="seconds of video per observation (default 8s)")
@@ -62,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--narration-source", default="model", choices=list(NARRATION_SOURCES),
       help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
     a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the tiny models (random weights)")
-    a("--out", help="output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
+    add_out_argument(p, "output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
+    a("--fresh", action="store_true", help="discard the results already in --out (ticks, alerts, timelines) and "
+                                           "start over (needed when the folder holds other settings)")
     a("--cache-dir", help="stage cache, probe results, demo recordings (default ~/.cache/ego_adr)")
     a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
     a("--quiet", action="store_true", help="do not print alerts")
@@ -128,7 +129,7 @@ def run_one(args) -> int:
     from ego_adr.stream.common import folder_lock
 
     with folder_lock(out):
-        check_identity(out, identity)
+        check_identity(out, identity, fresh=args.fresh)
         return _watch(args, out, identity, pipe, model, video, task_id, procedure, settings, segments, reference,
                       end_labels)
 
@@ -199,10 +200,11 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError("--frames must be >= 1")
         if not 0.0 < args.threshold <= 1.0:
             raise UserError("--threshold must be in (0, 1]")
-        from ego_adr.models.loading import check_device
+        from ego_adr.models.arguments import check_model_arguments
         from ego_adr.store import check_writable_dir
 
-        check_device(args.device, args.backend)  # before a model load, not torch's device list after it
+        # before a model load, not torch's device list after it (the model name: the load says what is wrong)
+        check_model_arguments(args, model=False)
         if args.cache_dir:
             check_writable_dir(args.cache_dir, "--cache-dir")
         if args.out:  # before the model is loaded (the default folder's name needs the route)

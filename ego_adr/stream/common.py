@@ -44,12 +44,18 @@ def narration_tag(args) -> str:
     return "-refnarr" if args.narration_source == "reference" else ""
 
 
-def check_identity(out: Path, identity: dict) -> None:
-    """The folder's identity (``ego_adr.run.identity``, the rule of every entry point): the same settings resume,
-    others refuse in one line. The caller holds the folder's lock (:func:`folder_lock`)."""
+#: What the stream writes in its folder (one recording, and ``--evaluate``): what ``--fresh`` discards.
+WRITTEN = ("alerts.jsonl", "ticks.jsonl", "timeline.png", "timeline.html", "run.json", "identity.json",
+           "outputs", "ticks", "timelines", "report.md", "metrics.json")
+
+
+def check_identity(out: Path, identity: dict, fresh: bool = False) -> None:
+    """The folder's identity (:mod:`ego_adr.folders`, the rule of every entry point): the same settings resume,
+    others refuse in one line naming each setting that differs (``settings.frames 8 -> 16``); ``fresh`` discards
+    the stream's results first. The caller holds the folder's lock (:func:`folder_lock`)."""
     from ego_adr.folders import claim
 
-    claim(out, identity, ways="pass another --out or delete that folder")
+    claim(out, identity, fresh=fresh, written=WRITTEN)  # the ways out are the run's: another --out, or --fresh
     write_json(out / "run.json", identity)
 
 

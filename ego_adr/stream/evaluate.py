@@ -177,7 +177,7 @@ def run_evaluation(args) -> int:
                 "limit": args.limit, "settings": settings.__dict__, "model": model.fingerprint, "route": pipe.route,
                 "threshold": args.threshold, "max_new_tokens": mnt, "seed": args.seed, "tolerance_s": tolerance,
                 "narration_source": args.narration_source}
-    check_identity(out, identity)
+    check_identity(out, identity, fresh=args.fresh)
     print(f"{len(episodes)} recordings ({origin}: {', '.join(sources)}), {settings.tag()}, "
           f"model {model.model_id} [{pipe.route}], monitors {', '.join(names)}", flush=True)
     monitors = build_monitors(names, pipe, args.threshold, args.seed)

@@ -27,7 +27,7 @@ def test_second_run_with_other_settings_stops_and_names_them(tmp_path, demo_root
         execute(RunConfig(output_dir=str(out), mode="direct", frames=16, limit=8), progress=False,
                 model=ScriptedModelDouble())
     msg = str(e.value)
-    assert "\n" not in msg and "mode" in msg and "frames" in msg and "--fresh" in msg and "--output-dir" in msg
+    assert "\n" not in msg and "mode" in msg and "frames" in msg and "--fresh" in msg and "--out" in msg
     assert len(_rows(out)) == 8  # nothing was appended
     # same settings resume (nothing to do), --fresh starts over with the new settings only
     execute(RunConfig(output_dir=str(out), mode="shallow", limit=8), progress=False, model=ScriptedModelDouble())
@@ -196,3 +196,18 @@ def test_lock_file_goes_with_its_holder_and_a_removed_one_is_not_trusted(tmp_pat
     with pytest.raises(FolderBusy):
         FolderLock(tmp_path).acquire()  # and that one really is held
     taker.release()
+
+
+def test_a_setting_inside_a_group_is_named_by_its_path(tmp_path):
+    """Issue 38, item 2: a group of settings (the stream's window/stride/frames, a protocol's options) that differs
+    in one key names that key with both values, not the whole group cut to 40 characters."""
+    out = tmp_path / "G"
+    group = {"window": 8.0, "stride": 4.0, "frames": 8, "policy": "bin-centre"}
+    claim(out, {"model": "m", "settings": group})
+    (out / "ticks.jsonl").write_text('{"t": 4.0}\n')  # the folder holds results
+    with pytest.raises(IdentityMismatch) as e:
+        claim(out, {"model": "m", "settings": {**group, "frames": 16}})
+    msg = str(e.value)
+    assert "settings.frames 8 -> 16" in msg and "settings.window" not in msg and "model" not in msg
+    with pytest.raises(IdentityMismatch, match=r'settings.policy "bin-centre" -> null'):
+        claim(out, {"model": "m", "settings": {k: v for k, v in group.items() if k != "policy"}})

@@ -76,7 +76,7 @@ def test_split_run_args_takes_output_dir_and_refuses_shard_flags(tmp_path):
         split_run_args(["--shard-index", "1"])
     cmd = chunk_command(["--limit", "2"], tmp_path, 3, 2, python="py")
     assert cmd[:5] == ["py", "-m", "ego_adr.run", "--limit", "2"]
-    assert cmd[cmd.index("--output-dir") + 1] == str(tmp_path / "chunk-2")
+    assert cmd[cmd.index("--out") + 1] == str(tmp_path / "chunk-2")
     assert cmd[cmd.index("--num-shards") + 1] == "3" and cmd[cmd.index("--shard-index") + 1] == "2"
 
 

@@ -1,6 +1,7 @@
 """User mistakes stop `python -m ego_adr.stream` at once with one line and exit 2 (no model is loaded)."""
 
 import argparse
+import json
 
 import pytest
 
@@ -56,3 +57,24 @@ def test_procedure_paths_are_read_as_check_reads_them(tmp_path):
         with pytest.raises(UserError, match=why):
             _procedure(args(bad))
     assert _procedure(args("Boil the water. Pour it.")) == ("rec", "Boil the water. Pour it.")
+
+
+def test_a_folder_of_other_settings_names_the_setting_and_fresh_starts_over(tmp_path, capsys):
+    """Issue 38, item 2: ``--frames 4`` over a folder written with ``--frames 2`` named the whole settings group,
+    cut off at 40 characters; it names the key that differs, and ``--fresh`` (the run's flag) starts over, keeping
+    what the stream did not write. ``--output-dir`` is the same flag as ``--out``."""
+    out = tmp_path / "stream"
+    base = ["--quiet", "--mode", "shallow", "--max-new-tokens", "4", "--no-cache", "--window", "15s", "--stride", "15s"]
+    assert main([*base, "--frames", "2", "--out", str(out)]) == 0
+    (out / "notes.txt").write_text("mine\n")
+    capsys.readouterr()
+    assert main([*base, "--frames", "4", "--output-dir", str(out)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]  # the model's
+    # memory plan and load progress come first on stderr
+    assert len(err) == 1 and "settings.frames 2 -> 4" in err[0] and "--fresh" in err[0], err
+    assert "settings.window" not in err[0] and "..." not in err[0]  # only what differs, not cut off
+    assert main([*base, "--frames", "4", "--out", str(out), "--fresh"]) == 0
+    assert json.loads((out / "identity.json").read_text())["settings"]["frames"] == 4
+    ticks = [json.loads(line) for line in (out / "ticks.jsonl").read_text().splitlines()]
+    assert ticks and not any(t.get("replayed") for t in ticks)  # nothing kept from the frames-2 run
+    assert (out / "notes.txt").read_text() == "mine\n"

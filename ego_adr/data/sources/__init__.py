@@ -5,12 +5,10 @@ a run (the ``public`` ones), the loader's file names and video layouts, report c
 dataset names. To add a dataset, write one module that defines a ``SPEC`` (see :mod:`.spec` and the four below)
 and add it to :data:`_BUILTIN`; a dataset kept outside this package calls :func:`register` from its own module,
 which ``EGO_ADR_PLUGINS=module[,module...]`` imports before any lookup (so the command-line tools see it too).
+The registry is the shared type of :mod:`ego_adr.registry`, which also owns the plugin loader.
 """
 
 from __future__ import annotations
-
-import importlib
-import os
 
 from ego_adr.data.sources import assembly101, built, captaincook4d, demo, egooops, epic_tent
 from ego_adr.data.sources.assembly101 import assembly101_action
@@ -25,59 +23,34 @@ from ego_adr.data.sources.spec import (
     text,
     video_id_of,
 )
+from ego_adr.registry import Registry, load_plugins
 
 _BUILTIN: tuple[SourceSpec, ...] = (captaincook4d.SPEC, epic_tent.SPEC, assembly101.SPEC, egooops.SPEC, demo.SPEC)
-
-SOURCES: dict[str, SourceSpec] = {}
-_plugins_loaded = False
-
 
 def normalise(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
+#: The sources in report order: names and aliases match case- and ``-``/``_``-insensitively; plugins included.
+REGISTRY: Registry[SourceSpec] = Registry("source", _BUILTIN, plugins=True, normalise=normalise,
+                                          describe=lambda s: s.label)
+SOURCES: dict[str, SourceSpec] = REGISTRY.specs  # name -> spec (the live dict of the registry)
+
+
 def register(spec: SourceSpec, replace: bool = False) -> SourceSpec:
     """Add a source. Its name and aliases must be new unless ``replace``; returns the spec."""
-    taken = {normalise(a): n for n, s in SOURCES.items() for a in (n, *s.aliases)}
-    for key in (spec.name, *spec.aliases):
-        owner = taken.get(normalise(key))
-        if owner is not None and not (replace and owner == spec.name):
-            raise ValueError(f"source name {key!r} is already used by source {owner!r}")
-    SOURCES[spec.name] = spec
-    return spec
-
-
-for _spec in _BUILTIN:
-    register(_spec)
-
-
-def load_plugins() -> None:
-    """Import the modules named in ``$EGO_ADR_PLUGINS`` (comma-separated) once; each registers its sources."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for name in filter(None, (m.strip() for m in os.environ.get("EGO_ADR_PLUGINS", "").split(","))):
-        try:
-            importlib.import_module(name)
-        except ImportError as e:
-            raise ValueError(f"EGO_ADR_PLUGINS names {name!r}, which cannot be imported ({e})") from e
+    return REGISTRY.register(spec, replace)
 
 
 def get(name: str) -> SourceSpec:
-    """The spec of ``name`` or one of its aliases (case and ``-``/``_`` insensitive)."""
-    load_plugins()
-    key = normalise(name)
-    for n, spec in SOURCES.items():
-        if key == normalise(n) or key in (normalise(a) for a in spec.aliases):
-            return spec
-    raise KeyError(f"unknown source {name!r}; known: {', '.join(names())}")
+    """The spec of ``name`` or one of its aliases (case and ``-``/``_`` insensitive); an unknown name is a
+    :class:`~ego_adr.registry.UnknownName` (a ``UserError`` and a ``KeyError``) listing the known sources."""
+    return REGISTRY.get(name)
 
 
 def names(public_only: bool = False) -> tuple[str, ...]:
     """Registered source names in report order (``public_only``: the released benchmark's, a run's default)."""
-    load_plugins()
-    return tuple(n for n, s in SOURCES.items() if s.public or not public_only)
+    return tuple(n for n in REGISTRY.names() if SOURCES[n].public or not public_only)
 
 
 def discover(data_root) -> tuple[str, ...] | None:

@@ -14,11 +14,13 @@ Nothing here imports torch or transformers at import time; the tiny recipes impo
 from __future__ import annotations
 
 from ego_adr.models.families.spec import Family, HubModel
+from ego_adr.registry import Registry
 
-__all__ = ["FAMILIES", "Family", "HubModel", "family_for_folder", "family_for_model_type", "get_family"]
+__all__ = ["FAMILIES", "REGISTRY", "TINY", "Family", "HubModel", "family_for_folder", "family_for_model_type",
+           "get_family", "model_help", "video_aliases"]
 
 
-def _load() -> dict[str, Family]:
+def _load() -> Registry[Family]:
     from ego_adr.models.families import (
         internvl,
         llama_text,
@@ -32,14 +34,32 @@ def _load() -> dict[str, Family]:
 
     fams = [qwen2_vl.FAMILY, qwen2_5_vl.FAMILY, qwen3_vl.FAMILY, llava_onevision.FAMILY, video_llava.FAMILY,
             internvl.FAMILY, qwen2_text.FAMILY, llama_text.FAMILY]
-    return {f.name: f for f in fams}
+    return Registry("model family", fams, describe=lambda f: f"{f.kind}, {', '.join(f.model_types)}")
 
 
-FAMILIES: dict[str, Family] = _load()
+#: The families in the order the planner's table and the docs list them (the shared registry type).
+REGISTRY: Registry[Family] = _load()
+FAMILIES: dict[str, Family] = REGISTRY.specs  # name -> Family (the live dict of the registry)
+
+
+TINY = "tiny"  # the embedded random model, built offline
+
+
+def video_aliases() -> list[str]:
+    """One alias per video-language family (its first checkpoint), for ``--model`` help texts."""
+    return [f.hub[0].alias for f in FAMILIES.values() if f.hub and f.kind == "vlm"]
+
+
+def model_help(default: str | None, purpose: str = "") -> str:
+    """The help of every ``--model`` (:mod:`ego_adr.models.arguments`; the planner, which loads no model, too)."""
+    said = f"; default: {default}" if default else ""
+    return (f"{purpose}an alias ({', '.join(video_aliases())}, ...), a hub id or a local model folder; "
+            f"'{TINY}' is the embedded random model (offline){said}")
 
 
 def get_family(name: str | None) -> Family | None:
-    return FAMILIES.get(name or "")
+    """The family named ``name``, or None (a model of no known family)."""
+    return REGISTRY.find(name)
 
 
 def family_for_model_type(model_type: str | None) -> Family | None:
