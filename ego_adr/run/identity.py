@@ -119,10 +119,8 @@ def videos_digest(samples, video_root: str | os.PathLike | None) -> str:
 def _protocol_settings(cfg) -> dict | None:
     from dataclasses import asdict
 
-    from ego_adr.reasoning.protocol import settings_of
-
     try:
-        return asdict(settings_of(cfg))
+        return asdict(cfg.protocol_settings)
     except (AttributeError, ValueError, TypeError):  # a config object without protocol fields (library use)
         return None
 

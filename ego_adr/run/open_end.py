@@ -83,7 +83,8 @@ def judge_loaders(cfg: RunConfig) -> tuple[dict, str, str]:
     """``{name: () -> VLM}`` for the configured judges (nothing is loaded yet), a line for the report and the
     judges' backend (for the stage-cache key)."""
     from ego_adr.eval.judges import JudgeSpec
-    from ego_adr.run.judging import build_tiny_text_lm, load_judge
+    from ego_adr.models.tiny import build_tiny_text_lm
+    from ego_adr.run.judging import load_judge
 
     specs = judge_specs(cfg)
     if specs is None:

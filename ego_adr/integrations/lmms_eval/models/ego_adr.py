@@ -90,8 +90,7 @@ class EgoADRModel(lmms):
             )
         from ego_adr.reasoning.bank_model import bank_setup
         from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-        from ego_adr.reasoning.protocol import pipeline_fields
-        from ego_adr.run.common import load_vlm
+        from ego_adr.run.common import load_vlm, pipeline_fields
 
         self.cfg = cfg = run_config(
             pretrained,
@@ -106,7 +105,7 @@ class EgoADRModel(lmms):
             batch_size,
         )
         bank_fields, bank_arg, self.bank_name = bank_setup(
-            cfg, False, lambda name: load_vlm(replace(cfg, model=name))
+            cfg.bank_model, cfg.model, False, lambda name: load_vlm(replace(cfg, model=name))
         )
         pcfg = PipelineConfig(
             mode=cfg.mode,
