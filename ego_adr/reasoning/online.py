@@ -140,7 +140,7 @@ class OnlineMonitor:
 
         item = Item(self.sample, frames=frames)
         t0 = time.perf_counter()
-        narration = self.pipe._narrate([item], [UNGUIDED_STEP])[0]
+        narration = self.pipe.narrate([item], [UNGUIDED_STEP])[0]
         ev = self._evidence_from_text(item, narration)
         ev["model_s"] = round(time.perf_counter() - t0, 4)
         return ev
@@ -158,15 +158,15 @@ class OnlineMonitor:
 
         if item.failure or not (narration or "").strip():
             return {"narration": narration, "failure": item.failure or "empty narration"}
-        m = self.pipe._match([item], [narration])[0]
+        m = self.pipe.match_steps([item], [narration])[0]
         ev: dict = {"narration": narration, "match": m.to_dict()}
         if self.pipe.route == DEEP:
             ctx = P.CONTEXT_MATCHED.render(action="none given (the step was matched from the window's narration)",
                                            previous=m.previous or "none (this is the first step)", step=m.step,
                                            next=m.next or "none (this is the last step)")
-            req = self.pipe._text_request(P.CLASSIFY_DEEP, "classify", context=ctx, narration=narration,
+            req = self.pipe.text_request(P.CLASSIFY_DEEP, "classify", context=ctx, narration=narration,
                                           definitions=P.DEFINITIONS, options=P.OPTION_LIST)
-            text = self.pipe._call([item], [req], "classify")[0]
+            text = self.pipe.call_model([item], [req], "classify")[0]
             if text is None:
                 return {**ev, "failure": item.failure}
             ev["classification"] = classify_answer(text).to_dict()

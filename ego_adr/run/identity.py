@@ -32,7 +32,6 @@ import os
 from pathlib import Path
 
 from ego_adr.folders import (  # noqa: F401  (re-exported: the folder rule lives in the shared leaf)
-    _LATE_KEYS,
     IDENTITY_FILE,
     LOCK_FILE,
     RESULT_FILES,
@@ -42,8 +41,6 @@ from ego_adr.folders import (  # noqa: F401  (re-exported: the folder rule lives
     FolderLock,
     IdentityMismatch,
     OutputFolder,
-    _short,
-    _write,
     claim,
     confirm,
     describe_difference,

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ego_adr.eval.judges import JudgeSpec
-from ego_adr.eval.open_end import _CARRY, JUDGE_DECODING, _judge_prompt, _judgement, _key  # noqa: F401
+from ego_adr.eval.open_end import JUDGE_DECODING, judge_prompt, judgement_row, qa_key
 from ego_adr.eval.public_judges import PublicJudgePrompt, public_score
 from ego_adr.models.base import GenerationConfig, Message, Request
 from ego_adr.models.cache import CachedModel
@@ -63,7 +63,7 @@ def _named_judges(judges) -> dict:
 
 
 def judge_request(row: dict, config: GenerationConfig = JUDGE_CONFIG) -> Request:
-    prompt = _judge_prompt()
+    prompt = judge_prompt()
     text = prompt.render(question=row["question"], reference=row["reference"], answer=row["answer"])
     return Request([Message.user(text)], config=config, meta=prompt.meta("judge"))
 
@@ -101,14 +101,14 @@ def judge_rows(
             f"{store.path} holds judgements by other judges ({sorted(other)[0]}); write to another file "
             f"(re-judging with the same judges is free: their outputs are in the stage cache)"
         )
-    done = {_key(r) for r in existing if "sample_id" in r and "qa_index" in r}
+    done = {qa_key(r) for r in existing if "sample_id" in r and "qa_index" in r}
     todo, seen = [], set(done)
     for r in answer_rows:
         missing = [f for f in ("sample_id", "qa_index", "question", "reference") if f not in r]
         if missing:
             raise ValueError(f"answer row lacks {missing}: {str(r)[:200]}")
-        if _key(r) not in seen:
-            seen.add(_key(r))
+        if qa_key(r) not in seen:
+            seen.add(qa_key(r))
             todo.append(r)
 
     from tqdm import tqdm
@@ -119,9 +119,9 @@ def judge_rows(
         chunk = todo[s : s + bs]
         ask = [r for r in chunk if not r.get("error")]
         reqs = [judge_request(r, config) for r in ask]
-        outputs = {n: dict(zip(map(_key, ask), j.generate(reqs), strict=True)) if reqs else {} for n, j in named.items()}
+        outputs = {n: dict(zip(map(qa_key, ask), j.generate(reqs), strict=True)) if reqs else {} for n, j in named.items()}
         for r in chunk:
-            store.append(_judgement(r, named, outputs, judge_set))
+            store.append(judgement_row(r, named, outputs, judge_set))
         bar.update(len(chunk))
     bar.close()
     return store.rows()

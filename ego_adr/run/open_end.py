@@ -373,11 +373,11 @@ def drop_retryable_open_end(out: Path) -> int:
     keep = [r for r in rows if not is_retryable(r) and (r.get("sample_id"), r.get("qa_index")) in answered]
     if len(keep) == len(rows):
         return n
-    _rewrite(path, keep, [r for r in rows if r not in keep])
+    set_aside_rows(path, keep, [r for r in rows if r not in keep])
     return n + len(rows) - len(keep)
 
 
-def _rewrite(path: Path, keep: list[dict], dropped: list[dict]) -> None:
+def set_aside_rows(path: Path, keep: list[dict], dropped: list[dict]) -> None:
     import json
     import os
 

@@ -87,11 +87,11 @@ def _model_check(cfg) -> tuple[str | None, str | None]:
 
 def model_family(name: str | None) -> tuple[str, str]:
     """(family, how it was found) from the alias, a known hub id or a folder's config.json; nothing loaded."""
-    from ego_adr.models.registry import ALIASES, _by_hub_id, family_from_model_type
+    from ego_adr.models.registry import family_from_model_type, known_spec
 
     if name is None:
         return "qwen2.5-vl", "embedded tiny demo model (random Qwen2.5-VL)"
-    spec = ALIASES.get(name.strip().lower()) or _by_hub_id(name.strip())
+    spec = known_spec(name)
     if spec is not None:
         if spec.tiny:
             return spec.family, f"alias {name!r} (tiny random model)"

@@ -64,13 +64,13 @@ class DirectStreamMonitor(OnlineMonitor):
 
         item = Item(self.sample, frames=frames)
         t0 = time.perf_counter()
-        self.pipe._one_pass([item])
+        self.pipe.answer_one_pass([item])
         ev: dict = {"model_s": round(time.perf_counter() - t0, 4)}
         if item.result is None:
             return {**ev, "failure": item.failure or "no answer"}
         ev["classification"] = item.result.to_dict()
         if (item.result.raw or "").strip():  # what the reply is about, for the end check's step tracking
-            ev["match"] = self.pipe._match([item], [item.result.raw])[0].to_dict()
+            ev["match"] = self.pipe.match_steps([item], [item.result.raw])[0].to_dict()
         return ev
 
     def update(self, t: float, window: tuple[float, float], evidence: dict) -> Tick:

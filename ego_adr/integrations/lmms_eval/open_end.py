@@ -101,7 +101,7 @@ def _ask_again(path: Path) -> int:
     """Drop the unjudged rows (a judge call failed) of a kept judgements file, so the judge stage asks for them
     again; they go to ``*.retried.jsonl`` beside it. Returns how many."""
     from ego_adr.eval.open_end import UNJUDGED, row_score
-    from ego_adr.run.open_end import _rewrite
+    from ego_adr.run.open_end import set_aside_rows
     from ego_adr.store import read_jsonl
 
     if not path.is_file():
@@ -109,7 +109,7 @@ def _ask_again(path: Path) -> int:
     rows = read_jsonl(path)
     keep = [r for r in rows if row_score(r)[1] != UNJUDGED]
     if len(keep) < len(rows):
-        _rewrite(path, keep, [r for r in rows if row_score(r)[1] == UNJUDGED])
+        set_aside_rows(path, keep, [r for r in rows if row_score(r)[1] == UNJUDGED])
     return len(rows) - len(keep)
 
 
