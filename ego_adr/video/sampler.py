@@ -388,8 +388,7 @@ def clip_info(frames) -> SampleInfo | None:
 
 
 def resizer(size: tuple[int, int], orig: tuple[int, int]):
-    """The resize of a frame of size ``orig`` to ``size`` (OpenCV INTER_AREA; none when equal): the readers' one
-    resize, also for the video stream's own reads (stream/frames.py)."""
+    """The readers' one resize, ``orig`` -> ``size`` (INTER_AREA; none when equal), also stream/frames.py's."""
     if size == orig:
         return lambda f: f
 
