@@ -176,11 +176,19 @@ class OnlineMonitor:
 
     # ---- pure side: state update -------------------------------------------------------------------------
     def update(self, t: float, window: tuple[float, float], evidence: dict) -> Tick:
-        """Fold one window's evidence into the state; returns the tick with any new alerts (no model calls)."""
+        """Fold one window's evidence into the state; returns the tick with any new alerts (no model calls). A
+        failed window is a tick with its failure and no belief; otherwise :meth:`window_tick` reads the
+        classification's belief and the match (the part a monitor built on this one changes)."""
         if evidence.get("failure"):
             return Tick(t, window, 0.0, None, evidence=evidence, failure=str(evidence["failure"]))
         p_cls, type_cls = belief_from_classification(evidence.get("classification"))
-        m = evidence.get("match") or {}
+        tick = self.window_tick(t, window, evidence, p_cls, type_cls, evidence.get("match") or {})
+        self._raise(tick, kind="window")
+        return tick
+
+    def window_tick(self, t: float, window: tuple[float, float], evidence: dict, p_cls: float,
+                    type_cls: str | None, m: dict) -> Tick:
+        """Ego-ADR's belief of one window: the classifier's and the progress evidence by noisy-or."""
         j = m.get("index")
         p_prog, type_prog, blame, why = self._progress(t, j, m.get("method"))
         prob = 1.0 - (1.0 - p_cls) * (1.0 - p_prog)
@@ -192,7 +200,6 @@ class OnlineMonitor:
                     match_method=m.get("method"), reached=j is not None and m.get("method") in CONFIDENT_METHODS)
         if why:
             tick.evidence = {**evidence, "progress": why}
-        self._raise(tick, kind="window")
         return tick
 
     def _progress(self, t: float, j: int | None, method: str | None) -> tuple[float, str | None, int | None, str]:
