@@ -202,16 +202,34 @@ class JsonlStore:
 # ---- the one cache root, the one build-once routine, the one folder fingerprint ------------------------------
 
 
-def write_json(path: str | os.PathLike, data) -> Path:
-    """``data`` as indented UTF-8 JSON at ``path`` (its folder made if missing), atomically (written beside it,
-    then renamed): a reader never sees a half-written ``run.json``, ``identity.json`` or built annotation file.
-    The one writer of the package's JSON files (runs, the stream monitor, the benchmark builder)."""
+def write_text(path: str | os.PathLike, text: str | bytes, durable: bool = False) -> Path:
+    """``text`` (UTF-8) or bytes at ``path``, its folder made if missing, atomically: written beside it, then
+    renamed, so a reader never sees half a file and a crash leaves the old one. ``durable``: flushed to disk
+    before the rename, for results a rerun resumes from (a rewritten predictions or judgements file). The one
+    write-then-rename of the package (JSON, JSONL, pages, copied files)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(text.encode("utf-8") if isinstance(text, str) else text)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     tmp.replace(path)
     return path
+
+
+def write_json(path: str | os.PathLike, data) -> Path:
+    """``data`` as indented UTF-8 JSON at ``path`` (:func:`write_text`: atomically): a reader never sees a
+    half-written ``run.json``, ``identity.json`` or built annotation file. The one writer of the package's JSON
+    files (runs, the stream monitor, the benchmark builder, banks and probe verdicts)."""
+    return write_text(path, json.dumps(data, indent=1, ensure_ascii=False, default=str))
+
+
+def write_jsonl(path: str | os.PathLike, rows: Iterable[dict], durable: bool = False) -> Path:
+    """``rows`` as JSON lines at ``path``, the whole file at once (:func:`write_text`); appending a row is
+    :class:`JsonlStore`'s."""
+    return write_text(path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows), durable)
 
 
 _SCOPED: list[Path] = []  # the folders of the open cache_scope() blocks, innermost last

@@ -4,7 +4,8 @@ The option strings are the exact strings the public evaluator puts on the wire a
 ``close_end_answer`` (paper Section 4.1, Appendix D); they are never rephrased. The definitions are ours,
 written from Appendix D, and are what the prompts show a model.
 
-:func:`normalize_option` maps free model output to one option. It is deliberately conservative: an answer
+:func:`normalize_option` maps free model output to one option (:func:`read_option` also names the rule);
+:func:`strict_option` is the public evaluator's strict reading, the one the scorer applies. It is deliberately conservative: an answer
 that names no option, or names several conflicting ones with no way to decide, is *unparseable* (``None``),
 never silently ``correct`` -- otherwise a model that rambles would be credited with true negatives.
 """
@@ -109,7 +110,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
 _PHRASES: list[tuple[str, str]] = sorted(
     ((p, opt) for opt, ps in _SYNONYMS.items() for p in ps), key=lambda x: -len(x[0])
 )
-_ANSWER_CUE = re.compile(r"(?:final answer|answer|option|error type|classification|verdict)\s*(?:is)?\s*[:\-]\s*",
+ANSWER_CUE = re.compile(r"(?:final answer|answer|option|error type|classification|verdict)\s*(?:is)?\s*[:\-]\s*",
                          re.IGNORECASE)
 _LETTER = re.compile(r"^\s*\(?([A-Ia-i])[\).:]?\s*$")
 
@@ -120,14 +121,15 @@ def _clean(text: str) -> str:
     return re.sub(r"\s+", " ", t).strip(" .,:;!-\n\t")
 
 
-def _exact(text: str) -> str | None:
+def exact_option(text: str) -> str | None:
+    """The option ``text`` is as a whole, modulo case, markdown and punctuation."""
     return _CANON.get(_clean(text))
 
 
 _NEGATED_BEFORE = re.compile(r"(?<![a-z])(not|no|never|nor|without|isn t|wasn t|didn t|doesn t|don t|n t)(?![a-z])")
 
 
-def _mentions(text: str) -> list[tuple[int, str]]:
+def option_mentions(text: str) -> list[tuple[int, str]]:
     """All option mentions as (position, option), longest phrase wins on overlap."""
     t = " " + _clean(text) + " "
     taken = [False] * len(t)
@@ -149,46 +151,67 @@ def _mentions(text: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def normalize_option(text: str | None, letters: bool = True) -> str | None:
-    """Map a model's answer to one of :data:`OPTIONS`, or ``None`` when it names none unambiguously.
+#: The public evaluator's cleaning of a reply: whitespace off both ends, then these characters off both ends.
+PUBLIC_STRIP = '.,!?;:"'
 
-    Order of evidence: the whole answer is an option (modulo case/punctuation); an explicit cue
-    ("Answer: ...", "Error type: ...") -- the text after the *last* cue decides; a single letter A-I in the order
-    of :data:`OPTIONS` (when ``letters``); otherwise the options mentioned in the prose -- if exactly one distinct
-    option is mentioned it wins, if several are, the last line that names exactly one decides (CoT answers end
-    with the verdict); anything else is unparseable.
-    """
+
+def clean_reply(text: str) -> str:
+    """The public cleaning: whitespace off both ends, then ``.,!?;:"`` off both ends (nothing else)."""
+    return text.strip().strip(PUBLIC_STRIP)
+
+
+def strict_option(text: str | None) -> str | None:
+    """The option a reply *is* under the public rule (its cleaned text equals an option, case ignored), or
+    ``None`` when it is other text. The one strict reading: the scorer (eval/scoring.py) and the methods'
+    answer extraction (reasoning/answers.py) both use it."""
     if text is None:
         return None
-    if not text.strip():
-        return None
-    hit = _exact(text)
+    return _CANON.get(clean_reply(text).lower())
+
+
+def read_option(text: str | None, letters: bool = True) -> tuple[str | None, str]:
+    """The lenient reading of a model's answer and the rule that found it: ``exact`` (the whole answer is an
+    option, modulo case/punctuation), ``answer-cue`` (the text after the *last* "Answer: ..." / "Error type:
+    ..." cue), ``letter`` (a single letter A-I in the order of :data:`OPTIONS`, when ``letters``),
+    ``single-mention`` (exactly one distinct option named in the prose), ``last-line`` (several named: the last
+    line that names exactly one decides, as CoT answers end with the verdict); ``none`` when no rule finds one."""
+    if text is None or not text.strip():
+        return None, "none"
+    hit = exact_option(text)
     if hit:
-        return hit
-    cues = list(_ANSWER_CUE.finditer(text))
+        return hit, "exact"
+    cues = list(ANSWER_CUE.finditer(text))
     if cues:
-        tail = text[cues[-1].end():].strip().splitlines()[0] if text[cues[-1].end():].strip() else ""
-        hit = _exact(tail) or _single(tail)
+        tail = text[cues[-1].end():].strip()
+        tail = tail.splitlines()[0] if tail else ""
+        hit = exact_option(tail) or single_option(tail)
         if hit:
-            return hit
+            return hit, "answer-cue"
     if letters:
         m = _LETTER.match(text)
         if m:
-            return OPTIONS["abcdefghi".index(m.group(1).lower())]
-    hit = _single(text)
+            return OPTIONS["abcdefghi".index(m.group(1).lower())], "letter"
+    hit = single_option(text)
     if hit:
-        return hit
+        return hit, "single-mention"
     for line in reversed([ln for ln in text.splitlines() if ln.strip()]):
-        hit = _exact(line) or _single(line)
+        hit = exact_option(line) or single_option(line)
         if hit:
-            return hit
-        if _mentions(line):  # a line naming several options: ambiguous, stop looking further up
+            return hit, "last-line"
+        if option_mentions(line):  # a line naming several options: ambiguous, stop looking further up
             break
-    return None
+    return None, "none"
 
 
-def _single(text: str) -> str | None:
-    opts = {o for _, o in _mentions(text)}
+def normalize_option(text: str | None, letters: bool = True) -> str | None:
+    """Map a model's answer to one of :data:`OPTIONS`, or ``None`` when it names none unambiguously (the rules
+    of :func:`read_option`, in its order)."""
+    return read_option(text, letters)[0]
+
+
+def single_option(text: str) -> str | None:
+    """The option ``text`` mentions when it mentions exactly one (several or none: None)."""
+    opts = {o for _, o in option_mentions(text)}
     return opts.pop() if len(opts) == 1 else None
 
 

@@ -18,6 +18,10 @@ imports of that module. Checked:
 - nothing at the top of ``ego_adr/`` but the shared leaves (``errors``, ``folders``, ``registry``, ``store``,
   ``taxonomy``), which import no
   package of ours;
+- no module takes another package's private name (one leading underscore): imported
+  (``from ego_adr.eval.open_end import _key``), read off an imported module (``sampler._resizer``), or used as an
+  attribute of an object whose class lives in another package (``pipe._match(...)``: a private name defined only
+  in other packages). A name meant for other packages gets a public door; the shared leaves count as packages;
 - no file over 400 lines and no function over 80 lines, except the short list below of files other engineers are
   rewriting right now (it may only shrink).
 """
@@ -48,6 +52,11 @@ MAX_FUNCTION_LINES = 80
 SIZE_EXEMPT: tuple[str, ...] = ()
 #: Known upward edges, each with its reason (none left).
 KNOWN_UPWARD: set[tuple[str, str]] = set()
+
+#: Cross-package uses of a private name still waiting for their public door, each with its reason (it may only
+#: shrink): the step-stream one-class monitor borrows the layer's optimiser; both files are being rewritten by
+#: other engineers now (issue 37's one-class fit tail), and the door comes with that.
+KNOWN_PRIVATE: set[tuple[str, str]] = {("ego_adr.online_mistakes.monitors.oneclass", "ego_adr.monitoring.oneclass._Adam")}
 
 _FACTORY = re.compile(r"""["'](ego_adr(?:\.\w+)+):\w+["']""")
 
@@ -171,6 +180,60 @@ def _layer_breaks(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted(bad)
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_definitions(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Private name -> the packages that define it (a function, class, method, module or instance attribute)."""
+    out: dict[str, set[str]] = {}
+    for m, p in mods.items():
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = node.name
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                name = node.attr
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                name = node.id
+            else:
+                continue
+            if _private(name):
+                out.setdefault(name, set()).add(_package(m))
+    return out
+
+
+def _private_uses(mods: dict[str, Path]) -> list[tuple[str, str]]:
+    """(module, what) for every private name a module takes from another package (the module docstring)."""
+    defined = _private_definitions(mods)
+    bad = []
+    for m, p in mods.items():
+        me, tree = _package(m), ast.parse(p.read_text())
+        aliases: dict[str, str] = {}  # local name -> the ego_adr module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (mod := _absolute(m, p, node)).startswith("ego_adr"):
+                for a in node.names:
+                    if _private(a.name) and _package(mod) != me:
+                        bad.append((m, f"{mod}.{a.name}"))
+                    if f"{mod}.{a.name}" in mods:
+                        aliases[a.asname or a.name] = f"{mod}.{a.name}"
+            elif isinstance(node, ast.Import):
+                aliases |= {a.asname: a.name for a in node.names if a.asname and a.name.startswith("ego_adr")}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            owner = node.value.id if isinstance(node.value, ast.Name) else None
+            if owner in aliases:
+                if _package(aliases[owner]) != me:
+                    bad.append((m, f"{aliases[owner]}.{node.attr}"))
+            elif owner not in ("self", "cls") and defined.get(node.attr) and me not in defined[node.attr]:
+                bad.append((m, f"{ast.unparse(node.value)}.{node.attr} ({', '.join(sorted(defined[node.attr]))})"))
+    return sorted(set(bad))
+
+
+def test_no_package_takes_another_packages_private_names():
+    assert [u for u in _private_uses(_modules()) if u not in KNOWN_PRIVATE] == []
+
+
 def test_no_import_circles():
     edges = _edges(_modules(), typing=True)
     for a, b in KNOWN_UPWARD:
@@ -224,6 +287,7 @@ def test_the_exemptions_are_still_needed():
     # the allow-lists only shrink: an entry that no longer hides anything must go
     edges = _edges(_modules())
     assert [e for e in KNOWN_UPWARD if e[1] not in edges[e[0]]] == []
+    assert KNOWN_PRIVATE - set(_private_uses(_modules())) == set()
     hidden = {e: [x for p in PKG.rglob("*.py") if _exempt(p) and p.relative_to(PKG).as_posix().startswith(e)
                   for x in _too_long(p)] for e in SIZE_EXEMPT}
     assert [e for e, found in hidden.items() if not found] == []
@@ -288,3 +352,20 @@ def test_the_checker_sees_a_circle_through_a_package_init(tmp_path):
     mods = {"ego_adr.eval": tmp_path / "__init__.py", "ego_adr.eval.mc": tmp_path / "mc.py",
             "ego_adr.eval.merge": tmp_path / "merge.py"}
     assert _cycles(_edges(mods)) == [["ego_adr.eval", "ego_adr.eval.mc"]]
+
+
+def test_the_checker_sees_a_private_name_taken_from_another_package(tmp_path):
+    # the three ways in: an import, a read off an imported module, a private method of another package's object;
+    # a package's own private names and a module's own ``self._x`` are fine
+    (tmp_path / "open_end.py").write_text("_CARRY = ()\n\ndef _key(row):\n    return row\n")
+    (tmp_path / "pipeline.py").write_text("class EgoADR:\n    def _match(self):\n        return self._key\n")
+    (tmp_path / "judging.py").write_text(
+        "from ego_adr.eval.open_end import _key\nfrom ego_adr.eval import open_end as oe\n\n"
+        "def f(pipe):\n    return oe._CARRY, pipe._match(), _key\n")
+    (tmp_path / "mc.py").write_text("from ego_adr.eval.open_end import _key\n")
+    mods = {"ego_adr.eval.open_end": tmp_path / "open_end.py", "ego_adr.reasoning.pipeline": tmp_path / "pipeline.py",
+            "ego_adr.run.judging": tmp_path / "judging.py", "ego_adr.eval.mc": tmp_path / "mc.py"}
+    assert _private_uses(mods) == [("ego_adr.run.judging", "ego_adr.eval.open_end._CARRY"),
+                                   ("ego_adr.run.judging", "ego_adr.eval.open_end._key"),
+                                   ("ego_adr.run.judging", "pipe._match (reasoning)")]
+

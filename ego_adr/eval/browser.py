@@ -25,6 +25,7 @@ from ego_adr.eval.html_page import asset, markdown_to_html, page
 from ego_adr.eval.mc import dedup_rows, is_open_end_rows, load_predictions
 from ego_adr.eval.scoring import SCORED, score_row, screen
 from ego_adr.eval.thumbs import DEFAULT_WIDTH, frame_key, read_thumbnails
+from ego_adr.store import write_text
 
 log = logging.getLogger(__name__)
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -270,12 +271,7 @@ def write_report_html(
     a folder without predictions.jsonl."""
     dirs = [Path(d) for d in run_dirs]
     html_text = render(collect(dirs, thumb_width), title, inputs_digest(dirs, thumb_width, title))
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(html_text, encoding="utf-8")
-    tmp.replace(out)
-    return out
+    return write_text(out, html_text)
 
 
 def write_run_report_html(run_dir: Path) -> Path | None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import re
 from collections import Counter
 from pathlib import Path
 
 from ego_adr.eval.mc import dedup_rows, has_answer, is_open_row, load_predictions, row_status
+from ego_adr.store import write_jsonl
 
 
 def _natural(s: str) -> list:
@@ -116,12 +116,7 @@ def merge_predictions(inputs: list[str | Path], out_path: str | Path, allow_mixe
         per_input.append((str(p), len(r)))
         rows += r
     merged = dedup_rows(rows)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for row in merged:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, out_path)
+    write_jsonl(out_path, merged)
     side = out_path.with_name(out_path.name.removesuffix(".jsonl") + ".merge.json")
     if identity["mixed"]:
         side.write_text(json.dumps({**identity, "inputs": [str(p) for p in paths]}, indent=1), encoding="utf-8")

@@ -42,7 +42,8 @@ JUDGE_DECODING = {"max_new_tokens": 256, "do_sample": False}  # Appendix H: gree
 SELECTION_MODES = ("all", "one")
 
 
-def _judge_prompt():
+def judge_prompt():
+    """The judges' prompt (reasoning/prompts.py ``JUDGE``, Section 3.4), imported only when judging."""
     from ego_adr.reasoning.prompts import JUDGE
 
     return JUDGE
@@ -71,11 +72,13 @@ def selection_label(mode: str, seed: int = 0) -> str:
     return "all QA pairs" if mode == "all" else f"one QA pair per sample (seed {seed})"
 
 
-def _key(row: dict) -> tuple:
+def qa_key(row: dict) -> tuple:
+    """A row's question: (sample id, QA index), the key of answers and judgements alike."""
     return (row["sample_id"], row["qa_index"])
 
 
-_CARRY = ("source", "task_id", "question", "reference", "answer", "model", "method", "frames", "qa_selection")
+#: What a judgement row carries over from its answer row.
+CARRIED_FIELDS = ("source", "task_id", "question", "reference", "answer", "model", "method", "frames", "qa_selection")
 
 
 #: The method of a judge whose call failed (no reply at all): the row is retryable, never scored.
@@ -92,19 +95,19 @@ PAPER_RULE = ("mean of both judges (Section 3.4); a row where one judge's reply 
 PUBLIC_RULE = "public: mean of both judges, a reply the public code cannot parse scores 0 (green_agent/agent.py)"
 
 
-def _judgement(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dict:
+def judgement_row(r: dict, named: dict, outputs: dict, judge_set: list[str]) -> dict:
     """One judgement row under the default protocol. The final score is the mean of *both* judges (Section 3.4:
     "we take their average as the final score"): a row where a judge's reply cannot be parsed has no score (it
     is counted, see :func:`row_score`), never the other judge's score alone presented as the mean of two."""
     row = {"task": "open-end", "sample_id": r["sample_id"], "qa_index": r["qa_index"],
-           **{k: r[k] for k in _CARRY if k in r}}
+           **{k: r[k] for k in CARRIED_FIELDS if k in r}}
     per: dict[str, dict] = {}
     for n, j in named.items():
         if r.get("error"):
             per[n] = {"model": j.fingerprint, "raw": None, "error": None, "score": None, "reason": None,
                       "method": "answer_failed"}
         else:  # an empty answer is judged too, as the public evaluator does (issue 19): the rubric's 0
-            g = outputs[n][_key(r)]
+            g = outputs[n][qa_key(r)]
             score, reason, method = parse_score(g.text) if g.ok else (None, None, "judge_error")
             per[n] = {"model": j.fingerprint, "raw": g.text, "error": g.error, "score": score, "reason": reason,
                       "method": method}
@@ -199,7 +202,7 @@ def score_open_end_rows(rows: Sequence[dict], selection: str | None = None) -> d
     last = {}
     for r in rows:
         if "sample_id" in r and "qa_index" in r:
-            last[_key(r)] = r
+            last[qa_key(r)] = r
     uniq = list(last.values())
     by_source: dict[str, list[float]] = {}
     judge_scores: dict[str, dict[str, list[float]]] = {}

@@ -38,10 +38,16 @@ from __future__ import annotations
 from collections import Counter
 
 from ego_adr.reasoning.modes import MODES
-from ego_adr.taxonomy import CORRECT, OPTIONS, normalize_option
+from ego_adr.taxonomy import (  # noqa: F401  (clean_reply, PUBLIC_STRIP: the rule, read here by its callers)
+    CORRECT,
+    OPTIONS,
+    PUBLIC_STRIP,
+    clean_reply,
+    normalize_option,
+    strict_option,
+)
 
-SCORING = "public-strict"
-PUBLIC_STRIP = '.,!?;:"'
+SCORING = "public-strict"  # the rule's name; the rule itself (clean_reply, strict_option) is in ego_adr/taxonomy.py
 _CANON = {o.lower(): o for o in OPTIONS}
 # the one-pass modes (their answer is the raw reply) and the green agent's A2A rows
 BASELINE_MODES = (*(m for m, spec in MODES.items() if spec.one_pass), "a2a")
@@ -52,18 +58,6 @@ ANSWERED, NOT_OPTION, NO_ANSWER = "answered", "unparseable", "failed"
 # Screening verdicts.
 SCORED, UNSCORED, EXCLUDED = "scored", "unscored", "excluded"
 MAX_LISTED_IDS = 50
-
-
-def clean_reply(text: str) -> str:
-    """The public cleaning: whitespace off both ends, then ``.,!?;:"`` off both ends (nothing else)."""
-    return text.strip().strip(PUBLIC_STRIP)
-
-
-def strict_option(text: str | None) -> str | None:
-    """The option string a reply *is* under the public rule, or ``None`` when it is other text."""
-    if text is None:
-        return None
-    return _CANON.get(clean_reply(text).lower())
 
 
 def is_baseline_row(row: dict) -> bool:

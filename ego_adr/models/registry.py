@@ -89,6 +89,11 @@ def _by_hub_id(hub_id: str) -> ModelSpec | None:
     return None
 
 
+def known_spec(name: str) -> ModelSpec | None:
+    """The spec of an alias or a known hub id (case ignored), None for anything else (a folder, an unknown id)."""
+    return ALIASES.get(name.strip().lower()) or _by_hub_id(name.strip())
+
+
 def resolve(name: str) -> tuple[str, ModelSpec | None]:
     """Alias -> (hub id, spec); hub id -> (hub id, spec if it is a known one); folder -> (path, None).
 
@@ -115,7 +120,7 @@ def resolve(name: str) -> tuple[str, ModelSpec | None]:
 def tiny_alias_for(name: str) -> str:
     """The tiny model of ``name``'s own architecture (``qwen2-vl`` -> ``tiny-qwen2-vl``): for running a grid of
     real-model cells offline. Raises ValueError for a model whose family is not known without loading it."""
-    spec = ALIASES.get(name.strip().lower()) or _by_hub_id(name.strip())
+    spec = known_spec(name)
     if spec is None:
         from ego_adr.models.families import family_for_folder
 

@@ -132,6 +132,34 @@ def _build(argv) -> int:
     return 0
 
 
+def build_tiny_text_lm(out_dir: str | os.PathLike, seed: int = 0, tokenizer=None) -> Path:
+    """A tiny random Qwen2 causal LM (hidden 64, 2 layers) with the tokenizer of :mod:`ego_adr.models.tiny`, saved
+    as a normal HF folder: the demo's stand-in judges (their bytes are kept: the demo's judgements depend on
+    them). Pass ``tokenizer`` (from ``ego_adr.models.tiny.build_tokenizer()``) to skip re-training it."""
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tok = tokenizer if tokenizer is not None else build_tokenizer()
+    pad, eos = tok.convert_tokens_to_ids("<|endoftext|>"), tok.convert_tokens_to_ids("<|im_end|>")
+    cfg = Qwen2Config(
+        vocab_size=tiny_vocab_size(tok),
+        **TINY_TEXT_DIMS,
+        max_position_embeddings=4096,
+        bos_token_id=pad,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        tie_word_embeddings=False,  # tied random embeddings just repeat the last prompt token
+    )
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+    model.generation_config = GenerationConfig(bos_token_id=pad, eos_token_id=eos, pad_token_id=pad, do_sample=False)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    return out
+
+
 if __name__ == "__main__":
     import sys
 

@@ -8,7 +8,7 @@ every predictions row says which rule did it (``extraction``):
 * ``strict`` -- the reply already equals an option after the public cleaning (whitespace and ``.,!?;:"`` at both
   ends, case ignored);
 * ``exact`` / ``answer-cue`` / ``letter`` / ``single-mention`` / ``last-line`` -- the lenient rules of
-  :func:`ego_adr.taxonomy.normalize_option`, in its order; ``none`` -- no rule found an option;
+  :func:`ego_adr.taxonomy.read_option`, in its order; ``none`` -- no rule found an option;
 * ``final-line`` / ``no-final-line`` -- CoT: the option on its last ``Answer:`` line (its prompt asks for one),
   or, without such a line, the stripped reply (prose: an error prediction matching no option);
 * ``keywords`` / ``no-error-keywords`` -- the shallow classifier decided (no model text to extract from).
@@ -22,22 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ego_adr.taxonomy import _ANSWER_CUE, OPTIONS, _exact, _mentions, _single
-
-_CANON = {o.lower(): o for o in OPTIONS}
-PUBLIC_STRIP = '.,!?;:"'
-
-
-def public_clean(text: str) -> str:
-    """The public green agent's cleaning of a reply (``strip()`` then ``strip('.,!?;:"')``)."""
-    return text.strip().strip(PUBLIC_STRIP)
-
-
-def strict_option(text: str | None) -> str | None:
-    """The option a strict (public) reading of ``text`` finds, or None."""
-    if text is None:
-        return None
-    return _CANON.get(public_clean(text).lower())
+from ego_adr.taxonomy import exact_option, read_option, strict_option
 
 
 @dataclass(frozen=True)
@@ -48,31 +33,13 @@ class Answer:
 
 
 def lenient_option(text: str) -> tuple[str | None, str]:
-    """The lenient reading and the name of the rule that found it (``none`` when no rule does)."""
+    """The lenient reading and the name of the rule that found it (``none`` when no rule does): the strict
+    reading first, then :func:`ego_adr.taxonomy.read_option` without its lone-letter rule (our prompts never
+    letter the options, so "A" or "I" names none of them)."""
     hit = strict_option(text)
     if hit:
         return hit, "strict"
-    hit = _exact(text)
-    if hit:
-        return hit, "exact"
-    cues = list(_ANSWER_CUE.finditer(text))
-    if cues:
-        tail = text[cues[-1].end():].strip()
-        tail = tail.splitlines()[0] if tail else ""
-        hit = _exact(tail) or _single(tail)
-        if hit:
-            return hit, "answer-cue"
-    # no lone-letter rule: our prompts never letter the options, so "A" or "I" names none of them
-    hit = _single(text)
-    if hit:
-        return hit, "single-mention"
-    for line in reversed([ln for ln in text.splitlines() if ln.strip()]):
-        hit = _exact(line) or _single(line)
-        if hit:
-            return hit, "last-line"
-        if _mentions(line):
-            break
-    return None, "none"
+    return read_option(text, letters=False)
 
 
 def raw_answer(text: str | None) -> Answer:
@@ -105,7 +72,7 @@ def final_line_answer(text: str | None) -> Answer:
         m = _FINAL_LINE.match(line)
         if m:
             tail = m.group(1).strip()
-            option = strict_option(tail) or _exact(tail)
+            option = strict_option(tail) or exact_option(tail)
             return Answer(option or tail, option, "final-line")
     wire = text.strip()
     return Answer(wire, strict_option(wire), "no-final-line")

@@ -46,9 +46,11 @@ class BankModelLoader:
         return self._load(self.name)
 
 
-def bank_setup(cfg, injected: bool, load: Callable[[str], object]) -> tuple[dict, object | None, str]:
-    """(PipelineConfig fields, ``bank_model`` argument of EgoADR, resolved name for run.json)."""
-    name = resolve_bank_model(getattr(cfg, "bank_model", None), cfg.model, injected)
+def bank_setup(bank_model: str | None, model: str | None, injected: bool, load: Callable[[str], object]
+               ) -> tuple[dict, object | None, str]:
+    """(PipelineConfig fields, ``bank_model`` argument of EgoADR, resolved name for run.json) for
+    ``--bank-model`` and the evaluated ``model`` (``injected``: a model object given instead of a name)."""
+    name = resolve_bank_model(bank_model, model, injected)
     if name == "rule":
         return {"bank_builder": "rule"}, None, name
     if name == "evaluated":

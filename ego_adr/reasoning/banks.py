@@ -21,6 +21,7 @@ from pathlib import Path
 from ego_adr.models.base import GenerationConfig, Message, Request
 from ego_adr.reasoning import prompts as P
 from ego_adr.reasoning.procedures import ProcedureBank, parse_model_bank, rule_based_bank
+from ego_adr.store import write_json
 
 BANK_MAX_NEW_TOKENS = 768  # our choice (the paper gives no bank budget): ~20 steps with objects fit
 _END = re.compile(r"^\s*\**END\**\s*$", re.M)
@@ -127,10 +128,7 @@ class BankStore:
             bank.raw = g.text  # type: ignore[attr-defined]
             self._mem[key] = bank
             if path is not None and g.ok:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(bank.to_dict(), ensure_ascii=False, indent=1))
-                tmp.replace(path)
+                write_json(path, bank.to_dict())
 
     def model(self, task_id: str, procedure: str) -> ProcedureBank:
         key = self._key(task_id, procedure)

@@ -140,7 +140,7 @@ class OnlineMonitor:
 
         item = Item(self.sample, frames=frames)
         t0 = time.perf_counter()
-        narration = self.pipe._narrate([item], [UNGUIDED_STEP])[0]
+        narration = self.pipe.narrate([item], [UNGUIDED_STEP])[0]
         ev = self._evidence_from_text(item, narration)
         ev["model_s"] = round(time.perf_counter() - t0, 4)
         return ev
@@ -158,15 +158,15 @@ class OnlineMonitor:
 
         if item.failure or not (narration or "").strip():
             return {"narration": narration, "failure": item.failure or "empty narration"}
-        m = self.pipe._match([item], [narration])[0]
+        m = self.pipe.match_steps([item], [narration])[0]
         ev: dict = {"narration": narration, "match": m.to_dict()}
         if self.pipe.route == DEEP:
             ctx = P.CONTEXT_MATCHED.render(action="none given (the step was matched from the window's narration)",
                                            previous=m.previous or "none (this is the first step)", step=m.step,
                                            next=m.next or "none (this is the last step)")
-            req = self.pipe._text_request(P.CLASSIFY_DEEP, "classify", context=ctx, narration=narration,
+            req = self.pipe.text_request(P.CLASSIFY_DEEP, "classify", context=ctx, narration=narration,
                                           definitions=P.DEFINITIONS, options=P.OPTION_LIST)
-            text = self.pipe._call([item], [req], "classify")[0]
+            text = self.pipe.call_model([item], [req], "classify")[0]
             if text is None:
                 return {**ev, "failure": item.failure}
             ev["classification"] = classify_answer(text).to_dict()
@@ -176,11 +176,19 @@ class OnlineMonitor:
 
     # ---- pure side: state update -------------------------------------------------------------------------
     def update(self, t: float, window: tuple[float, float], evidence: dict) -> Tick:
-        """Fold one window's evidence into the state; returns the tick with any new alerts (no model calls)."""
+        """Fold one window's evidence into the state; returns the tick with any new alerts (no model calls). A
+        failed window is a tick with its failure and no belief; otherwise :meth:`window_tick` reads the
+        classification's belief and the match (the part a monitor built on this one changes)."""
         if evidence.get("failure"):
             return Tick(t, window, 0.0, None, evidence=evidence, failure=str(evidence["failure"]))
         p_cls, type_cls = belief_from_classification(evidence.get("classification"))
-        m = evidence.get("match") or {}
+        tick = self.window_tick(t, window, evidence, p_cls, type_cls, evidence.get("match") or {})
+        self._raise(tick, kind="window")
+        return tick
+
+    def window_tick(self, t: float, window: tuple[float, float], evidence: dict, p_cls: float,
+                    type_cls: str | None, m: dict) -> Tick:
+        """Ego-ADR's belief of one window: the classifier's and the progress evidence by noisy-or."""
         j = m.get("index")
         p_prog, type_prog, blame, why = self._progress(t, j, m.get("method"))
         prob = 1.0 - (1.0 - p_cls) * (1.0 - p_prog)
@@ -192,7 +200,6 @@ class OnlineMonitor:
                     match_method=m.get("method"), reached=j is not None and m.get("method") in CONFIDENT_METHODS)
         if why:
             tick.evidence = {**evidence, "progress": why}
-        self._raise(tick, kind="window")
         return tick
 
     def _progress(self, t: float, j: int | None, method: str | None) -> tuple[float, str | None, int | None, str]:

@@ -87,7 +87,10 @@ class EgoADR:
                                                                             self.config.one_pass_max_new_tokens))
         return GenerationConfig(max_new_tokens=self.config.max_new_tokens)
 
-    def _text_request(self, prompt: P.Prompt, stage: str, **fields) -> Request:
+    # ---- the stages, public: the online monitor (reasoning/online.py) and the video baselines (stream/) run them
+    # one window at a time, outside process()
+    def text_request(self, prompt: P.Prompt, stage: str, **fields) -> Request:
+        """A text-only request of ``stage`` (a black frame for a model that cannot take text alone)."""
         parts: list = [prompt.render(**fields)]
         if self.model is not None and not self.model.capabilities.text_only:
             parts.insert(0, black_frames())
@@ -96,7 +99,7 @@ class EgoADR:
     def _video_request(self, frames: Frames, prompt: P.Prompt, stage: str, **fields) -> Request:
         return Request([Message.user(frames, prompt.render(**fields))], self._gen(stage), prompt.meta(stage))
 
-    def _call(self, items: list[Item], reqs: list[Request], stage: str, fatal: bool = True) -> list[str | None]:
+    def call_model(self, items: list[Item], reqs: list[Request], stage: str, fatal: bool = True) -> list[str | None]:
         """Send one batch; a failed request fails its own item only (or nothing when ``fatal`` is False,
         for stages with a fallback)."""
         if not reqs:
@@ -125,43 +128,47 @@ class EgoADR:
     def bank_for(self, task_id: str, procedure: str):
         return self.banks.for_task(task_id, procedure)
 
-    def _matcher(self, bank) -> KeyStepMatcher:
+    def matcher(self, bank) -> KeyStepMatcher:
+        """The key-step matcher of ``bank`` (one per bank, built once)."""
         key = (bank.task_id, bank.builder, len(bank.steps))
         if key not in self._matchers:
             self._matchers[key] = KeyStepMatcher(bank.texts, tau=self.config.tau)
         return self._matchers[key]
 
-    def _match(self, items: list[Item], queries: list[str]) -> list[StepMatch]:
+    def match_steps(self, items: list[Item], queries: list[str]) -> list[StepMatch]:
+        """Each query (an action text or a narration) matched to a step of its item's procedure bank; deep mode
+        with model matching lets the model pick the step (a failed call keeps the TF-IDF match)."""
         matches = []
         for it, q in zip(items, queries):
             bank = self.bank_for(it.sample.task_id, it.sample.procedure)
-            matches.append(self._matcher(bank).match(q))
+            matches.append(self.matcher(bank).match(q))
         if self.route == DEEP and self.config.model_match and self.model is not None:
             reqs, idx = [], []
             for i, (it, q) in enumerate(zip(items, queries)):
                 bank = self.bank_for(it.sample.task_id, it.sample.procedure)
                 steps = "\n".join(f"{s.index + 1}. {s.text}" for s in bank.steps)
-                reqs.append(self._text_request(P.MATCH_SELECT, "match", steps=steps, action=q))
+                reqs.append(self.text_request(P.MATCH_SELECT, "match", steps=steps, action=q))
                 idx.append(i)
             sub = [items[i] for i in idx]
-            for i, text in zip(idx, self._call(sub, reqs, "match", fatal=False)):
+            for i, text in zip(idx, self.call_model(sub, reqs, "match", fatal=False)):
                 n = _first_int(text)
                 bank = self.bank_for(items[i].sample.task_id, items[i].sample.procedure)
                 if n is not None and 1 <= n <= len(bank.steps):  # its confidence: the action's cosine with it
-                    matcher = self._matcher(bank)
+                    matcher = self.matcher(bank)
                     cosine = matcher.tfidf_scores(queries[i])[n - 1] if queries[i].strip() else 0.0
                     matches[i] = matcher.at(n - 1, cosine, "model", matches[i].tfidf_score)
                 items[i].stages.setdefault("match_model_raw", text)
         return matches
 
-    def _narrate(self, items: list[Item], contexts: list[str]) -> list[str | None]:
+    def narrate(self, items: list[Item], contexts: list[str]) -> list[str | None]:
+        """The route's narration of each item's frames with its step context (None where the item failed)."""
         if self.config.narration_source == "reference":
             return [it.sample.reference or it.sample.action for it in items]
         prompt = P.NARRATE_DEEP if self.route == DEEP else P.NARRATE_SHALLOW
         live = [i for i, it in enumerate(items) if it.failure is None]
         reqs = [self._video_request(items[i].frames, prompt, "narrate", context=contexts[i]) for i in live]
         out: list[str | None] = [None] * len(items)
-        for i, text in zip(live, self._call([items[i] for i in live], reqs, "narrate")):
+        for i, text in zip(live, self.call_model([items[i] for i in live], reqs, "narrate")):
             out[i] = text
         return out
 
@@ -179,19 +186,19 @@ class EgoADR:
                 it.failure = it.failure or "data: no procedure text for this task"
         live = [it for it in items if it.failure is None]
         if MODE_SPECS[self.route].one_pass:
-            self._one_pass(live)
+            self.answer_one_pass(live)
         else:
             self._decoupled(live)
         return [self._row(it) for it in items]
 
-    def _one_pass(self, items: list[Item]) -> None:
+    def answer_one_pass(self, items: list[Item]) -> None:
         """The baselines send the model's raw reply (the public white agent); ``answers=lenient`` maps it."""
         spec = MODE_SPECS[self.route] if MODE_SPECS[self.route].one_pass else MODE_SPECS["direct"]
         stage = spec.name
         reqs = one_pass_requests(self.config, [(it.sample, it.frames) for it in items], stage, self._gen(stage))
         for it, r in zip(items, reqs):  # what was sent (CoT and direct differ in it, under both protocols)
             it.stages["prompt"] = {"name": r.meta["prompt"], "version": r.meta["prompt_version"]}
-        for it, text in zip(items, self._call(items, reqs, stage)):
+        for it, text in zip(items, self.call_model(items, reqs, stage)):
             if text is not None:
                 it.answer = one_pass_answer(stage, text, self.config.answers)
                 it.result = Classification(it.answer.option, "llm" if it.answer.option else "unparseable", text)
@@ -210,13 +217,13 @@ class EgoADR:
         need_first = [it for it in items if not it.sample.action and cfg.match]
         if need_first and cfg.narration_source == "model":
             unknown = "Annotated action: unknown (describe what the person does)"
-            pre = self._narrate(need_first, [unknown] * len(need_first))
+            pre = self.narrate(need_first, [unknown] * len(need_first))
             for it, text in zip(need_first, pre):
                 it.stages["pre_narration"] = text
         queries = [it.sample.action or it.stages.get("pre_narration") or it.sample.reference or "" for it in items]
         t0 = time.perf_counter()
         if cfg.match:
-            matches = self._match(items, queries)
+            matches = self.match_steps(items, queries)
             for it, m in zip(items, matches):
                 it.stages["match"] = {**m.to_dict(), "query": it.sample.action and "action" or "narration"}
                 it.timings.setdefault("tfidf_match_s", round((time.perf_counter() - t0) / max(1, len(items)), 5))
@@ -240,15 +247,15 @@ class EgoADR:
         live = [i for i, it in enumerate(items) if it.failure is None]
         if not cfg.narration:
             if not cfg.match:  # Table 6 row 1 is the one-pass baseline
-                self._one_pass([items[i] for i in live])
+                self.answer_one_pass([items[i] for i in live])
                 return
             reqs = [self._video_request(items[i].frames, P.CLASSIFY_FRAMES, "classify", context=contexts[i],
                                         definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
-            for i, text in zip(live, self._call([items[i] for i in live], reqs, "classify")):
+            for i, text in zip(live, self.call_model([items[i] for i in live], reqs, "classify")):
                 if text is not None:
                     self._classified(items[i], text)
             return
-        narrations = self._narrate([items[i] for i in live], [contexts[i] for i in live])
+        narrations = self.narrate([items[i] for i in live], [contexts[i] for i in live])
         for i, text in zip(live, narrations):
             items[i].stages["narration"] = text
         live = [i for i in live if items[i].failure is None]
@@ -260,10 +267,10 @@ class EgoADR:
                 items[i].answer = Answer(res.option, res.option, res.method)
                 items[i].timings["keywords_s"] = round(time.perf_counter() - t, 5)
             return
-        reqs = [self._text_request(P.CLASSIFY_DEEP, "classify", context=contexts[i],
+        reqs = [self.text_request(P.CLASSIFY_DEEP, "classify", context=contexts[i],
                                    narration=items[i].stages.get("narration") or "(no description)",
                                    definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
-        for i, text in zip(live, self._call([items[i] for i in live], reqs, "classify")):
+        for i, text in zip(live, self.call_model([items[i] for i in live], reqs, "classify")):
             if text is not None:
                 self._classified(items[i], text)
 
@@ -319,7 +326,7 @@ class EgoADR:
         live = [i for i, it in enumerate(items) if it.failure is None]
         reqs = [self._video_request(items[i].frames, P.OPEN_END, "open_end", procedure=items[i].sample.procedure,
                                     question=questions[i]) for i in live]
-        for i, text in zip(live, self._call([items[i] for i in live], reqs, "open_end")):
+        for i, text in zip(live, self.call_model([items[i] for i in live], reqs, "open_end")):
             out[i]["answer"] = text
         for o, it in zip(out, items):
             o["failure"] = it.failure or (None if o["answer"] and o["answer"].strip() else "empty answer")

@@ -30,6 +30,7 @@ from pathlib import Path
 from ego_adr.errors import InfrastructureError
 from ego_adr.models.base import VLM, GenerationConfig, Message, Request
 from ego_adr.reasoning.prompts import PROBE_STEP_FORMULA, PROBE_TEXT
+from ego_adr.store import write_json
 
 DEEP, SHALLOW = "deep", "shallow"
 PROBE_VERSION = f"{PROBE_TEXT.version}.{PROBE_STEP_FORMULA.version}.2"  # .2: per-model formulas, new checks
@@ -192,8 +193,5 @@ def cached_probe(model: VLM, cache_dir: Path | None, trials: int = 3, seed: int 
     res = run_probe(model, trials, seed)
     if (res.stage1 or {}).get("error") or any(t.get("error") for t in res.trials or []):
         return res  # a call that failed (bad key, wrong model id, empty response) is no verdict to keep
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(res.to_dict(), indent=1, ensure_ascii=False))
-    tmp.replace(path)
+    write_json(path, res.to_dict())
     return res

@@ -21,6 +21,10 @@ Why each ``ego-adr`` default (evidence in docs/protocol.md):
 * ``max_new_tokens=256`` -- the paper's budget (Appendix C); the public agent uses 128;
 * ``answers=raw`` in both -- the baselines send the raw reply as the public white agent does (a lenient
   extractor is the explicit ``answers=lenient``).
+
+What this module receives is a protocol name and resolved settings, never a run's configuration: a run resolves
+its settings once from its fields (:attr:`ego_adr.run.config.RunConfig.protocol_settings`) and hands them down;
+what reads the run's other fields (the folder name's tag, the public agent's case) lives in ``run/``.
 """
 
 from __future__ import annotations
@@ -143,14 +147,6 @@ PUBLIC_CASE = {"family": "qwen2.5-vl", "frames": 8, "mode": "direct", "batch_siz
                "dtype": "bfloat16", "transformers": "4.57."}
 
 
-def case_of(cfg, run_info: dict) -> dict:
-    """What, beside the protocol settings, decides whether a run's inputs and replies can be the public agent's."""
-    model = run_info.get("model") or {}
-    return {"family": model.get("family"), "frames": cfg.frames, "mode": cfg.mode, "batch_size": cfg.batch_size,
-            "backend": cfg.backend, "dtype": (model.get("dtype") or "").removeprefix("torch.") or None,
-            "transformers": (run_info.get("versions") or {}).get("transformers")}
-
-
 def case_differences(case: dict) -> dict:
     """{what: "here (public: there)"} for every way ``case`` is not :data:`PUBLIC_CASE`; the runtime entry
     names the known rope-index difference of transformers 5.x."""
@@ -186,8 +182,8 @@ def public_agent_record(settings: ProtocolSettings, case: dict) -> dict:
 
 def report_notes(protocol: str, settings: ProtocolSettings, sources: list[str] | None,
                  case: dict | None = None) -> list[str]:
-    """The report's protocol paragraph(s). ``case`` (:func:`case_of`): the model family, frames, mode, runtime;
-    without it only the protocol settings are compared."""
+    """The report's protocol paragraph(s). ``case`` (keys of :data:`PUBLIC_CASE`): the model family, frames,
+    mode, runtime; without it only the protocol settings are compared."""
     diffs = differences(settings, PUBLIC)
     others = case_differences(case) if case is not None else {}
     items = [f"{k} = {a} (public: {b})" for k, (a, b) in diffs.items()]
@@ -239,58 +235,28 @@ def make_sampler(settings: ProtocolSettings):
     return ProtocolSampler(sampling=settings.sampling, clip_fps=settings.clip_fps, resize=settings.resize)
 
 
-# ---- what a run (ego_adr.run, its RunConfig) needs; the config is duck-typed to keep run/ off this import path
-def settings_of(cfg) -> ProtocolSettings:
-    return resolve(cfg.protocol, cfg.protocol_options, cfg.max_new_tokens)
+def pipeline_fields(settings: ProtocolSettings, stage_max_new_tokens: int | None = None,
+                    data_root: str | None = None, public_source: str | None = None) -> dict:
+    """The PipelineConfig fields the protocol sets (the public question text is read here, at run time).
 
-
-def pipeline_fields(cfg) -> dict:
-    """PipelineConfig fields the protocol sets (the public question text is read here, at run time)."""
-    s = settings_of(cfg)
-    # the protocol's budget is the one-pass baselines' (the public white agent's 128); Ego-ADR's own stages keep
-    # the paper's 256 (Appendix C) unless --max-new-tokens was given
-    stages = PRESETS[EGO_ADR].max_new_tokens if (cfg.extra or {}).get("max_new_tokens_from") else cfg.max_new_tokens
-    out = {"question": s.question, "answers": s.answers, "step": s.step, "max_new_tokens": stages,
-           "one_pass_max_new_tokens": s.max_new_tokens}
-    if s.question == "public":
+    The protocol's budget is the one-pass baselines' (the public white agent's 128); Ego-ADR's own stages keep
+    the paper's 256 (Appendix C) unless the user gave one (``stage_max_new_tokens``). ``data_root`` and
+    ``public_source`` say where the public evaluator's question text is (``question=public`` only)."""
+    stages = PRESETS[EGO_ADR].max_new_tokens if stage_max_new_tokens is None else stage_max_new_tokens
+    out = {"question": settings.question, "answers": settings.answers, "step": settings.step,
+           "max_new_tokens": stages, "one_pass_max_new_tokens": settings.max_new_tokens}
+    if settings.question == "public":
         from ego_adr.reasoning.public_text import read_public_text
 
-        text = read_public_text(cfg.data_root, (cfg.protocol_options or {}).get("public_source"))
+        text = read_public_text(data_root, public_source)
         out.update(guidance=text.guidance, guidance_sha=text.sha)
     return out
 
 
-def check(cfg) -> None:
-    """Validate the protocol of ``cfg`` (it is not changed); raises :class:`ProtocolError` (or
-    PublicSourceMissing) with what to do."""
-    s = resolve(cfg.protocol, cfg.protocol_options, cfg.max_new_tokens)
-    if s.question == "public":
+def check_public_source(settings: ProtocolSettings, data_root: str | None, public_source: str | None) -> None:
+    """With ``question=public`` the public evaluator's files must be found before any work; raises
+    PublicSourceMissing with what to do."""
+    if settings.question == "public":
         from ego_adr.reasoning.public_text import find_green_agent
 
-        find_green_agent(cfg.data_root, (cfg.protocol_options or {}).get("public_source"))
-
-
-def token_budget(cfg) -> int:
-    """The reply budget of ``cfg``'s protocol: its ``max_new_tokens`` when set, else the preset's (ego-adr 256,
-    public 128)."""
-    return resolve(cfg.protocol, cfg.protocol_options, cfg.max_new_tokens).max_new_tokens
-
-
-def run_folder_tag(cfg) -> str:
-    s = settings_of(cfg)
-    if cfg.model is None:  # the offline demo's short budget is documented (run/cli.py), not a protocol choice
-        s = replace(s, max_new_tokens=PRESETS[cfg.protocol].max_new_tokens)
-    tag = folder_tag(cfg.protocol, s)
-    bank = getattr(cfg, "bank_model", None)
-    if bank and bank != "paper":  # a deviation from the paper's bank model (Section 5.2)
-        tag += f"-bank={bank.rstrip('/').split('/')[-1].lower()}"
-    return tag
-
-
-def policy_for(cfg) -> str:
-    """The sampling policy name (:mod:`ego_adr.video.policies`) a run's configuration resolves to: its protocol
-    settings' sampling rule (``public-linspace`` or ``bin-centre``; a policy and a rule share one name)."""
-    try:
-        return settings_of(cfg).sampling
-    except (AttributeError, ValueError, TypeError):  # a config object without protocol fields
-        return PUBLIC_LINSPACE if getattr(cfg, "protocol", "ego-adr") == PUBLIC else BIN_CENTRE
+        find_green_agent(data_root, public_source)

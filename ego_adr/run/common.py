@@ -105,6 +105,17 @@ def versions() -> dict:
     return out
 
 
+def pipeline_fields(cfg: RunConfig) -> dict:
+    """The PipelineConfig fields the run's protocol sets (:func:`ego_adr.reasoning.protocol.pipeline_fields`):
+    Ego-ADR's own stages get the reply budget only when the user gave one (``--max-new-tokens``), not the one
+    ``validate`` filled in from the protocol."""
+    from ego_adr.reasoning.protocol import pipeline_fields as fields_of
+
+    explicit = not (cfg.extra or {}).get("max_new_tokens_from")
+    return fields_of(cfg.protocol_settings, cfg.max_new_tokens if explicit else None, cfg.data_root,
+                     cfg.public_source)
+
+
 @contextlib.contextmanager
 def cache_scope(cfg: RunConfig):
     """``--cache-dir`` holds *every* cache for the duration of the run: the stage cache, probe verdicts and banks
@@ -123,10 +134,10 @@ def decoded(cfg: RunConfig, samples: list[Sample], needs_frames: bool = True, de
     order, decoded by background workers ``depth`` clips ahead of the model (``--prefetch``, ``--decode-workers``)
     with the run's protocol sampler. A broken decode *function* (a bug, not a video error) stops the run; the
     workers are stopped and the sampler closed however the loop ends (Ctrl-C included)."""
-    from ego_adr.reasoning.protocol import make_sampler, settings_of
+    from ego_adr.reasoning.protocol import make_sampler
     from ego_adr.video.prefetch import Prefetcher
 
-    sampler = make_sampler(settings_of(cfg))
+    sampler = make_sampler(cfg.protocol_settings)
     pf = None
     try:
         pf = Prefetcher(decode_fn(sampler, cfg.frames, needs_frames), samples, workers=cfg.decode_workers,

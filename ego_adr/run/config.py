@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import TASKS
@@ -20,6 +21,9 @@ from ego_adr.models.loading import DEFAULT_GPU_MEMORY
 from ego_adr.reasoning.pipeline import MODES, NARRATION_SOURCES
 from ego_adr.run.errors import ConfigError  # noqa: F401  (re-exported)
 from ego_adr.store import cache_root
+
+if TYPE_CHECKING:
+    from ego_adr.reasoning.protocol import ProtocolSettings
 
 QA_SELECTIONS = ("all", "one")
 
@@ -93,13 +97,13 @@ class RunConfig:
             raise ConfigError("--num-shards must be >= 1")
         if not 0 <= self.shard_index < self.num_shards:
             raise ConfigError(f"--shard-index must be in 0..{self.num_shards - 1} for --num-shards {self.num_shards}")
-        from ego_adr.reasoning.protocol import ProtocolError, check, token_budget
+        from ego_adr.reasoning.protocol import ProtocolError, check_public_source
         from ego_adr.reasoning.public_text import PublicSourceMissing
 
         try:
-            check(self)
-            if self.max_new_tokens is None:
-                resolved["max_new_tokens"] = token_budget(self)
+            check_public_source(self.protocol_settings, self.data_root, self.public_source)
+            if self.max_new_tokens is None:  # the preset's reply budget (ego-adr 256, public 128)
+                resolved["max_new_tokens"] = self.protocol_settings.max_new_tokens
                 resolved["extra"] = {**(self.extra or {}), "max_new_tokens_from": f"protocol {self.protocol}"}
         except (ProtocolError, PublicSourceMissing) as e:
             raise ConfigError(str(e)) from None
@@ -158,6 +162,22 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def protocol_settings(self) -> ProtocolSettings:
+        """The protocol's settings (:func:`ego_adr.reasoning.protocol.resolve`: the preset, ``protocol_options``,
+        an explicit ``max_new_tokens``), resolved here and handed to the method, which never sees this config.
+        Derived from the fields on each read (a pure function of three fields, microseconds), so a changed
+        field can never leave a stale copy; a wrong name or option raises ProtocolError (``validate`` turns it
+        into a ConfigError)."""
+        from ego_adr.reasoning.protocol import resolve
+
+        return resolve(self.protocol, self.protocol_options, self.max_new_tokens)
+
+    @property
+    def public_source(self) -> str | None:
+        """Where the public evaluator's source is (``--protocol-option public_source=DIR``; no setting)."""
+        return (self.protocol_options or {}).get("public_source")
 
     def resolved_cache_dir(self) -> Path:
         return Path(self.cache_dir).expanduser() if self.cache_dir else cache_root()

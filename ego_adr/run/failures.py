@@ -153,17 +153,18 @@ def drop_retryable(predictions: Path) -> int:
     retry = [r for r in rows if is_retryable(r)]
     if not retry:
         return 0
-    with open(predictions.parent / RETRIED_FILE, "a", encoding="utf-8") as f:
-        for r in retry:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp = predictions.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for r in rows:
-            if not is_retryable(r):
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(predictions)
+    set_aside_rows(predictions, [r for r in rows if not is_retryable(r)], retry, predictions.parent / RETRIED_FILE)
     return len(retry)
+
+
+def set_aside_rows(path: Path, keep: list[dict], dropped: list[dict], aside: Path | None = None) -> None:
+    """Rewrite ``path`` with ``keep`` only, after appending ``dropped`` to ``aside`` (``*.retried.jsonl`` beside
+    it): ``--retry-failed`` asks again for what it dropped and the dropped rows stay on record. Both are flushed
+    to disk (a rerun resumes from them); the caller holds the folder lock."""
+    from ego_adr.store import write_jsonl
+
+    with open(aside or path.with_suffix(".retried.jsonl"), "a", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in dropped)
+        f.flush()
+        os.fsync(f.fileno())
+    write_jsonl(path, keep, durable=True)

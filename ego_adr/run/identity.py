@@ -32,7 +32,6 @@ import os
 from pathlib import Path
 
 from ego_adr.folders import (  # noqa: F401  (re-exported: the folder rule lives in the shared leaf)
-    _LATE_KEYS,
     IDENTITY_FILE,
     LOCK_FILE,
     RESULT_FILES,
@@ -42,8 +41,6 @@ from ego_adr.folders import (  # noqa: F401  (re-exported: the folder rule lives
     FolderLock,
     IdentityMismatch,
     OutputFolder,
-    _short,
-    _write,
     claim,
     confirm,
     describe_difference,
@@ -119,10 +116,8 @@ def videos_digest(samples, video_root: str | os.PathLike | None) -> str:
 def _protocol_settings(cfg) -> dict | None:
     from dataclasses import asdict
 
-    from ego_adr.reasoning.protocol import settings_of
-
     try:
-        return asdict(settings_of(cfg))
+        return asdict(cfg.protocol_settings)
     except (AttributeError, ValueError, TypeError):  # a config object without protocol fields (library use)
         return None
 

@@ -5,24 +5,23 @@ files and never loads a model).
 The paper's judges (Section 3.4) are two text-only chat LLMs, Qwen2.5-7B-Instruct and DeepSeek-LLM-7B-Chat,
 decoded greedily with 256 new tokens (Appendix H). A local judge runs on the same Hugging Face backend as the
 video models (:class:`ego_adr.models.hf.HFVideoLM`, whose text path is ``AutoModelForCausalLM`` + the tokenizer's
-chat template, batched with left padding), so there is one generation path for both; :class:`HFTextLM` only keeps
-the judges' own identity string (it is written into every judgement row). An OpenAI-compatible endpoint goes
+chat template, batched with left padding), so there is one generation path for both;
+:class:`ego_adr.models.hf_text.HFTextLM` only keeps the judges' own identity string (it is written into every
+judgement row). The demo's stand-in judges are :func:`ego_adr.models.tiny.build_tiny_text_lm`. An OpenAI-compatible endpoint goes
 through :class:`ego_adr.models.openai_api.OpenAIChatModel`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ego_adr.eval.judges import JudgeSpec
-from ego_adr.eval.open_end import _CARRY, JUDGE_DECODING, _judge_prompt, _judgement, _key  # noqa: F401
+from ego_adr.eval.open_end import JUDGE_DECODING, judge_prompt, judgement_row, qa_key
 from ego_adr.eval.public_judges import PublicJudgePrompt, public_score
-from ego_adr.models.base import Generation, GenerationConfig, Message, Request
+from ego_adr.models.base import GenerationConfig, Message, Request
 from ego_adr.models.cache import CachedModel
-from ego_adr.models.hf import HFVideoLM
-from ego_adr.store import folder_fingerprint
+from ego_adr.models.hf_text import HFTextLM
 
 
 def load_judge(spec: JudgeSpec, device: str | None = None, max_batch_size: int = 8):
@@ -37,70 +36,6 @@ def load_judge(spec: JudgeSpec, device: str | None = None, max_batch_size: int =
 
         model, family = resolve(model)
     return HFTextLM(model, device=device, max_batch_size=max_batch_size, spec=family)
-
-
-class HFTextLM(HFVideoLM):
-    """A text-only judge on the HF backend. Requests with frames are answered with an error (a text judge cannot
-    look at video); everything else is :class:`HFVideoLM`'s text path."""
-
-    def __init__(self, model: str, *, revision: str | None = None, device: str | None = None, dtype: str = "auto",
-                 max_batch_size: int = 8, spec=None) -> None:
-        super().__init__(str(model), spec=spec, device=device or "auto", dtype=dtype, batch_size=max_batch_size,
-                         revision=revision)
-        if Path(model).is_dir():
-            self._judge_id = f"{Path(model).name}@sha:{folder_fingerprint(model)}"
-        elif Path(model).is_file():  # a GGUF checkpoint (a packaged real model, docs/real_models.md)
-            from ego_adr.models.packaged import file_fingerprint
-
-            self._judge_id = f"{Path(model).name}@sha:{file_fingerprint(Path(model))}"
-        else:
-            self._judge_id = f"{model}@{revision or self._commit or 'unknown-revision'}"
-
-    @property
-    def fingerprint(self) -> str:
-        return self._judge_id
-
-    def generate(self, requests: list[Request]) -> list[Generation]:
-        out: list[Generation | None] = [None] * len(requests)
-        todo = [i for i, r in enumerate(requests) if not r.has_frames]
-        for i in set(range(len(requests))) - set(todo):
-            out[i] = Generation(None, error="text-only model received video frames")
-        for i, g in zip(todo, super().generate([requests[i] for i in todo])):
-            out[i] = g
-        return out  # type: ignore[return-value]
-
-    def __repr__(self) -> str:
-        return f"HFTextLM({self.model_id!r})"
-
-
-def build_tiny_text_lm(out_dir: str | os.PathLike, seed: int = 0, tokenizer=None) -> Path:
-    """A tiny random Qwen2 causal LM (hidden 64, 2 layers) with the tokenizer of :mod:`ego_adr.models.tiny`, saved
-    as a normal HF folder: the demo's stand-in judges (their bytes are kept: the demo's judgements depend on
-    them). Pass ``tokenizer`` (from ``ego_adr.models.tiny.build_tokenizer()``) to skip re-training it."""
-    import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config
-
-    from ego_adr.models.tiny import TINY_TEXT_DIMS, build_tokenizer, tiny_vocab_size
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tok = tokenizer if tokenizer is not None else build_tokenizer()
-    pad, eos = tok.convert_tokens_to_ids("<|endoftext|>"), tok.convert_tokens_to_ids("<|im_end|>")
-    cfg = Qwen2Config(
-        vocab_size=tiny_vocab_size(tok),
-        **TINY_TEXT_DIMS,
-        max_position_embeddings=4096,
-        bos_token_id=pad,
-        eos_token_id=eos,
-        pad_token_id=pad,
-        tie_word_embeddings=False,  # tied random embeddings just repeat the last prompt token
-    )
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
-    model.generation_config = GenerationConfig(bos_token_id=pad, eos_token_id=eos, pad_token_id=pad, do_sample=False)
-    model.save_pretrained(out, safe_serialization=True)
-    tok.save_pretrained(out)
-    return out
 
 
 JUDGE_CONFIG = GenerationConfig(**JUDGE_DECODING)
@@ -128,7 +63,7 @@ def _named_judges(judges) -> dict:
 
 
 def judge_request(row: dict, config: GenerationConfig = JUDGE_CONFIG) -> Request:
-    prompt = _judge_prompt()
+    prompt = judge_prompt()
     text = prompt.render(question=row["question"], reference=row["reference"], answer=row["answer"])
     return Request([Message.user(text)], config=config, meta=prompt.meta("judge"))
 
@@ -166,14 +101,14 @@ def judge_rows(
             f"{store.path} holds judgements by other judges ({sorted(other)[0]}); write to another file "
             f"(re-judging with the same judges is free: their outputs are in the stage cache)"
         )
-    done = {_key(r) for r in existing if "sample_id" in r and "qa_index" in r}
+    done = {qa_key(r) for r in existing if "sample_id" in r and "qa_index" in r}
     todo, seen = [], set(done)
     for r in answer_rows:
         missing = [f for f in ("sample_id", "qa_index", "question", "reference") if f not in r]
         if missing:
             raise ValueError(f"answer row lacks {missing}: {str(r)[:200]}")
-        if _key(r) not in seen:
-            seen.add(_key(r))
+        if qa_key(r) not in seen:
+            seen.add(qa_key(r))
             todo.append(r)
 
     from tqdm import tqdm
@@ -184,9 +119,9 @@ def judge_rows(
         chunk = todo[s : s + bs]
         ask = [r for r in chunk if not r.get("error")]
         reqs = [judge_request(r, config) for r in ask]
-        outputs = {n: dict(zip(map(_key, ask), j.generate(reqs), strict=True)) if reqs else {} for n, j in named.items()}
+        outputs = {n: dict(zip(map(qa_key, ask), j.generate(reqs), strict=True)) if reqs else {} for n, j in named.items()}
         for r in chunk:
-            store.append(_judgement(r, named, outputs, judge_set))
+            store.append(judgement_row(r, named, outputs, judge_set))
         bar.update(len(chunk))
     bar.close()
     return store.rows()

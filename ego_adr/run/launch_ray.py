@@ -93,7 +93,7 @@ def split_run_args(run_args: list[str]) -> tuple[list[str], str | None]:
 def resolve_run(run_args: list[str]):
     """Parse and validate the ``ego_adr.run`` arguments here, before anything starts, and count the samples.
     Returns (config, number of samples, default output folder, the whole run's identity)."""
-    from ego_adr.reasoning.protocol import apply_to_samples, settings_of
+    from ego_adr.reasoning.protocol import apply_to_samples
     from ego_adr.run.cli import config_from_args
     from ego_adr.run.config import ConfigError
     from ego_adr.run.identity import run_identity
@@ -115,7 +115,7 @@ def resolve_run(run_args: list[str]):
         check_model_name(cfg.model, cfg.backend)  # here, not three failed attempts per chunk
         with cache_scope(cfg):  # --cache-dir also holds the demo set
             samples, info = load_dataset(cfg)
-            samples = apply_to_samples(samples, settings_of(cfg))  # as the runner does before its identity
+            samples = apply_to_samples(samples, cfg.protocol_settings)  # as the runner does before its identity
     except (ConfigError, FileNotFoundError) as e:
         raise LaunchError(str(e)) from None
     if not samples:

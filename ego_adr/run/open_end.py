@@ -83,7 +83,8 @@ def judge_loaders(cfg: RunConfig) -> tuple[dict, str, str]:
     """``{name: () -> VLM}`` for the configured judges (nothing is loaded yet), a line for the report and the
     judges' backend (for the stage-cache key)."""
     from ego_adr.eval.judges import JudgeSpec
-    from ego_adr.run.judging import build_tiny_text_lm, load_judge
+    from ego_adr.models.tiny import build_tiny_text_lm
+    from ego_adr.run.judging import load_judge
 
     specs = judge_specs(cfg)
     if specs is None:
@@ -359,7 +360,7 @@ def drop_retryable_open_end(out: Path) -> int:
     whose judge call failed, and the judgements of every dropped answer (so a retried answer is judged again);
     the dropped rows go to ``*.retried.jsonl`` beside them. Returns how many rows were dropped. The caller holds
     the folder lock."""
-    from ego_adr.run.failures import drop_retryable, is_retryable
+    from ego_adr.run.failures import drop_retryable, is_retryable, set_aside_rows
     from ego_adr.store import read_jsonl
 
     n = drop_retryable(out / "predictions.jsonl")
@@ -372,19 +373,5 @@ def drop_retryable_open_end(out: Path) -> int:
     keep = [r for r in rows if not is_retryable(r) and (r.get("sample_id"), r.get("qa_index")) in answered]
     if len(keep) == len(rows):
         return n
-    _rewrite(path, keep, [r for r in rows if r not in keep])
+    set_aside_rows(path, keep, [r for r in rows if r not in keep])
     return n + len(rows) - len(keep)
-
-
-def _rewrite(path: Path, keep: list[dict], dropped: list[dict]) -> None:
-    import json
-    import os
-
-    with open(path.with_suffix(".retried.jsonl"), "a", encoding="utf-8") as f:  # judgements.retried.jsonl
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in dropped)
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in keep)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)

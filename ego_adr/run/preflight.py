@@ -87,11 +87,11 @@ def _model_check(cfg) -> tuple[str | None, str | None]:
 
 def model_family(name: str | None) -> tuple[str, str]:
     """(family, how it was found) from the alias, a known hub id or a folder's config.json; nothing loaded."""
-    from ego_adr.models.registry import ALIASES, _by_hub_id, family_from_model_type
+    from ego_adr.models.registry import family_from_model_type, known_spec
 
     if name is None:
         return "qwen2.5-vl", "embedded tiny demo model (random Qwen2.5-VL)"
-    spec = ALIASES.get(name.strip().lower()) or _by_hub_id(name.strip())
+    spec = known_spec(name)
     if spec is not None:
         if spec.tiny:
             return spec.family, f"alias {name!r} (tiny random model)"
@@ -172,15 +172,13 @@ def preflight(cfg) -> dict:
 
 def _preflight(cfg) -> dict:
     from ego_adr.data.window import WindowError
-    from ego_adr.reasoning.protocol import policy_for
+    from ego_adr.reasoning.protocol import apply_to_samples
     from ego_adr.run.runner import load_dataset
     from ego_adr.video.policies import get_policy
 
     samples, info = load_dataset(cfg)
-    from ego_adr.reasoning.protocol import apply_to_samples, settings_of
-
-    samples = apply_to_samples(samples, settings_of(cfg))  # the windows and steps the run itself would use
-    policy = policy_for(cfg)
+    samples = apply_to_samples(samples, cfg.protocol_settings)  # the windows and steps the run itself would use
+    policy = cfg.protocol_settings.sampling  # a sampling rule and its policy share one name (video/policies.py)
     rule = get_policy(policy)
     family, family_how = model_family(cfg.model)
     model_problem, model_here = _model_check(cfg)

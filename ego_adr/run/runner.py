@@ -62,9 +62,9 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
             from dataclasses import replace
 
             from ego_adr.reasoning.bank_model import bank_setup
-            from ego_adr.reasoning.protocol import pipeline_fields
+            from ego_adr.run.common import pipeline_fields
 
-            bank_fields, bank_arg, bank_name = bank_setup(cfg, given_model is not None,
+            bank_fields, bank_arg, bank_name = bank_setup(cfg.bank_model, cfg.model, given_model is not None,
                                                           lambda name: load_vlm(replace(cfg, model=name)))
             pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
                                   narration_source=cfg.narration_source, seed=cfg.seed,
@@ -113,7 +113,7 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
 
 def _model_facts(model) -> dict | None:
     """What run.json says about the loaded model: id, fingerprint, and (HF backend) family and dtype, which
-    decide whether the run can be the public white agent's (reasoning/protocol.case_of)."""
+    decide whether the run can be the public white agent's (:func:`_public_case`)."""
     if model is None:
         return None
     inner = getattr(model, "model", model)
@@ -130,16 +130,15 @@ def _title_and_notes(cfg: RunConfig, info: dict, run_info: dict, rows: list[dict
     (and how the run relates to the public white agent) in ``run_info``."""
     from ego_adr.eval.report import runtime_note
     from ego_adr.reasoning.prompts import PROBE_FORMAT_LINE
-    from ego_adr.reasoning.protocol import case_of, describe, public_agent_record, report_notes, settings_of
+    from ego_adr.reasoning.protocol import describe, public_agent_record, report_notes
     from ego_adr.run.failures import summarise
 
     model_free = cfg.narration_source == "reference" and cfg.mode == "shallow"
     label = "no model" if model_free else (cfg.model or "embedded tiny model (random weights)")
     title = f"{label} - {cfg.mode} - {'reference narration' if model_free else f'{cfg.frames} frames'}"
-    case = case_of(cfg, run_info)
-    run_info["protocol"] = {**describe(cfg.protocol, settings_of(cfg)),
-                            "public_agent": public_agent_record(settings_of(cfg), case)}
-    notes = report_notes(cfg.protocol, settings_of(cfg), info.get("sources"), case if not model_free else None)
+    case, settings = _public_case(cfg, run_info), cfg.protocol_settings
+    run_info["protocol"] = {**describe(cfg.protocol, settings), "public_agent": public_agent_record(settings, case)}
+    notes = report_notes(cfg.protocol, settings, info.get("sources"), case if not model_free else None)
     if cfg.narration_source == "reference":
         notes.append("Diagnostic, tuned to annotation style, not an upper bound: narration replaced by the "
                      "annotations' reference descriptions, whose wording the shallow vocabularies were written "
@@ -202,6 +201,31 @@ def _flush(pipe, batch, store, bar) -> None:
     bar.update(len(rows))
 
 
+def _public_case(cfg: RunConfig, run_info: dict) -> dict:
+    """What, beside the protocol settings, decides whether a run's inputs and replies can be the public agent's
+    (the keys of :data:`ego_adr.reasoning.protocol.PUBLIC_CASE`)."""
+    model = run_info.get("model") or {}
+    return {"family": model.get("family"), "frames": cfg.frames, "mode": cfg.mode, "batch_size": cfg.batch_size,
+            "backend": cfg.backend, "dtype": (model.get("dtype") or "").removeprefix("torch.") or None,
+            "transformers": (run_info.get("versions") or {}).get("transformers")}
+
+
+def _protocol_tag(cfg: RunConfig) -> str:
+    """The folder name's protocol part: the protocol unless the default, each deviation, a bank model other
+    than the paper's (Section 5.2). The offline demo's short budget is documented (run/cli.py), not a choice."""
+    from dataclasses import replace
+
+    from ego_adr.reasoning.protocol import PRESETS, folder_tag
+
+    s = cfg.protocol_settings
+    if cfg.model is None:
+        s = replace(s, max_new_tokens=PRESETS[cfg.protocol].max_new_tokens)
+    tag = folder_tag(cfg.protocol, s)
+    if cfg.bank_model and cfg.bank_model != "paper":
+        tag += f"-bank={cfg.bank_model.rstrip('/').split('/')[-1].lower()}"
+    return tag
+
+
 def default_output_dir(cfg: RunConfig) -> Path:
     name = (cfg.model or "tiny-demo").rstrip("/").split("/")[-1].lower()
     tag = f"{name}-{cfg.task}-{cfg.mode}-{cfg.frames}f"
@@ -211,9 +235,7 @@ def default_output_dir(cfg: RunConfig) -> Path:
         tag += "-nonarr"
     if cfg.narration_source != "model":
         tag += f"-{cfg.narration_source}"
-    from ego_adr.reasoning.protocol import run_folder_tag
-
-    tag += run_folder_tag(cfg)
+    tag += _protocol_tag(cfg)
     return Path("runs") / (tag + data_tag(cfg))
 
 
@@ -253,9 +275,9 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
         check_writable_dir(out, "the default output folder (choose another with --out)")
     with cache_scope(cfg):
         samples, info = load_dataset(cfg)
-        from ego_adr.reasoning.protocol import apply_to_samples, settings_of
+        from ego_adr.reasoning.protocol import apply_to_samples
 
-        samples = apply_to_samples(samples, settings_of(cfg))  # the window and step text the protocol reads
+        samples = apply_to_samples(samples, cfg.protocol_settings)  # the window and step text the protocol reads
         if info.get("limit_note"):
             logging.getLogger(__name__).warning("%s", info["limit_note"])
         from ego_adr.run.checks import frames_note

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from ego_adr.reasoning.online import CONFIDENT_METHODS, OnlineMonitor, Tick, belief_from_classification
+from ego_adr.reasoning.online import CONFIDENT_METHODS, OnlineMonitor, Tick
 from ego_adr.taxonomy import CORRECT, OPTIONS
 
 ERROR_TYPES = tuple(o for o in OPTIONS if o != CORRECT)
@@ -64,23 +64,19 @@ class DirectStreamMonitor(OnlineMonitor):
 
         item = Item(self.sample, frames=frames)
         t0 = time.perf_counter()
-        self.pipe._one_pass([item])
+        self.pipe.answer_one_pass([item])
         ev: dict = {"model_s": round(time.perf_counter() - t0, 4)}
         if item.result is None:
             return {**ev, "failure": item.failure or "no answer"}
         ev["classification"] = item.result.to_dict()
         if (item.result.raw or "").strip():  # what the reply is about, for the end check's step tracking
-            ev["match"] = self.pipe._match([item], [item.result.raw])[0].to_dict()
+            ev["match"] = self.pipe.match_steps([item], [item.result.raw])[0].to_dict()
         return ev
 
-    def update(self, t: float, window: tuple[float, float], evidence: dict) -> Tick:
-        if evidence.get("failure"):
-            return Tick(t, window, 0.0, None, evidence=evidence, failure=str(evidence["failure"]))
-        p, etype = belief_from_classification(evidence.get("classification"))
-        m = evidence.get("match") or {}
-        self._progress(t, m.get("index"), m.get("method"))  # state for the end check only; p is the answer's
+    def window_tick(self, t: float, window: tuple[float, float], evidence: dict, p: float, etype: str | None,
+                    m: dict) -> Tick:
+        """The one-pass answer's belief alone; the match only keeps the state for the end check."""
+        self._progress(t, m.get("index"), m.get("method"))
         reached = m.get("index") is not None and m.get("method") in CONFIDENT_METHODS
-        tick = Tick(t, window, round(p, 6), etype, evidence=evidence, match_method=m.get("method"),
+        return Tick(t, window, round(p, 6), etype, evidence=evidence, match_method=m.get("method"),
                     reached=reached if m else None)
-        self._raise(tick, kind="window")
-        return tick

@@ -145,7 +145,7 @@ def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings
     monitor = OnlineMonitor(pipe, args.threshold)
     if segments is not None:
         monitor.reset(task_id, procedure)
-        segments = [{**s, "step_index": monitor.pipe._matcher(monitor.bank).match(s["action"]).index}
+        segments = [{**s, "step_index": monitor.pipe.matcher(monitor.bank).match(s["action"]).index}
                     for s in segments]
     printed: list[dict] = []  # alerts shown live: a resumed run's recap shows only the others (issue 18)
 

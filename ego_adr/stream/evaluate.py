@@ -50,7 +50,7 @@ def _compact(res: dict, ep: dict) -> dict:
 def _timeline(monitor, ep: dict, res: dict, path: Path) -> None:
     from ego_adr.stream.timeline_html import write_html
 
-    match = monitor.pipe._matcher(monitor.bank).match
+    match = monitor.pipe.matcher(monitor.bank).match
     segs = [{**s, "step_index": match(s["action"] or "").index} for s in ep["segments"]]
     write_html(res, monitor.bank.texts, path, segs, monitor.threshold, f" -- {ep['id']}", ep.get("end_labels"))
 

@@ -35,7 +35,7 @@ class WindowReader:
 
     def clip(self, start: float, end: float, num_frames: int):
         from ego_adr.models.base import Frames
-        from ego_adr.video.sampler import _resizer, plan_indices, target_size
+        from ego_adr.video.sampler import plan_indices, resizer, target_size
 
         r = self.sampler.reader(self.path)
         declared = getattr(r, "declared_frames", None)
@@ -47,7 +47,7 @@ class WindowReader:
         new = sorted(set(idx) - set(self._cache))
         if new:
             with r.lock:
-                got = r.read(new, _resizer(size, (r.width, r.height)))
+                got = r.read(new, resizer(size, (r.width, r.height)))
             frames = [getattr(g, "frame", g) for g in got]  # readers return arrays, or Decoded(index, frame)
             if any(f is None for f in frames) or any(getattr(g, "index", i) != i for g, i in zip(got, new)):
                 self._cache = {}

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ego_adr.store import write_jsonl
+
 
 @dataclass(frozen=True)
 class StreamSettings:
@@ -68,9 +70,7 @@ def repair_log(path: Path | None) -> list[dict]:
     records appended afterwards are readable."""
     records = read_log(path)
     if path is not None and path.is_file() and len(path.read_text().splitlines()) != len(records):
-        tmp = path.with_suffix(".repair")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records))
-        tmp.replace(path)
+        write_jsonl(path, records)
     return records
 
 

@@ -273,7 +273,7 @@ class FrameSampler:
             if not out.complete and self.substitute == "nearest":
                 with r.lock:
                     try:
-                        find_substitutes(r, out, plan, _resizer(target_size(r.width, r.height, max_side,
+                        find_substitutes(r, out, plan, resizer(target_size(r.width, r.height, max_side,
                                                                             max_pixels), (r.width, r.height)))
                     except Exception:  # noqa: BLE001 - no substitute found is handled below
                         pass
@@ -314,7 +314,7 @@ class FrameSampler:
             raise VideoError(r.path, f"sampling policy {self.policy!r} cannot plan window "
                                      f"({start_sec}, {end_sec}): {e}", kind="window") from None
         size = target_size(r.width, r.height, max_side, max_pixels)
-        return plan, read_plan(r, plan, _resizer(size, (r.width, r.height)))
+        return plan, read_plan(r, plan, resizer(size, (r.width, r.height)))
 
     def _fallback(self, failed: _Reader, reason: str, switches: list[dict], *args):
         """``auto``: when a backend cannot decode what was asked, try the others; the first that delivers every
@@ -387,7 +387,8 @@ def clip_info(frames) -> SampleInfo | None:
     return getattr(frames, "info", None)
 
 
-def _resizer(size: tuple[int, int], orig: tuple[int, int]):
+def resizer(size: tuple[int, int], orig: tuple[int, int]):
+    """The readers' one resize, ``orig`` -> ``size`` (INTER_AREA; none when equal), also stream/frames.py's."""
     if size == orig:
         return lambda f: f
 

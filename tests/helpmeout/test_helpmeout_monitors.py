@@ -6,7 +6,7 @@ import pytest
 from ego_adr.helpmeout.evaluation.scoring import score_outputs as compute_metrics
 from ego_adr.helpmeout.generator.episodes import assign_splits, generate
 from ego_adr.helpmeout.monitors import EpisodeContext, Monitor, StepOutput, build_monitor, run_monitor
-from ego_adr.helpmeout.monitors.egoadr_privileged import HELPMEOUT_CLASSIFY_PROMPT, parse_category
+from ego_adr.helpmeout.monitors.egoadr_base import HELPMEOUT_CLASSIFY_PROMPT, parse_category
 from ego_adr.models.base import Capabilities, Generation
 from ego_adr.monitoring.ranking import auroc, average_precision
 

@@ -225,8 +225,8 @@ def test_judge_request_uses_central_prompt_and_paper_decoding():
 @pytest.fixture(scope="module")
 def tiny_judges(tmp_path_factory):
     torch = pytest.importorskip("torch")
-    from ego_adr.models.tiny import build_tokenizer
-    from ego_adr.run.judging import HFTextLM, build_tiny_text_lm
+    from ego_adr.models.hf_text import HFTextLM
+    from ego_adr.models.tiny import build_tiny_text_lm, build_tokenizer
 
     # One intra-op thread: a 64-wide model gains nothing from more, and on a busy 2-core CI box spinning
     # threads make it several times slower.

@@ -26,8 +26,8 @@ and rules over the matched step's words and the observed history type a deviatio
 from __future__ import annotations
 
 from ego_adr.helpmeout.monitors.base import EpisodeContext, StepOutput
+from ego_adr.helpmeout.monitors.egoadr_base import words
 from ego_adr.helpmeout.monitors.egoadr_knowledge import EgoADRKnowledgeMonitor, _verb, end_of_task
-from ego_adr.helpmeout.monitors.egoadr_privileged import words
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE
 from ego_adr.helpmeout.world import ontology as onto
 from ego_adr.helpmeout.world.domain import TASK_END, Action, parse_action
@@ -70,15 +70,6 @@ class EgoADRMonitor(EgoADRKnowledgeMonitor):
         self.stirred: set[str] = set()
         self.stored: dict[str, int] = {}  # object -> step it was put inside a location
         self.t = 0
-
-    def _substitution(self, act: Action) -> tuple[float, str, str] | None:
-        for a in act[1:]:
-            if onto.is_location(a) or onto.class_of(a) is None:
-                continue
-            if onto.subclass_of(a) not in self.named_subclasses:
-                cat = "tool_substitution" if onto.class_of(a) == "tool" else "object_substitution"
-                return 0.7, cat, f"the procedure names no {onto.subclass_of(a)} like {a}"
-        return None
 
     def _word_rules(self, act: Action, k: int, matched: bool) -> tuple[float, str, str] | None:
         verb, verbs = _verb(act[0]), self.step_verbs[k]
@@ -143,6 +134,6 @@ class EgoADRMonitor(EgoADRKnowledgeMonitor):
             "why": evidence,
         }
         if self.mode == "deep":
-            cat, extra = self._classify_deep(act, m.index, evidence, cat)
+            cat, extra = self.classify_deep(act, self.texts, m.index, evidence, cat)
             ev.update(extra)
         return StepOutput(prob, onset, cat, ev)

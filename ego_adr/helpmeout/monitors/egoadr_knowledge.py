@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import re
 
-from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
-from ego_adr.helpmeout.monitors.egoadr_privileged import CATEGORY_DEFINITIONS, parse_category, words
+from ego_adr.helpmeout.monitors.base import EpisodeContext, StepOutput
+from ego_adr.helpmeout.monitors.egoadr_base import MINOR_ACTIONS, EgoADRBase, words
 from ego_adr.helpmeout.monitors.knowledge import task_variant
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE
 from ego_adr.helpmeout.world import ontology as onto
 from ego_adr.helpmeout.world.domain import TASK_END, Action, parse_action, state_from_facts
 from ego_adr.helpmeout.world.operators import ACTION_CONFUSIONS, apply_action, check_action
 
-_MINOR = ("human-move", "human-pick-up-at-location", "human-pick-up-from-receptacle-at-location",
-          "human-put-ontop-location", "human-open-location", "human-close-location")
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -56,15 +54,8 @@ def end_of_task(n_steps: int, started, texts: list[str], t: int) -> StepOutput:
         return StepOutput(0.9, t, "omission", {"never_matched": [texts[i] for i in never]})
     return StepOutput(0.05)
 
-class EgoADRKnowledgeMonitor(Monitor):
+class EgoADRKnowledgeMonitor(EgoADRBase):
     name = "egoadr-knowledge"
-
-    def __init__(self, mode: str = "shallow", model=None, templates_dir: str | None = None, tau: float = 0.25) -> None:
-        if mode not in ("shallow", "deep"):
-            raise ValueError("mode must be 'shallow' or 'deep'")
-        if mode == "deep" and model is None:
-            raise ValueError("deep mode needs a model (any ego_adr.models.base.VLM)")
-        self.mode, self.model, self.templates_dir, self.tau = mode, model, templates_dir, tau
 
     def reset(self, ctx: EpisodeContext) -> None:
         from ego_adr.reasoning.matching import KeyStepMatcher
@@ -79,17 +70,24 @@ class EgoADRKnowledgeMonitor(Monitor):
         self.named_subclasses = {onto.subclass_of(t) for t in self.named if not onto.is_location(t)}
         self.step_verbs = [set(_WORD.findall(t.lower())) for t in self.texts]
         self.state = state_from_facts(ctx.initial_scene)
-        self.history: list[Action] = []
+        self.history = []
         self.started: set[int] = set()
         self.alarmed: set[int] = set()
 
-    def _deviation(self, act: Action, k: int, matched: bool) -> tuple[float, str, str] | None:
+    def _substitution(self, act: Action) -> tuple[float, str, str] | None:
+        """An object or tool of a subclass the procedure never names: a substitution by class (words only)."""
         for a in act[1:]:
             if onto.is_location(a) or onto.class_of(a) is None:
                 continue
             if onto.subclass_of(a) not in self.named_subclasses:
                 cat = "tool_substitution" if onto.class_of(a) == "tool" else "object_substitution"
                 return 0.7, cat, f"the procedure names no {onto.subclass_of(a)} like {a}"
+        return None
+
+    def _deviation(self, act: Action, k: int, matched: bool) -> tuple[float, str, str] | None:
+        found = self._substitution(act)
+        if found:
+            return found
         if act[0] in REPEATABLE and act in self.history:
             return 0.9, "perseveration", "this addition was already done"
         verbs = self.step_verbs[k]
@@ -103,7 +101,7 @@ class EgoADRKnowledgeMonitor(Monitor):
             said = {x for x in self.step_mentions[k] if onto.is_location(x)}
             if said and target not in said and any(target in onto.confusables(x) for x in said):
                 return 0.8, "location_substitution", f"the step says {sorted(said)[0]}"
-        if matched and act[0] not in _MINOR:
+        if matched and act[0] not in MINOR_ACTIONS:
             missing = [p for p in self.blocks[k].after + self.blocks[k].norm_after
                        if self._index(p) is not None and self._index(p) not in self.started]
             if missing:
@@ -116,22 +114,6 @@ class EgoADRKnowledgeMonitor(Monitor):
 
     def _index(self, bid: str) -> int | None:
         return next((i for i, b in enumerate(self.blocks) if b.id == bid), None)
-
-    def _classify_deep(self, act: Action, k: int, evidence: str, rule_cat: str) -> tuple[str, dict]:
-        from ego_adr.models.base import GenerationConfig, Message, Request
-        from ego_adr.reasoning.prompts import HELPMEOUT_CLASSIFY_PROMPT
-
-        text = HELPMEOUT_CLASSIFY_PROMPT.render(
-            task=self.ctx.task.replace("_", " "),
-            procedure="\n".join(f"{i + 1}. {t}" for i, t in enumerate(self.texts)),
-            history="\n".join("(" + " ".join(a) + ")" for a in self.history[-12:]) or "(none)",
-            action="(" + " ".join(act) + ")", block=self.texts[k], evidence=evidence,
-            categories="\n".join(f"- {c}: {d}" for c, d in CATEGORY_DEFINITIONS.items()))
-        req = Request([Message.user(text)], GenerationConfig(max_new_tokens=32),
-                      meta=HELPMEOUT_CLASSIFY_PROMPT.meta("helpmeout_classify"))
-        gen = self.model.generate([req])[0]
-        cat = parse_category(gen.text) if gen.ok else None
-        return (cat or rule_cat), {"model_answer": gen.text, "model_error": gen.error, "parsed": cat}
 
     def step(self, t: int, action: str) -> StepOutput:
         if action == TASK_END:
@@ -158,6 +140,6 @@ class EgoADRKnowledgeMonitor(Monitor):
         ev = {"narration": narration, "step": self.texts[m.index], "match": round(m.score, 3), "method": m.method,
               "why": evidence}
         if self.mode == "deep":
-            cat, extra = self._classify_deep(act, m.index, evidence, cat)
+            cat, extra = self.classify_deep(act, self.texts, m.index, evidence, cat)
             ev.update(extra)
         return StepOutput(prob, t, cat, ev)

@@ -24,8 +24,8 @@ HelpMeOut categories:
 from __future__ import annotations
 
 from ego_adr.helpmeout.generator.generator_sites import PROCESSING
-from ego_adr.helpmeout.generator.goal_control import CATEGORIES
-from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
+from ego_adr.helpmeout.monitors.base import EpisodeContext, StepOutput
+from ego_adr.helpmeout.monitors.egoadr_base import MINOR_ACTIONS, EgoADRBase, words
 from ego_adr.helpmeout.monitors.knowledge import grounded_template
 from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE, stranger
 from ego_adr.helpmeout.world import ontology as onto
@@ -33,54 +33,13 @@ from ego_adr.helpmeout.world.domain import TASK_END, Action, goal_unmet, parse_a
 from ego_adr.helpmeout.world.operators import ACTION_CONFUSIONS, apply_action, check_action
 from ego_adr.helpmeout.world.planner import PlanError, plan
 from ego_adr.helpmeout.world.templates import Scene
-from ego_adr.reasoning.prompts import HELPMEOUT_CLASSIFY_PROMPT
-
-# Named, versioned prompt (kept here; the lead may move it to ego_adr.reasoning.prompts).
-CATEGORY_DEFINITIONS = {
-    "omission": "a required subgoal block is never carried out (confirmed at the task end)",
-    "sequence": "steps done in the wrong order, e.g. stirring before all ingredients are added",
-    "anticipation": "a later step done too early, e.g. storing or packing an item before it is processed",
-    "perseveration": "an addition or dose repeated after it was already done",
-    "action_addition": "an extra action the task does not need",
-    "object_substitution": "a look-alike object used instead of the right one (salt for sugar)",
-    "tool_substitution": "a look-alike tool used instead of the right one (fork for spoon)",
-    "location_substitution": "the right object put in a look-alike place (freezer for fridge)",
-    "action_substitution": "a sibling action on the right object (peel instead of slice, rinse instead of wash)",
-}
-_MINOR = ("human-move", "human-pick-up-at-location", "human-pick-up-from-receptacle-at-location",
-          "human-put-ontop-location", "human-open-location", "human-close-location")
 
 
-def words(action: str | Action) -> str:
-    a = parse_action(action) if isinstance(action, str) else action
-    return " ".join([a[0].removeprefix("human-").replace("-", " ")] + [x.replace("_", " ") for x in a[1:]])
-
-
-def parse_category(text: str | None) -> str | None:
-    """The category a model answer names: after a 'Category:' cue, else the only one mentioned."""
-    if not text:
-        return None
-    low = text.lower().replace("-", "_")
-    cue = low.rfind("category:")
-    tail = low[cue + 9:] if cue >= 0 else low
-    for part in (tail.splitlines()[0] if tail.strip() else "", tail, low):
-        found = {c for c in CATEGORIES if c in part or c.replace("_", " ") in part.replace("_", " ")}
-        if "substitution" in part and len(found) > 1:
-            found = {c for c in found if c.endswith("substitution")} or found
-        if len(found) == 1:
-            return found.pop()
-    return None
-
-
-class EgoADRPrivilegedMonitor(Monitor):
-    name = "egoadr"
+class EgoADRPrivilegedMonitor(EgoADRBase):
+    name = "egoadr-privileged"
 
     def __init__(self, mode: str = "shallow", model=None, templates_dir: str | None = None, tau: float = 0.25) -> None:
-        if mode not in ("shallow", "deep"):
-            raise ValueError("mode must be 'shallow' or 'deep'")
-        if mode == "deep" and model is None:
-            raise ValueError("deep mode needs a model (any ego_adr.models.base.VLM)")
-        self.mode, self.model, self.templates_dir, self.tau = mode, model, templates_dir, tau
+        super().__init__(mode, model, templates_dir, tau)
         self.name = "egoadr-privileged" if mode == "shallow" else "egoadr-privileged-deep"
 
     def reset(self, ctx: EpisodeContext) -> None:
@@ -103,7 +62,7 @@ class EgoADRPrivilegedMonitor(Monitor):
                 self.expected_ops.setdefault(s.action[1], set()).add(s.action[0])
         self.block_texts = []
         for b in self.t.blocks:
-            acts = [words(s.action) for s in bank_steps if s.block == b.id and s.action[0] not in _MINOR[:1]]
+            acts = [words(s.action) for s in bank_steps if s.block == b.id and s.action[0] not in MINOR_ACTIONS[:1]]
             self.block_texts.append(f"{b.text}: " + "; ".join(acts))
         self.matcher = KeyStepMatcher(self.block_texts, tau=self.tau)
         self.placements: dict[str, set[str]] = {}  # final places (store/serve/pack)
@@ -113,7 +72,7 @@ class EgoADRPrivilegedMonitor(Monitor):
                 if s.fact[0] in ("ontop", "inside", "in", "on"):
                     d = self.waypoints if s.transient else self.placements
                     d.setdefault(s.fact[1], set()).add(s.fact[2])
-        self.history: list[Action] = []
+        self.history = []
         self.alarmed_blocks: set[str] = set()
 
     # --- rules -------------------------------------------------------------------------------------------
@@ -154,7 +113,7 @@ class EgoADRPrivilegedMonitor(Monitor):
             if any(s.fact[0] == "contains" and s.fact[1] == act[1] and not self.state.satisfies(s.fact)
                    for b in self.t.blocks for s in b.subgoals):
                 return 0.85, "sequence", f"{act[1]} stirred before all additions"
-        if act[0] not in _MINOR:
+        if act[0] not in MINOR_ACTIONS:
             block = self.t.blocks[block_idx]
             missing = [p for p in block.after + block.norm_after if not self._block_done(p)]
             if missing and act not in self.expected:
@@ -168,23 +127,6 @@ class EgoADRPrivilegedMonitor(Monitor):
                 not any(act[1] in s.fact for b in self.t.blocks for s in b.subgoals):
             return 0.6, "action_addition", f"{act[1]} is moved for no subgoal"
         return None
-
-    def _classify_deep(self, act: Action, block_idx: int, evidence: str, rule_cat: str) -> tuple[str, dict]:
-        from ego_adr.models.base import GenerationConfig, Message, Request
-
-        text = HELPMEOUT_CLASSIFY_PROMPT.render(
-            task=self.ctx.task.replace("_", " "),
-            procedure="\n".join(f"{i + 1}. {t}" for i, t in enumerate(self.block_texts)),
-            history="\n".join("(" + " ".join(a) + ")" for a in self.history[-12:]) or "(none)",
-            action="(" + " ".join(act) + ")", block=self.block_texts[block_idx], evidence=evidence,
-            categories="\n".join(f"- {c}: {d}" for c, d in CATEGORY_DEFINITIONS.items()),
-        )
-        req = Request([Message.user(text)], GenerationConfig(max_new_tokens=32),
-                      meta=HELPMEOUT_CLASSIFY_PROMPT.meta("helpmeout_classify"))
-        gen = self.model.generate([req])[0]
-        cat = parse_category(gen.text) if gen.ok else None
-        ev = {"model_answer": gen.text, "model_error": gen.error, "parsed": cat}
-        return (cat or rule_cat), ev
 
     def _end(self, t: int) -> StepOutput:
         """Unmet goals at the end: an omission when some unmet goal's block was never worked on; when every
@@ -218,6 +160,6 @@ class EgoADRPrivilegedMonitor(Monitor):
         self.alarmed_blocks.add(self.t.blocks[m.index].id)
         ev = {"block": self.t.blocks[m.index].id, "match": round(m.score, 3), "method": m.method, "why": evidence}
         if self.mode == "deep":
-            cat, extra = self._classify_deep(act, m.index, evidence, cat)
+            cat, extra = self.classify_deep(act, self.block_texts, m.index, evidence, cat)
             ev.update(extra)
         return StepOutput(prob, t, cat, ev)

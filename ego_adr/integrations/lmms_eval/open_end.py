@@ -101,7 +101,7 @@ def _ask_again(path: Path) -> int:
     """Drop the unjudged rows (a judge call failed) of a kept judgements file, so the judge stage asks for them
     again; they go to ``*.retried.jsonl`` beside it. Returns how many."""
     from ego_adr.eval.open_end import UNJUDGED, row_score
-    from ego_adr.run.open_end import _rewrite
+    from ego_adr.run.failures import set_aside_rows
     from ego_adr.store import read_jsonl
 
     if not path.is_file():
@@ -109,18 +109,15 @@ def _ask_again(path: Path) -> int:
     rows = read_jsonl(path)
     keep = [r for r in rows if row_score(r)[1] != UNJUDGED]
     if len(keep) < len(rows):
-        _rewrite(path, keep, [r for r in rows if row_score(r)[1] == UNJUDGED])
+        set_aside_rows(path, keep, [r for r in rows if row_score(r)[1] == UNJUDGED])
     return len(rows) - len(keep)
 
 
 def _copy(path: Path, folder: Path) -> Path:
     """The judgements beside lmms-eval's results (written whole, then renamed: never half a file)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    dest = folder / path.name
-    tmp = dest.with_name(dest.name + ".tmp")
-    tmp.write_bytes(path.read_bytes())
-    tmp.replace(dest)
-    return dest
+    from ego_adr.store import write_text
+
+    return write_text(folder / path.name, path.read_bytes())
 
 
 def judged(items, args=None) -> dict:

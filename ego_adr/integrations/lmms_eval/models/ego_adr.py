@@ -69,9 +69,8 @@ class EgoADRModel(lmms):
             raise UserError(f"unknown model_args {sorted(unknown)}; known: {', '.join(MODEL_ARGS)}")
         from ego_adr.reasoning.bank_model import bank_setup
         from ego_adr.reasoning.pipeline import EgoADR, PipelineConfig
-        from ego_adr.reasoning.protocol import pipeline_fields
         from ego_adr.run.checks import check_model_name
-        from ego_adr.run.common import load_vlm
+        from ego_adr.run.common import load_vlm, pipeline_fields
 
         self.cfg = cfg = run_config(
             pretrained,
@@ -87,7 +86,7 @@ class EgoADRModel(lmms):
         )
         check_model_name(cfg.model, cfg.backend)  # before lmms-eval's first document, in one line
         bank_fields, bank_arg, self.bank_name = bank_setup(
-            cfg, False, lambda name: load_vlm(replace(cfg, model=name))
+            cfg.bank_model, cfg.model, False, lambda name: load_vlm(replace(cfg, model=name))
         )
         pcfg = PipelineConfig(
             mode=cfg.mode,
