@@ -16,12 +16,14 @@ stream (:func:`references`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
 from ego_adr.monitoring.step_metrics import COUNT_KEYS, METRIC_KEYS, RANK_KEYS
+from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes.harness import (
     HARNESS_VERSION,
@@ -36,6 +38,7 @@ from ego_adr.online_mistakes.report import monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json
 
 MODEL_KEYS = ("model", "backend", "base_url")
+ORACLES = ("oracle", "oracle-merged")  # the ground-truth steps: no recogniser noise in validation
 PREGO_FLAGS = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's decoding (its DECODINGS)
 
 
@@ -69,7 +72,8 @@ def _identity(a, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) 
     ``all``), or ``all``'s summary (``monitor``: the list)."""
     ident = {"command": "monitoring evaluate", "benchmark": a.benchmark, "stream": stream.name,
              "stream_sha256": stream.sha256, **{f"{k}_sha256": v for k, v in fingerprint.items()},
-             "harness_version": HARNESS_VERSION}
+             "harness_version": HARNESS_VERSION,
+             "validation_noise": {} if a.stream in ORACLES else dict(cv.NOISE)}
     names = [monitor] if isinstance(monitor, str) else monitor
     ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
     if any(REGISTRY.get(m).needs_model for m in names):
@@ -144,6 +148,8 @@ def evaluate(a) -> int:
     parsed = None if a.stream in D.STREAMS else D.parse_predictions(a.stream)
     train = D.load_training(a.data_root, a.benchmark)
     stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed)
+    if a.stream not in ORACLES:  # a recogniser's output: validation episodes pass through the noise channel
+        train = dataclasses.replace(train, noise=cv.NOISE)
     fingerprint = D.data_fingerprint(a.data_root, a.benchmark)
     skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
     names = [n for n in names if n not in skipped]
