@@ -65,9 +65,9 @@ def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
 
 
 def _kwargs(a, name: str, model) -> dict:
-    if not REGISTRY.get(name).needs_model:
-        return {}
-    return {"model": model, **{k: getattr(a, k, None) for k in getattr(E, "PREGO_FLAGS", ())}}
+    """What the cut command hands a monitor: the data root, its resolved ``--monitor-option``s, the model."""
+    options = (getattr(a, "options", None) or {}).get(name, {})
+    return {"data_root": a.data_root, **options, **({"model": model} if REGISTRY.get(name).needs_model else {})}
 
 
 def result(a, name: str, train, stream: C.CompleteStream, rows: list[dict], cut_rows: list[dict], monitor,
@@ -127,6 +127,7 @@ def _checked_flags(a) -> list[str]:
     cut_args.benchmark = sp.cut
     names = E._check_flags(cut_args)
     a.prego_settings = getattr(cut_args, "prego_settings", None)
+    a.options = getattr(cut_args, "options", {})
     if a.stream != "oracle" and (a.stream in D.STREAMS or not Path(a.stream).is_file()):
         raise UserError(f"--stream {a.stream!r}: {a.benchmark} takes oracle or a predictions file covering whole "
                         f"recordings ({', '.join(s for s in D.STREAMS if s != 'oracle')} hold only the cut sequences)")

@@ -59,31 +59,42 @@ class Episode:
         return self.prefix + (self.mistake,)
 
 
+#: The recogniser-noise channel of the validation episodes when the test stream is a recogniser's output (MiniRoad
+#: or a file; issue 34 item 4): each step of an episode's correct prefix is, independently, deleted (missed by the
+#: recogniser), else substituted by another step of the training vocabulary (confused), and then followed by a
+#: flicker (another step for one detection, then the same step again). The rates are fixed here in advance, round
+#: values chosen before any look at a recogniser's output and never fitted to a test stream; the constructed
+#: mistake itself is left as it is (the benchmarks label a recording's last recognised step the mistake).
+NOISE = (("deletion", 0.10), ("substitution", 0.10), ("flicker", 0.05))
+
+
 @dataclass(frozen=True)
 class Plan:
     """How a benchmark's validation is built: the kinds, the unlisted steps, episodes per kind and recording,
-    folds and seed. Hashable, so fits on the same plan can be shared."""
+    folds, seed and the recogniser-noise channel (empty: none). Hashable, so fits on the same plan can be
+    shared."""
 
     kinds: tuple[str, ...]
     unlisted: tuple[int, ...] = ()
     per_kind: int = 2
     k: int = 5
     seed: int = 0
+    noise: tuple[tuple[str, float], ...] = ()
 
     def describe(self) -> dict:
         return {"kinds": list(self.kinds), "unlisted_steps": len(self.unlisted), "per_kind": self.per_kind,
-                "folds": self.k, "seed": self.seed, "cut": "uniform"}
+                "folds": self.k, "seed": self.seed, "cut": "uniform", "recogniser_noise": dict(self.noise)}
 
 
 def plan(benchmark: str, sequences: Sequence[Sequence[int]], taxonomy: Sequence[int], k: int = 5,
-         seed: int = 0) -> Plan:
+         seed: int = 0, noise: tuple[tuple[str, float], ...] = ()) -> Plan:
     """The validation plan of a training set: its benchmark's kinds (``unlisted`` only where the taxonomy has
     steps no recording contains), and enough episodes per kind for about :data:`TARGET_MISTAKES` mistakes."""
     used = {int(x) for s in sequences for x in s}
     unlisted = tuple(sorted(int(x) for x in taxonomy if int(x) not in used))
     kinds = tuple(c for c in BENCHMARK_KINDS.get(benchmark, DEFAULT_KINDS) if c != "unlisted" or unlisted)
     per = max(2, round(TARGET_MISTAKES / (max(len(sequences), 1) * max(len(kinds), 1))))
-    return Plan(kinds, unlisted, per, k, seed)
+    return Plan(kinds, unlisted, per, k, seed, tuple(noise))
 
 
 def folds(n: int, k: int = 5, seed: int = 0) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -122,10 +133,29 @@ def _other(s: tuple[int, ...], vocab: Sequence[int], rng: random.Random) -> tupl
     return rng.randrange(len(s)), rng.choice(others)
 
 
+def noisy(prefix: tuple[int, ...], vocab: Sequence[int], noise: tuple[tuple[str, float], ...],
+          rng: random.Random) -> tuple[int, ...]:
+    """``prefix`` through the recogniser-noise channel :data:`NOISE` (rates ``noise``)."""
+    rate = dict(noise)
+    out: list[int] = []
+    for x in prefix:
+        u = rng.random()
+        if u < rate.get("deletion", 0.0):
+            continue
+        if u < rate.get("deletion", 0.0) + rate.get("substitution", 0.0):
+            x = rng.choice([v for v in vocab if v != x] or [x])
+        out.append(x)
+        if rng.random() < rate.get("flicker", 0.0):
+            out += [rng.choice([v for v in vocab if v != x] or [x]), x]
+    return tuple(out)
+
+
 def construct(sequences: Sequence[Sequence[int]], held: Sequence[int], plan: Plan, seed: int = 0) -> list[Episode]:
     """``plan.per_kind`` episodes of each of ``plan.kinds`` per held-out recording (module docstring). The foreign
     kind draws from every step of ``sequences`` (a step only held-out recordings use is then unseen by the fold's
-    model, as a rare step of another procedure would be)."""
+    model, as a rare step of another procedure would be). With ``plan.noise`` each correct prefix passes through
+    the recogniser-noise channel (:func:`noisy`); without it no random draw is added, so clean episodes are the same
+    as ever."""
     rng = random.Random(seed)
     vocab = sorted({int(x) for s in sequences for x in s})
     make = {"order": _order, "repeat": _repeat, "foreign": lambda s, r: _other(s, vocab, r),
@@ -137,7 +167,8 @@ def construct(sequences: Sequence[Sequence[int]], held: Sequence[int], plan: Pla
             for _ in range(plan.per_kind):
                 got = make[kind](s, rng)
                 if got is not None:
-                    out.append(Episode(s[: got[0]], got[1], kind, i))
+                    prefix = noisy(s[: got[0]], vocab, plan.noise, rng) if plan.noise else s[: got[0]]
+                    out.append(Episode(prefix, got[1], kind, i))
     return out
 
 

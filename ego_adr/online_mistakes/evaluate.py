@@ -25,12 +25,14 @@ test videos were scored, and no goal line compares such a run with a published r
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
 from ego_adr.monitoring.step_metrics import COUNT_KEYS, METRIC_KEYS, RANK_KEYS
+from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes.harness import (
     HARNESS_VERSION,
@@ -45,6 +47,7 @@ from ego_adr.online_mistakes.report import monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json
 
 MODEL_KEYS = ("model", "backend", "base_url")
+ORACLES = ("oracle", "oracle-merged")  # the ground-truth steps: no recogniser noise in validation
 ALIASES = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's flags: aliases of its options
 
 
@@ -120,7 +123,8 @@ def _identity(a, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) 
     ``all``), or ``all``'s summary (``monitor``: the list)."""
     ident = {"command": "monitoring evaluate", "benchmark": a.benchmark, "stream": stream.name,
              "stream_sha256": stream.sha256, **{f"{k}_sha256": v for k, v in fingerprint.items()},
-             "harness_version": HARNESS_VERSION}
+             "harness_version": HARNESS_VERSION,
+             "validation_noise": {} if a.stream in ORACLES else dict(cv.NOISE)}
     names = [monitor] if isinstance(monitor, str) else monitor
     ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
     if isinstance(monitor, str):  # one key per option, so a refusal names the option that differs
@@ -206,6 +210,8 @@ def evaluate(a) -> int:
         raise UserError(f"--data-root {a.data_root}: {D.spec(a.benchmark).files()['train']} holds no training "
                         f"sequence, and --monitor {a.monitor} trains on them; {D.DOWNLOAD_HINT}")
     stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed, partial=a.partial)
+    if a.stream not in ORACLES:  # a recogniser's output: validation episodes pass through the noise channel
+        train = dataclasses.replace(train, noise=cv.NOISE)
     fingerprint = D.data_fingerprint(a.data_root, a.benchmark)
     skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
     names = [n for n in names if n not in skipped]

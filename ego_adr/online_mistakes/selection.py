@@ -12,7 +12,7 @@ grid wins by its optimism. The comparison is therefore made one level up, on rec
 - for each outer fold, every candidate is built fresh and fitted on that fold's fit recordings only -- its whole
   tuning, inner cross-validation included, sees nothing else -- then streamed over validation episodes built from
   the fold's held-out recordings (:func:`cv.construct` with the benchmark's plan: the same kinds of constructed
-  mistake as every inner validation);
+  mistake as every inner validation, through the same recogniser-noise channel on a recogniser's stream);
 - each monitor's rows of all outer folds are pooled and scored as the test is: macro F1 at its macro-F1 operating
   point, F1b at its F1b point (:func:`ego_adr.monitoring.step_metrics.scored`); ``objective`` is their mean;
 - **the rule**: the chosen monitor is the candidate of highest outer ``objective`` (ties: registry order).
@@ -54,12 +54,13 @@ def candidates(names: Sequence[str]) -> list[str]:
 
 def _subset(train: TrainingSet, idx: Sequence[int]) -> TrainingSet:
     return TrainingSet(train.benchmark, tuple(train.sequences[i] for i in idx), train.taxonomy,
-                       tuple(train.videos[i] for i in idx) if train.videos else ())
+                       tuple(train.videos[i] for i in idx) if train.videos else (), train.noise)
 
 
 def _outer_streams(train: TrainingSet) -> list[tuple[TrainingSet, Stream]]:
     seqs = [tuple(int(x) for x in s) for s in train.sequences]
-    plan = cv.plan(train.benchmark, [s for s in seqs if s], sorted(train.taxonomy), OUTER_FOLDS, OUTER_SEED)
+    plan = cv.plan(train.benchmark, [s for s in seqs if s], sorted(train.taxonomy), OUTER_FOLDS, OUTER_SEED,
+                   train.noise)
     out = []
     for j, (fit, held) in enumerate(cv.folds(len(seqs), OUTER_FOLDS, OUTER_SEED)):
         held = [i for i in held if seqs[i]]
@@ -76,7 +77,7 @@ def nested_scores(train: TrainingSet, names: Sequence[str]) -> dict[str, dict]:
     ``train`` (module docstring); monitors that need a model are left out."""
     names = [n for n in names if not REGISTRY.get(n).needs_model]
     key = (train.benchmark, tuple(map(tuple, train.sequences)), tuple(train.videos),
-           tuple(sorted(train.taxonomy.items())), tuple(names))
+           tuple(sorted(train.taxonomy.items())), train.noise, tuple(names))
     if key in _MEMO:
         return _MEMO[key]
     folds = _outer_streams(train)
@@ -106,5 +107,5 @@ def choose(scores: dict[str, dict]) -> str | None:
 def record(train: TrainingSet, names: Sequence[str]) -> dict:
     """``summary.json``'s ``selection``: the rule, the outer folds, every monitor's nested scores, the choice."""
     scores = nested_scores(train, names)
-    return {"rule": RULE, "outer_folds": OUTER_FOLDS, "outer_seed": OUTER_SEED,
+    return {"rule": RULE, "outer_folds": OUTER_FOLDS, "outer_seed": OUTER_SEED, "recogniser_noise": dict(train.noise),
             "candidates": candidates(list(scores)), "scores": scores, "chosen": choose(scores)}

@@ -29,6 +29,9 @@ class TrainingSet:
     sequences: tuple[tuple[int, ...], ...]
     taxonomy: Mapping[int, str]
     videos: tuple[str, ...] = ()
+    # the recogniser-noise channel the monitors' validation episodes pass through ((kind, rate), ...): set by the
+    # harness for a recogniser's stream (MiniRoad, a file), empty for the oracle steps (cv.NOISE)
+    noise: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

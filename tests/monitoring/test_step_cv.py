@@ -104,3 +104,30 @@ def test_logistic_calibration_is_monotone_and_fits_the_rate():
     assert 1.4 < a < 2.8 and -1.6 < b < -0.4  # close to the generating (2, -1)
     assert cv.calibrated((a, b), 2.0) > cv.calibrated((a, b), 0.0) > cv.calibrated((a, b), -2.0)
     assert cv.calibrated((a, b), float("inf")) == 1.0
+
+
+def test_the_recogniser_noise_channel_deletes_substitutes_and_flickers_at_its_rates():
+    import random
+
+    prefix = tuple(range(10)) * 100
+    vocab = list(range(12))
+    assert cv.noisy(prefix, vocab, (("deletion", 1.0),), random.Random(0)) == ()
+    subs = cv.noisy(prefix, vocab, (("substitution", 1.0),), random.Random(0))
+    assert len(subs) == len(prefix) and all(a != b for a, b in zip(prefix, subs))
+    flick = cv.noisy(prefix, vocab, (("flicker", 1.0),), random.Random(0))
+    assert len(flick) == 3 * len(prefix) and flick[::3] == prefix and flick[2::3] == prefix  # x, other, x
+    mixed = cv.noisy(prefix, vocab, cv.NOISE, random.Random(0))
+    kept = len(mixed) / len(prefix)
+    assert 0.9 < kept < 1.2  # 10 % deleted, 5 % flickered (2 steps each): about 1.0 per step
+
+
+def test_a_clean_plan_builds_the_same_episodes_as_before_and_a_noisy_one_keeps_each_mistake():
+    seqs = [tuple(range(i, i + 8)) for i in range(6)]
+    clean = cv.plan("assembly101-o", seqs, range(20))
+    noisy = cv.plan("assembly101-o", seqs, range(20), noise=cv.NOISE)
+    a = cv.construct(seqs, [0, 1], clean, 3)
+    b = cv.construct(seqs, [0, 1], noisy, 3)
+    assert clean.noise == () and noisy.describe()["recogniser_noise"] == dict(cv.NOISE)
+    assert [(e.kind, e.source) for e in a][:2] == [(e.kind, e.source) for e in b][:2]
+    assert a[0].mistake == b[0].mistake  # the first draw is the same: the channel only touches the prefix
+    assert any(x.prefix != y.prefix for x, y in zip(a, b))

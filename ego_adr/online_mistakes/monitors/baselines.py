@@ -75,7 +75,7 @@ class Position(Monitor):
 
     def fit(self, train: TrainingSet) -> None:
         seqs = [tuple(int(x) for x in s) for s in train.sequences if s]
-        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k_folds, self.seed)
+        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k_folds, self.seed, train.noise)
         val = cv.validation(seqs, plan)
         eps = [e for _, es in val for e in es]
         y, pos = cv.episode_labels(eps), _positions(eps)

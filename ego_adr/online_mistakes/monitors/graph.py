@@ -206,7 +206,7 @@ class GraphMonitor(Monitor):
             self.selection = {"chosen": self.params, "chosen_by": "fixed by the caller (no cross-validation)"}
             self.points = dict.fromkeys(cv.OPERATING_METRICS, self.params)
         else:
-            plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
+            plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed, train.noise)
             self.params, self.calib, self.selection, self.points = select(seqs, plan)
         self.graph = TaskGraph.learn(seqs)
 

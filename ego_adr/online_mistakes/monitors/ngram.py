@@ -184,7 +184,7 @@ class NGramMonitor(Monitor):
         keep = [i for i, s in enumerate(train.sequences) if s]
         seqs = [train.sequences[i] for i in keep]
         tasks = [task_of(train.videos[i]) for i in keep] if self.use_task and train.videos else None
-        f = select_and_fit(seqs, cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed), tasks)
+        f = select_and_fit(seqs, cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed, train.noise), tasks)
         self.model, self.score, self.threshold, self.calib, self.selection = (
             f.model, f.score, f.threshold, f.calib, f.selection)
         self.points = f.points

@@ -156,7 +156,7 @@ class OneClassMonitor(Monitor):
 
     def fit(self, train: TrainingSet) -> None:
         seqs = [s for s in train.sequences if s]
-        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
+        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed, train.noise)
         f = select_and_fit(seqs, self.arch, plan, self.hidden, self.max_epochs)
         self.model, self.score, self.threshold, self.calib, self.selection = (
             f.model, f.score, f.threshold, f.calib, f.selection)

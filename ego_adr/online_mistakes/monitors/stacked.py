@@ -89,7 +89,7 @@ class StackedMonitor(Monitor):
 
         torch.set_num_threads(self.threads)
         seqs = [tuple(int(x) for x in s) for s in train.sequences if s]
-        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed)
+        plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed, train.noise)
         lm, ng = O.select_and_fit(seqs, "gru", plan), N.select_and_fit(seqs, plan)
         strengths = G.validation_strengths(seqs, lm.validation)
         y = lm.labels
