@@ -25,14 +25,15 @@ stops after the first epoch that scores above ``tau``.
 
 **Ours beside DTGL's code.** The loss is computed in one pass over all sequences (a cumulative sum over each
 sequence's columns of ``A'``) instead of a Python loop per position, and the graph is built only when early stopping
-needs it; in float64 on one thread with deterministic algorithms, so the same inputs give the same graph whatever
-the thread count (DTGL: float32). Everything else -- initialisation, random draws, loss, optimiser, stopping -- is
-DTGL's.
+needs it; equal sequences of an epoch are computed once and counted as often as they occur; in float64 on one
+thread with deterministic algorithms, so the same inputs give the same graph whatever the thread count (DTGL:
+float32). Everything else -- initialisation, random draws, loss, optimiser, stopping -- is DTGL's.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -133,38 +134,38 @@ def dedupe(seq: Sequence[int], draw) -> list[int]:
 
 
 def _batch(seqs: Sequence[Sequence[int]], n: int):
-    """Padded index tensors of the framed sequences ``BETA, START, ..., END, GAMMA`` (each node once)."""
+    """For the framed sequences ``BETA, START, ..., END, GAMMA`` (each node once), padded to one width: at each
+    position ``t``, the nodes before it (``J``), the nodes of ``START .. END`` not before it, and the node at
+    ``t`` (each ``(B, L, n)``, float 0/1), and which positions have a rate (DTGL's ``1 .. len - 2``)."""
     import torch
 
     framed = [[0, 1, *s, n - 2, n - 1] for s in seqs]
     width = max(len(f) for f in framed)
-    idx = np.zeros((len(framed), width), dtype=np.int64)
     first = np.full((len(framed), n), width, dtype=np.int64)  # position of each node, ``width`` when absent
     valid = np.zeros((len(framed), width), dtype=bool)
     for b, f in enumerate(framed):
-        idx[b, :len(f)] = f
         first[b, f] = np.arange(len(f))
-        valid[b, 1:len(f) - 1] = True  # DTGL's rates: positions 1 .. len - 2 (START .. END)
-    return torch.from_numpy(idx), torch.from_numpy(first), torch.from_numpy(valid)
+        valid[b, 1:len(f) - 1] = True
+    t = np.arange(width)[None, :, None]
+    pos = first[:, None, :]
+    in_range = (np.arange(n) >= 1) & (np.arange(n) <= n - 2)
+    return (torch.from_numpy((pos < t).astype(np.float64)), torch.from_numpy(((pos >= t) & in_range).astype(np.float64)),
+            torch.from_numpy((pos == t).astype(np.float64)), torch.from_numpy(valid))
 
 
-def tgml_loss(z, allowed, batch, beta: float):
-    """The TGML loss of the module docstring, summed over every rate of every sequence of ``batch``."""
+def tgml_loss(z, allowed, batch, beta: float, counts=None):
+    """The TGML loss of the module docstring, summed over every rate of every sequence of ``batch`` (each counted
+    ``counts[b]`` times: equal sequences have equal rates, so each is computed once)."""
     import torch
 
-    idx, first, valid = batch
-    n = z.shape[0]
+    before, not_before, here, valid = (x.to(z.dtype) if x.is_floating_point() else x for x in batch)
     a = adjacency(z, allowed) + EPS
-    cols = a[:, idx].permute(1, 0, 2)  # (B, n, L): A'[h, seq[t]]
-    # sum over the nodes before position t, sum_{j in J_t} A'[h, j]: an exclusive cumulative sum
-    q = torch.cat([torch.zeros_like(cols[:, :, :1]), torch.cumsum(cols[:, :, :-1], dim=2)], dim=2)
-    steps = torch.arange(idx.shape[1])
-    in_range = (torch.arange(n) >= 1) & (torch.arange(n) <= n - 2)  # h over START .. END
-    not_j = in_range[None, :, None] & (first[:, :, None] >= steps[None, None, :])
-    den = (q * not_j).sum(1)
-    num = torch.gather(q, 1, idx[:, None, :]).squeeze(1)
+    q = before @ a.T  # (B, L, n): q[b, t, h] = sum over j before t of A'[h, j]
+    den = (q * not_before).sum(-1)
+    num = (q * here).sum(-1)
     rates = beta * torch.log(torch.where(valid, den, 1.0)) - torch.log(torch.where(valid, num, 1.0))
-    return rates.sum()
+    per_seq = rates.sum(1)
+    return per_seq.sum() if counts is None else (per_seq * torch.as_tensor(counts, dtype=z.dtype)).sum()
 
 
 @contextlib.contextmanager
@@ -210,8 +211,8 @@ def train(data: Data, cfg: DoConfig, seed: int, float32: bool = False) -> dict:
         acc_seqs = [[0, *(x - 1 for x in s), data.n - 3] for v in data.variants for s in v]
         losses, score, epoch = [], None, 0
         for epoch in range(1, cfg.epochs + 1):
-            batch = _batch(fixed + [dedupe(s, rng.uniform) for s in data.variants[2]], data.n)
-            loss = tgml_loss(z, allowed, batch, cfg.beta)
+            seqs = Counter(fixed + [tuple(dedupe(s, rng.uniform)) for s in data.variants[2]])
+            loss = tgml_loss(z, allowed, _batch(list(seqs), data.n), cfg.beta, list(seqs.values()))
             opt.zero_grad()
             loss.backward()
             opt.step()
