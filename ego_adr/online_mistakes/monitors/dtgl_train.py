@@ -36,6 +36,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -133,24 +134,32 @@ def dedupe(seq: Sequence[int], draw) -> list[int]:
     return out
 
 
+@lru_cache(maxsize=8192)
+def _framed(seq: tuple[int, ...], n: int) -> np.ndarray:
+    """One framed sequence ``BETA, START, ..., END, GAMMA`` (each node once) as ``(3, L, n)`` 0/1 rows: at each
+    position ``t`` the nodes before it (``J``), the nodes of ``START .. END`` not before it, the node at ``t``.
+    Memoised: an epoch's sequences are mostly those of the epoch before."""
+    f = [0, 1, *seq, n - 2, n - 1]
+    first = np.full(n, len(f))  # position of each node, ``len(f)`` when absent
+    first[f] = np.arange(len(f))
+    t = np.arange(len(f))[:, None]
+    in_range = (np.arange(n) >= 1) & (np.arange(n) <= n - 2)
+    return np.stack([first < t, (first >= t) & in_range, first == t]).astype(np.float64)
+
+
 def _batch(seqs: Sequence[Sequence[int]], n: int):
-    """For the framed sequences ``BETA, START, ..., END, GAMMA`` (each node once), padded to one width: at each
-    position ``t``, the nodes before it (``J``), the nodes of ``START .. END`` not before it, and the node at
-    ``t`` (each ``(B, L, n)``, float 0/1), and which positions have a rate (DTGL's ``1 .. len - 2``)."""
+    """:func:`_framed` of each sequence, padded to one width, and which positions have a rate (DTGL's
+    ``1 .. len - 2``: ``START`` to ``END``)."""
     import torch
 
-    framed = [[0, 1, *s, n - 2, n - 1] for s in seqs]
-    width = max(len(f) for f in framed)
-    first = np.full((len(framed), n), width, dtype=np.int64)  # position of each node, ``width`` when absent
-    valid = np.zeros((len(framed), width), dtype=bool)
-    for b, f in enumerate(framed):
-        first[b, f] = np.arange(len(f))
-        valid[b, 1:len(f) - 1] = True
-    t = np.arange(width)[None, :, None]
-    pos = first[:, None, :]
-    in_range = (np.arange(n) >= 1) & (np.arange(n) <= n - 2)
-    return (torch.from_numpy((pos < t).astype(np.float64)), torch.from_numpy(((pos >= t) & in_range).astype(np.float64)),
-            torch.from_numpy((pos == t).astype(np.float64)), torch.from_numpy(valid))
+    rows = [_framed(tuple(s), n) for s in seqs]
+    width = max(r.shape[1] for r in rows)
+    out = np.zeros((3, len(rows), width, n))
+    valid = np.zeros((len(rows), width), dtype=bool)
+    for b, r in enumerate(rows):
+        out[:, b, :r.shape[1]] = r
+        valid[b, 1:r.shape[1] - 1] = True
+    return (*(torch.from_numpy(x) for x in out), torch.from_numpy(valid))
 
 
 def tgml_loss(z, allowed, batch, beta: float, counts=None):
