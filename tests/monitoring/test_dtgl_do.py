@@ -24,7 +24,7 @@ def test_tgml_loss_matches_a_hand_computation():
 
     n, e, beta = 6, T.EPS, 0.005
     z = torch.zeros(n, n, dtype=torch.float64)
-    got = T.tgml_loss(z, torch.from_numpy(T.allowed_mask(n)), T._batch([[2, 3]], n), beta)
+    got = T.tgml_loss(z, torch.from_numpy(T.allowed_mask(n)), T.terms([[2, 3]], n), beta)
     rates = [  # (den, num) at START (J = {BETA}), a (J + START), b (J + a), END (J + b)
         ((1 + e) + (1 / 3 + e) + (1 / 3 + e) + (1 / 4 + e), 1 + e),
         ((2 / 3 + 2 * e) + (2 / 3 + 2 * e) + (1 / 2 + 2 * e), 2 / 3 + 2 * e),
@@ -33,6 +33,23 @@ def test_tgml_loss_matches_a_hand_computation():
     ]
     want = sum(beta * math.log(den) - math.log(num) for den, num in rates)
     assert float(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_loss_counts_each_distinct_rate_as_often_as_it_occurs():
+    """Rates are grouped by (set before, node): the grouped loss of a, b; b, a; a, b equals the sum of each
+    sequence's own loss."""
+    import torch
+
+    n = 6
+    z = torch.rand(n, n, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    allowed = torch.from_numpy(T.allowed_mask(n))
+
+    def loss(seqs, counts=None):
+        return float(T.tgml_loss(z, allowed, T.terms(seqs, n, counts), 0.005))
+
+    one, two = loss([[2, 3]]), loss([[3, 2]])
+    assert loss([[2, 3], [3, 2], [2, 3]]) == pytest.approx(2 * one + two, rel=1e-12)
+    assert loss([[2, 3], [3, 2]], [2, 1]) == pytest.approx(2 * one + two, rel=1e-12)
 
 
 def test_dedupe_moves_a_repeated_step_only_when_the_draw_is_below_half():
