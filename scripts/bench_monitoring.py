@@ -6,6 +6,7 @@ rows, and the facts ``docs/online_mistakes.md`` states about DTGL's Count-Based.
     python scripts/bench_monitoring.py --data-root DIR --timeline                         # docs/img timeline PNG
     python scripts/bench_monitoring.py --data-root DIR --dtgl-hashseed DTGL_CHECKOUT      # DTGL's own code, seeds
     python scripts/bench_monitoring.py --data-root DIR --complete [--write-docs] [--timeline]  # complete trials
+    python scripts/bench_monitoring.py --data-root DIR --dtgl-do [--dtgl-code DTGL_CHECKOUT] [--write-docs]
 
 The table runs ``python -m ego_adr.monitoring evaluate --monitor all`` for each data set and stream (monitors that
 need a model are left out) and prints the wall time of all of them together (issue 27 asks for under a minute on
@@ -16,6 +17,14 @@ pages that hold them (``scripts/docs_tables.py``).
 ``--dtgl-hashseed`` runs DTGL's own Count-Based (``TransitionGraph`` and ``check_precondition`` from a checkout of
 fpv-iplab/Differentiable-Task-Graph-Learning at 536aaa7; it needs pandas, networkx and scikit-learn) under
 ``PYTHONHASHSEED`` = 0 .. N-1 and prints the macro F1 values it reaches on each data set and stream, beside ours.
+
+``--dtgl-do`` (alone: it replaces the table run) trains ``dtgl-do`` afresh (an empty cache) for each of DTGL's four
+published DO rows under DTGL's config seed 42 and ``--do-seeds`` more, and prints macro F1 per seed, the spread,
+the epochs run and the training time (block ``monitoring-dtgl-do``). With ``--dtgl-code DTGL_CHECKOUT`` it also
+times DTGL's own ``train_without_gt.py --augmentation --relaxed`` (seed 42) on the two early-stopping configs, the
+ones that train in minutes, and prints the epoch it stopped at and its last score beside ours; that run needs
+python-box on the path and an importable ``pygraphviz`` (DTGL's package imports it; training draws nothing, so an
+empty stand-in module will do).
 """
 
 from __future__ import annotations
@@ -165,6 +174,80 @@ def dtgl_hashseed(root: str, checkout: str, seeds: int, ours: dict) -> str:
     return "\n".join(lines)
 
 
+DO_ROWS = (("assembly101-o", "oracle", "DO*", 0.759), ("assembly101-o", "miniroad", "DO+", 0.535),
+           ("epic-tent-o", "oracle", "DO*", 0.583), ("epic-tent-o", "miniroad", "DO+", 0.465))  # DTGL Table 3
+
+
+def dtgl_do_seeds(root: str, seeds: list[int]) -> tuple[list[str], dict]:
+    """dtgl-do on DTGL's four DO rows, each seed trained afresh; the table lines and seed 42's training records."""
+    import statistics
+
+    from ego_adr.online_mistakes.data import load_stream, load_training
+    from ego_adr.online_mistakes.harness import result, run_monitor
+    from ego_adr.store import cache_scope
+
+    lines = ["| data set / stream | DTGL Table 3 | config | macro F1 per seed (" + ", ".join(map(str, seeds))
+             + ") | mean, min-max | epochs run | training s (mean) |", "|---|---:|---|---|---|---|---:|"]
+    ours42 = {}
+    for b, s, row, pub in DO_ROWS:
+        train, stream = load_training(root, b), load_stream(root, b, s)
+        f1, epochs, secs = [], [], []
+        for seed in seeds:
+            with tempfile.TemporaryDirectory() as cache, cache_scope(cache):
+                rows, mon = run_monitor("dtgl-do", train, stream, seed=seed)
+            res = result("dtgl-do", train, stream, rows, mon)
+            f1.append(100 * res["macro_f1"])
+            epochs.append(res["stats"]["epochs_run"])
+            secs.append(res["stats"]["train_seconds"])
+            if seed == 42:
+                ours42[(b, s)] = res
+        cfg = res["selection"]["hyper_parameters"]["dtgl_config_file"]
+        lines.append(f"| {b} / {s} | {row} {100 * pub:.1f} | `{cfg}` | " + ", ".join(f"{v:.2f}" for v in f1)
+                     + f" | {statistics.mean(f1):.2f}, {min(f1):.2f}-{max(f1):.2f} | "
+                     + ", ".join(map(str, epochs)) + f" | {statistics.mean(secs):.1f} |")
+    return lines, ours42
+
+
+def dtgl_code_time(root: str, checkout: str, ours42: dict) -> list[str]:
+    """DTGL's own DO training (seed 42) on its two early-stopping configs: wall time, stop epoch, last score."""
+    import re
+    import shutil
+
+    runs = (("epic-tent", "EPIC-Tent-O/DO.yaml", ("epic-tent-o", "oracle")),
+            ("assembly101", "Assembly101-O/DO-with-early-stopping.yaml", ("assembly101-o", "miniroad")))
+    lines = ["| DTGL's code, seed 42 | wall s | stopped at epoch | last score | ours: epoch, score, training s |",
+             "|---|---:|---:|---:|---|"]
+    with tempfile.TemporaryDirectory() as tmp:  # a scratch copy, so the checkout is never written to
+        for part in ("lib", "configs", "task-graph-learning/DO"):
+            shutil.copytree(Path(checkout) / part, Path(tmp) / part)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [f"{tmp}/lib/src",
+                                                                         os.environ.get("PYTHONPATH")]))}
+        for ds, cfg, key in runs:
+            (Path(tmp) / "data" / ds).mkdir(parents=True, exist_ok=True)
+            shutil.copy(Path(root) / "dtgl" / ds / "train.json", Path(tmp) / "data" / ds / "train.json")
+            t0 = time.perf_counter()
+            res = subprocess.run([sys.executable, "train_without_gt.py", "-cfg", f"../../configs/{cfg}",
+                                  "--augmentation", "--relaxed", "-d", "cpu"], cwd=f"{tmp}/task-graph-learning/DO",
+                                 env=env, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            if res.returncode:
+                raise SystemExit(f"DTGL's train_without_gt.py failed on {cfg}: {res.stderr.strip()[-400:]}")
+            epoch, score = re.findall(r"Epoch (\d+): .* accuracy = ([0-9.]+)", res.stdout)[-1]
+            st = ours42[key]["stats"]
+            lines.append(f"| `{cfg}` | {wall:.1f} | {epoch} | {float(score):.4f} | {st['epochs_run']}, "
+                         f"{st['early_stopping_score']:.4f}, {st['train_seconds']:.1f} |")
+    return lines
+
+
+def dtgl_do(args) -> str:
+    seeds = [42, *range(args.do_seeds)]
+    lines, ours42 = dtgl_do_seeds(args.data_root, seeds)
+    if args.dtgl_code:
+        lines += ["", *dtgl_code_time(args.data_root, args.dtgl_code, ours42)]
+    lines += ["", f"Training on {os.cpu_count()} CPUs (dtgl-do trains on one thread)."]
+    return "\n".join(lines)
+
+
 def cycle_facts(root: str) -> str:
     """The cycles of each data set's precondition edges before any is removed (strongly connected components of
     more than one step), with each edge's transition probability: what DTGL's seed-dependent rule chooses among."""
@@ -252,7 +335,16 @@ def main() -> None:
     p.add_argument("--dtgl-hashseed", metavar="DTGL_CHECKOUT", help="run DTGL's own Count-Based under many seeds")
     p.add_argument("--seeds", type=int, default=50, help="PYTHONHASHSEED values for --dtgl-hashseed (default 50)")
     bench_complete.add_flags(p)
+    p.add_argument("--dtgl-do", action="store_true", help="dtgl-do over seeds on DTGL's four DO rows (alone)")
+    p.add_argument("--do-seeds", type=int, default=4, help="seeds 0..N-1 beside DTGL's 42 for --dtgl-do (default 4)")
+    p.add_argument("--dtgl-code", metavar="DTGL_CHECKOUT", help="with --dtgl-do: also time DTGL's own DO training")
     ARGS = p.parse_args()
+    if ARGS.dtgl_do:
+        docs_tables.check(ARGS, ["monitoring-dtgl-do"])
+        block = dtgl_do(ARGS)
+        print(block)
+        docs_tables.publish(ARGS, {"monitoring-dtgl-do": block})
+        return
     if ARGS.complete:  # the complete-trial benchmarks only (scripts/bench_complete.py)
         docs_tables.check(ARGS, list(bench_complete.BLOCKS))
         with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ def test_tgml_loss_matches_a_hand_computation():
 
     n, e, beta = 6, T.EPS, 0.005
     z = torch.zeros(n, n, dtype=torch.float64)
-    got = T.tgml_loss(z, torch.from_numpy(T.allowed_mask(n)), T._batch([[2, 3]], n), beta)
+    got = T.tgml_loss(z, torch.from_numpy(T.allowed_mask(n)), T.terms([[2, 3]], n), beta)
     rates = [  # (den, num) at START (J = {BETA}), a (J + START), b (J + a), END (J + b)
         ((1 + e) + (1 / 3 + e) + (1 / 3 + e) + (1 / 4 + e), 1 + e),
         ((2 / 3 + 2 * e) + (2 / 3 + 2 * e) + (1 / 2 + 2 * e), 2 / 3 + 2 * e),
@@ -33,6 +33,23 @@ def test_tgml_loss_matches_a_hand_computation():
     ]
     want = sum(beta * math.log(den) - math.log(num) for den, num in rates)
     assert float(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_loss_counts_each_distinct_rate_as_often_as_it_occurs():
+    """Rates are grouped by (set before, node): the grouped loss of a, b; b, a; a, b equals the sum of each
+    sequence's own loss."""
+    import torch
+
+    n = 6
+    z = torch.rand(n, n, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    allowed = torch.from_numpy(T.allowed_mask(n))
+
+    def loss(seqs, counts=None):
+        return float(T.tgml_loss(z, allowed, T.terms(seqs, n, counts), 0.005))
+
+    one, two = loss([[2, 3]]), loss([[3, 2]])
+    assert loss([[2, 3], [3, 2], [2, 3]]) == pytest.approx(2 * one + two, rel=1e-12)
+    assert loss([[2, 3], [3, 2]], [2, 1]) == pytest.approx(2 * one + two, rel=1e-12)
 
 
 def test_dedupe_moves_a_repeated_step_only_when_the_draw_is_below_half():
@@ -150,3 +167,22 @@ def test_data_root_without_training_sequences_is_refused(online_root, tmp_path, 
                        "--data-root", root, "--out", out)
     assert code == 2 and "training" in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_steps_are_byte_identical_under_one_and_two_threads(online_root, tmp_path):
+    """Each run trains afresh (its own cache) in a process started with 1 or 2 threads."""
+    import os
+    import subprocess
+    import sys
+
+    got = []
+    for n in ("1", "2"):
+        env = {**os.environ, "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
+               "EGO_ADR_CACHE": str(tmp_path / f"cache{n}")}
+        out = tmp_path / f"out{n}"
+        subprocess.run([sys.executable, "-m", "ego_adr.monitoring", "evaluate", "--benchmark", "epic-tent-o",
+                        "--stream", "miniroad", "--monitor", "dtgl-do", "--data-root", str(online_root), "--out",
+                        str(out), "--quiet"], env=env, check=True)
+        assert not json.loads((out / "metrics.json").read_text())["stats"]["from_cache"]
+        got.append((out / "steps.jsonl").read_bytes())
+    assert got[0] == got[1]

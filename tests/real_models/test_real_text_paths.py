@@ -121,7 +121,7 @@ def test_two_real_judges_each_score_or_count_a_parse_failure_and_resume(smollm2,
 
 
 def test_the_builders_llm_labelling_names_types_or_leaves_the_row_out(smollm2, tmp_path):
-    from ego_adr.build.labelling import label_rows
+    from ego_adr.benchmark_builder.labelling import label_rows
     from ego_adr.data.build_input import Row
     from ego_adr.models.base import GenerationConfig
     from ego_adr.taxonomy import ERROR_OPTIONS
