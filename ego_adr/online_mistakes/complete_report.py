@@ -103,7 +103,8 @@ def goal(results: list[dict]) -> list[dict]:
     return [{"metric": "macro_f1", "chosen_on_validation": chosen["monitor"], "chosen_value": chosen["macro_f1"],
              "chosen_auroc": chosen["auroc"], "blind": {"monitor": top["monitor"], "value": top["macro_f1"]},
              "blind_auroc": {m["monitor"]: m["auroc"] for m in blind}, "margin": margin, "target": TARGET,
-             "met": margin >= TARGET, "best_on_test": {"monitor": best["monitor"], "value": best["macro_f1"]}}]
+             "met": margin >= TARGET, "best_on_test": {"monitor": best["monitor"], "value": best["macro_f1"]},
+             "blind_not_run": [b for b in BLIND if b not in {m["monitor"] for m in results}]}]
 
 
 def summary(results: list[dict], benchmark: str, stream: CompleteStream, not_run: list[str]) -> dict:
@@ -124,7 +125,9 @@ def goal_lines(s: dict) -> list[str]:
                    f"{_auc(g['chosen_auroc'])}), {100 * g['margin']:+.1f} points against the best blind baseline "
                    f"({g['blind']['monitor']}, {_pct(g['blind']['value'])}); target +{100 * g['target']:.0f}: "
                    f"{verdict}. Best on the test (a choice made by looking at it): {g['best_on_test']['monitor']} "
-                   f"{_pct(g['best_on_test']['value'])}.")
+                   f"{_pct(g['best_on_test']['value'])}."
+                   + (f" Blind baselines not in this run (not registered): {', '.join(g['blind_not_run'])}."
+                      if g.get("blind_not_run") else ""))
     return out
 
 

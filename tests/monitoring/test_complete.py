@@ -251,3 +251,22 @@ def test_corrections_on_a_cut_benchmark_is_refused(root, cli, tmp_path):
     line = _refused(cli, tmp_path / "out", "--benchmark", "assembly101-o", "--monitor", "flag-all", "--corrections",
                     "exclude", "--data-root", root)
     assert "--corrections applies to assembly101-complete" in line
+
+
+def test_the_goal_sets_the_validation_choice_against_the_best_blind_row(root, tent, cli, tmp_path):
+    from ego_adr.online_mistakes import complete_report as CR
+
+    results = []
+    for name in ("flag-all", "egoadr-graph"):
+        code, _, err = cli("evaluate", "--benchmark", "epic-tent-complete", "--monitor", name, "--data-root", root,
+                           "--out", tmp_path / name, "--quiet")
+        assert code == 0, err
+        results.append(json.loads((tmp_path / name / "metrics.json").read_text()))
+    s = CR.summary(results, "epic-tent-complete", tent, [])
+    assert [r["blind"] for r in s["rows"]] == [True, False] and all("cut" in r for r in s["rows"])
+    (g,) = s["goal"]
+    assert g["chosen_on_validation"] == "egoadr-graph" and g["blind"]["monitor"] == "flag-all"
+    assert g["margin"] == results[1]["macro_f1"] - results[0]["macro_f1"] and g["met"] == (g["margin"] >= 0.10)
+    assert set(g["blind_not_run"]) <= {"never-alarm", "position"}
+    md = CR.summary_markdown(results, s)
+    assert "| **flag-all** (blind) |" in md and "the monitor chosen on validation alone (egoadr-graph)" in md
