@@ -22,6 +22,7 @@ monitor's selection, the benchmark's rules and options) and ``report.md``; ``--m
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import time
 from pathlib import Path
@@ -52,10 +53,12 @@ def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
         outs = stream_episode(monitor, rec.video, ctx, iter(rec.steps))
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
+            per = {k: bool(v) for k, v in (getattr(out, "flagged_for", None) or {}).items()}  # issue 34's points
             rows.append({"video": rec.video, "index": t, "step_id": rec.steps[t], "step_name": rec.names[t],
                          "label": rec.labels[t], "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
                          "scored": rec.scored[t], "p_error": out.prob, "flagged": flagged,
-                         "category": out.category, "evidence": out.evidence})
+                         "category": out.category, "evidence": out.evidence,
+                         **({"flagged_for": per} if per else {})})
     return rows
 
 
@@ -149,7 +152,8 @@ def evaluate_complete(a) -> int:
     with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
         results = [_one(a, n, train, stream, cut, out / n, _identity(a, stream, fingerprint, n), model, extra)
                    for n in names]
-        summary = CR.summary(results, a.benchmark, stream, [f"{n} (needs --model)" for n in skipped])
+        chosen, how = chosen_without_test(train, results)
+        summary = CR.summary(results, a.benchmark, stream, [f"{n} (needs --model)" for n in skipped], chosen, how)
         write_text(out / "summary.md", CR.summary_markdown(results, summary))
         write_json(out / "summary.json", summary)
     if not getattr(a, "quiet", False):
@@ -157,6 +161,21 @@ def evaluate_complete(a) -> int:
         for line in CR.goal_lines(summary):
             print(line)
     return 0
+
+
+def chosen_without_test(train, results: list[dict]) -> tuple[str | None, dict]:
+    """The monitor chosen without the test, by the cut benchmarks' own rule on the same training set: issue 34's
+    nested cross-validation (``selection.record``) where the package has it, else the highest
+    ``selection.cv_score.objective`` (``report.validation_choice``). Never a test number."""
+    from ego_adr.online_mistakes import report as R
+
+    if hasattr(R, "validation_choice"):
+        open_ = [m for m in results if not m["privileged"] and m["monitor"] not in CR.BLIND]
+        m = R.validation_choice(open_)
+        return (m["monitor"] if m else None), {"rule": "highest cross-validated objective of each monitor's own "
+                                               "tuning (selection.cv_score.objective), on the training recordings"}
+    sel = importlib.import_module("ego_adr.online_mistakes.selection").record(train, [m["monitor"] for m in results])
+    return sel["chosen"], sel
 
 
 def read_summary(folder: str | Path) -> dict:
