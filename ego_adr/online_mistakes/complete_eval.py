@@ -12,6 +12,11 @@ Order of work, so that bad input never leaves anything in ``--out``: the flags (
 the stream file's syntax, the data root and its source files (labels, intervals, the stream's lengths), the model
 when one is needed; only then the output folder is claimed and written (:class:`ego_adr.folders.OutputFolder`).
 
+The monitor chosen without the test (:func:`chosen_without_test`) is the cut benchmark's choice on the same training
+set; issue 34's nested selection, which fits every candidate once per outer fold, is kept under the cache root
+(``online_mistakes/selection/<key>.json``, the key covering the training set, the monitors, this code and the
+library versions), so it is paid once per training set, not once per run; ``summary.json`` says when it was read.
+
 A monitor folder holds ``steps.jsonl`` (per step: ``video``, ``index``, ``step_id``, ``step_name``, ``label`` 1
 for a mistake, ``source_label`` (correct, mistake, correction), ``kinds``, ``scored``, ``p_error``, ``flagged``,
 ``category``, ``evidence``), ``metrics.json`` (:func:`.complete_metrics.complete_metrics`, the ``cut`` row, the
@@ -22,6 +27,7 @@ monitor's selection, the benchmark's rules and options) and ``report.md``; ``--m
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
 import json
 import time
@@ -39,7 +45,7 @@ from ego_adr.online_mistakes import evaluate as E
 from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder, write_text
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext
-from ego_adr.store import write_json
+from ego_adr.store import cache_root, write_json
 
 COMPLETE_VERSION = "1"  # bump when what a complete-trial folder holds changes
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
@@ -174,8 +180,25 @@ def chosen_without_test(train, results: list[dict]) -> tuple[str | None, dict]:
         m = R.validation_choice(open_)
         return (m["monitor"] if m else None), {"rule": "highest cross-validated objective of each monitor's own "
                                                "tuning (selection.cv_score.objective), on the training recordings"}
-    sel = importlib.import_module("ego_adr.online_mistakes.selection").record(train, [m["monitor"] for m in results])
+    names = [m["monitor"] for m in results]
+    path = cache_root() / "online_mistakes" / "selection" / f"{_selection_key(train, names)}.json"
+    if path.is_file():
+        return (sel := json.loads(path.read_text(encoding="utf-8")))["chosen"], sel | {"cached": str(path)}
+    sel = importlib.import_module("ego_adr.online_mistakes.selection").record(train, names)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, sel)
     return sel["chosen"], sel
+
+
+def _selection_key(train, names: list[str]) -> str:
+    """What the nested selection depends on: the training set, the monitors, the code of the step-stream
+    benchmarks and the monitoring layer, and the library versions (a learned monitor's weights follow torch)."""
+    h = hashlib.sha256(json.dumps([train.benchmark, [list(x) for x in train.sequences], list(train.videos),
+                                   sorted(train.taxonomy.items()), names, runtime_versions()]).encode())
+    pkg = Path(__file__).resolve().parents[1]
+    for f in sorted([*(pkg / "online_mistakes").rglob("*.py"), *(pkg / "monitoring").rglob("*.py")]):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:32]
 
 
 def read_summary(folder: str | Path) -> dict:
