@@ -154,7 +154,8 @@ def alarm_rates(rows: Sequence[Mapping]) -> dict:
     by_kind = {}
     for k in kinds:
         sel = [r for r in rows if k in r["kinds"]]
-        by_kind[k] = rate(sel) | {"mistake_steps": sum(int(r["label"]) for r in sel)}
+        n = sum(int(r["label"]) for r in sel)
+        by_kind[k] = rate(sel) | {"mistake_steps": n, "mistake_kind": n == len(sel)}  # the kind makes a mistake
     return {"by_label": {lab: rate([r for r in rows if r["source_label"] == lab]) for lab in labels},
             "by_kind": by_kind}
 

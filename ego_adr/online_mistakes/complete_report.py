@@ -62,8 +62,28 @@ def _counts(m: dict) -> str:
 def _kinds(m: dict) -> list[str]:
     lines = ["| steps | count | alarmed |", "|---|---:|---:|"]
     lines += [f"| label {k} | {v['steps']} | {_pct(v['alarmed'])} |" for k, v in m["by_label"].items()]
-    lines += [f"| kind {k}{' (mistake)' if v['mistake_steps'] else ''} | {v['steps']} | {_pct(v['alarmed'])} |"
+    lines += [f"| kind {k}{' (mistake)' if v.get('mistake_kind') else ''} | {v['steps']} | {_pct(v['alarmed'])} |"
               for k, v in m["by_kind"].items()]
+    return lines
+
+
+def kinds_table(results: list[dict]) -> list[str]:
+    """The share of steps each monitor alarms on, per source label and per error kind. A kind marked ``mistake``
+    makes every step it marks a positive (the share is its recall); a step of another kind is a positive only when
+    it also carries a mistake kind (e.g. a motor slip during an order error)."""
+    if not results:
+        return []
+    first = results[0]
+    labels = list(first["by_label"])
+    kinds = list(first["by_kind"])
+    head = [f"label {k} ({first['by_label'][k]['steps']})" for k in labels]
+    head += [f"{k}{' (mistake)' if first['by_kind'][k].get('mistake_kind') else ''} ({first['by_kind'][k]['steps']})"
+             for k in kinds]
+    lines = ["| monitor: % of steps alarmed | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
+    for m in results:
+        cells = [_pct(m["by_label"][k]["alarmed"]) for k in labels]
+        cells += [_pct(m["by_kind"][k]["alarmed"]) for k in kinds]
+        lines.append(f"| {m['monitor']} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -150,4 +170,5 @@ def summary_markdown(results: list[dict], s: dict) -> str:
         lines += ["", "Privileged (read more than the task input):", "", *header(), *map(row, priv)]
     if s["not_run"]:
         lines += ["", f"Not run: {', '.join(s['not_run'])}."]
+    lines += ["", "Alarms per source label and error kind (steps in brackets):", "", *kinds_table(results)]
     return "\n".join(lines + [""])

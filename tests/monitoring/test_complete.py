@@ -177,6 +177,11 @@ def test_a_stream_file_of_whole_recordings_is_labelled_by_position(root, tent, c
     assert [r["label"] for r in rows] == [lab for r in tent.recordings for lab in r.labels]
     m = json.loads((tmp_path / "o" / "metrics.json").read_text())
     assert m["mistake_recall"] == 1.0 and m["auroc"] == 0.5
+    kinds = m["by_kind"]
+    assert all(kinds[k]["mistake_kind"] for k in ("order", "omit", "repeat"))
+    assert not any(kinds[k]["mistake_kind"] for k in ("motor", "misuse", "search"))
+    assert kinds["motor"]["steps"] == sum("motor" in k for r in tent.recordings for k in r.kinds)
+    assert {v["alarmed"] for v in kinds.values()} == {1.0}  # flag-all alarms on every kind
     firsts = [r.labels.index(1) for r in tent.recordings]
     assert m["detection"]["early"] == sum(f > 0 for f in firsts) / len(firsts)
 
