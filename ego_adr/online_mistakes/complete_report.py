@@ -27,6 +27,10 @@ def _auc(v) -> str:
     return "" if v is None or v != v else f"{v:.3f}"
 
 
+def _num(v) -> str:
+    return "none" if v is None else f"{v:.2f}"
+
+
 def _cell(m: dict, key: str) -> str:
     return _auc(m.get(key)) if key in ("auroc", "auprc") else _pct(m.get(key))
 
@@ -95,14 +99,16 @@ def monitor_report(m: dict) -> str:
     d = m["detection"]
     lines = [f"# {m['monitor']} on {title}, stream {m['stream']}", "",
              f"- {_counts(m)} (corrections: {m['corrections']}); source {m['stream_source']}",
-             f"- fitted as for {m['training_benchmark']} on its {m['training_sequences']} training sequences; "
-             f"the training recordings' own annotations hold {m['training_steps_by_source_label']} steps by label, "
-             "every one trained on as correct",
+             f"- fitted as for {m['training_benchmark']} on its {m['training_sequences']} training sequences, every "
+             "step taken as correct; the same recordings read whole by this benchmark's rules hold "
+             + ", ".join(f"{v} {k}" for k, v in m["training_steps_by_source_label"].items()) + " steps",
              f"- settings: {', '.join(f'{k}={v}' for k, v in hp.items()) or 'none'} "
              f"({sel.get('chosen_by') or sel.get('recipe') or 'how chosen: not stated'})",
              f"- counts: TP {m['tp']}, FP {m['fp']}, FN {m['fn']}, TN {m['tn']}; {m['threshold_rule']}",
-             f"- first mistake per recording ({d['recordings']}): {d['counts']}; mean delay "
-             f"{d['mean_delay_steps']} steps; false alarms before it {d['false_alarms_before_first']} per recording",
+             f"- first mistake per recording ({d['recordings']}): "
+             + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in d["counts"].items())
+             + f"; mean delay of on-target and late alarms {_num(d['mean_delay_steps'])} steps; false alarms before "
+             f"it {_num(d['false_alarms_before_first'])} per recording",
              *[f"- deviation from the published method: {x}" for x in m.get("deviations", [])],
              *[f"- note: {x}" for x in (m.get("notes") or [])], "", *header(), row(m), "",
              "Alarms per source label and error kind:", "", *_kinds(m), ""]
