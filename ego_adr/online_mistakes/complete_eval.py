@@ -17,9 +17,9 @@ set; issue 34's nested selection, which fits every candidate once per outer fold
 (``online_mistakes/selection/<key>.json``, the key covering the training set, the monitors, this code and the
 library versions), so it is paid once per training set, not once per run; ``summary.json`` says when it was read.
 
-A monitor folder holds ``steps.jsonl`` (per step: ``video``, ``index``, ``step_id``, ``step_name``, ``label`` 1
-for a mistake, ``source_label`` (correct, mistake, correction), ``kinds``, ``scored``, ``p_error``, ``flagged``,
-``category``, ``evidence``), ``metrics.json`` (:func:`.complete_metrics.complete_metrics`, the ``cut`` row, the
+A monitor folder holds ``steps.jsonl`` (per step: the monitoring layer's fields, ``episode`` the video and the
+recording's truth included, then ``video``, ``step_id``, ``step_name``, ``source_label`` (correct, mistake,
+correction), ``kinds``, ``scored`` and, where a monitor has one per metric, ``flagged_for``), ``metrics.json`` (:func:`.complete_metrics.complete_metrics`, the ``cut`` row, the
 monitor's selection, the benchmark's rules and options) and ``report.md``; ``--monitor all`` adds
 ``summary.json`` (a row per monitor, each with its ``cut`` row; ``goal``) and ``summary.md``.
 """
@@ -36,6 +36,7 @@ from pathlib import Path
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
 from ego_adr.models.compat import runtime_versions
+from ego_adr.monitoring.per_step import step_row
 from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.online_mistakes import complete as C
 from ego_adr.online_mistakes import complete_metrics as CM
@@ -47,24 +48,36 @@ from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext
 from ego_adr.store import cache_root, write_json
 
-COMPLETE_VERSION = "1"  # bump when what a complete-trial folder holds changes
+COMPLETE_VERSION = "2"  # bump when what a complete-trial folder holds changes
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
 
 
+def _truth(rec: C.CompleteRecording) -> dict:
+    """What is true of a recording, in the layer's per-step fields: errorful, its first (scored) mistake, the kinds
+    of its mistakes, the first one's kind."""
+    first = next((i for i, (y, sc) in enumerate(zip(rec.labels, rec.scored)) if y and sc), None)
+    kinds = sorted({k for ks, y, sc in zip(rec.kinds, rec.labels, rec.scored) if y and sc for k in ks})
+    return {"errorful": first is not None, "error_onset": first, "error_types": kinds,
+            "primary_type": rec.kinds[first][0] if first is not None and rec.kinds[first] else None}
+
+
 def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
-    """Every complete recording through the fitted ``monitor``, one step at a time; the per-step rows."""
+    """Every complete recording through the fitted ``monitor``, one step at a time; the per-step rows: the
+    monitoring layer's (:func:`ego_adr.monitoring.per_step.step_row`, ``episode`` the video) plus the fields of
+    this benchmark."""
     rows = []
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, stream.taxonomy)
         outs = stream_episode(monitor, rec.video, ctx, iter(rec.steps))
+        truth = _truth(rec)
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
             per = {k: bool(v) for k, v in (getattr(out, "flagged_for", None) or {}).items()}  # issue 34's points
-            rows.append({"video": rec.video, "index": t, "step_id": rec.steps[t], "step_name": rec.names[t],
-                         "label": rec.labels[t], "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
-                         "scored": rec.scored[t], "p_error": out.prob, "flagged": flagged,
-                         "category": out.category, "evidence": out.evidence,
-                         **({"flagged_for": per} if per else {})})
+            row = step_row(rec.video, t, rec.labels[t], out.prob, truth, flagged=flagged, category=out.category,
+                           onset=out.onset, evidence=out.evidence)
+            rows.append(row | {"video": rec.video, "step_id": rec.steps[t], "step_name": rec.names[t],
+                               "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
+                               "scored": rec.scored[t], **({"flagged_for": per} if per else {})})
     return rows
 
 

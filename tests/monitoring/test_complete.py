@@ -153,6 +153,11 @@ def test_monitors_go_on_after_an_alarm_and_corrections_can_be_left_out(root, cli
     assert any(not r["flagged"] for r in after) and any(r["flagged"] for r in after)  # verdicts go on
     d = m["detection"]
     assert d["recordings"] == 182 and sum(d["counts"].values()) == 182
+    from ego_adr.monitoring.per_step import group_episodes
+
+    eps = group_episodes(rows)  # the layer's per-step schema: its own reader takes the file
+    assert len(eps) == 182 and all(e.errorful and e.labels[e.error_onset] == 1 and not e.labels[:e.error_onset].any()
+                                   for e in eps)
     code, _, err = cli("evaluate", "--benchmark", "assembly101-complete", "--stream", "oracle", "--monitor",
                        "one-step-memory", "--corrections", "exclude", "--data-root", root, "--out", tmp_path / "b",
                        "--quiet")
