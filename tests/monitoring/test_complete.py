@@ -285,3 +285,16 @@ def test_the_goal_sets_the_validation_choice_against_the_best_blind_row(root, te
     assert set(g["blind_not_run"]) <= {"never-alarm", "position"}
     md = CR.summary_markdown(results, s)
     assert "| **flag-all** (blind) |" in md and "the monitor chosen on validation alone (egoadr-graph)" in md
+
+
+def test_the_position_monitor_ranks_at_chance_over_whole_recordings(root, cli, tmp_path):
+    """Issue 34's ``position`` (alarm from the k-th step on, k by cross-validation) once the registry holds it."""
+    from ego_adr.online_mistakes.registry import REGISTRY
+
+    if "position" not in REGISTRY:
+        pytest.skip("the registry has no position monitor on this branch (issue 34 adds it)")
+    code, _, err = cli("evaluate", "--benchmark", "assembly101-complete", "--monitor", "position", "--data-root",
+                       root, "--out", tmp_path / "p", "--quiet")
+    assert code == 0, err
+    m = json.loads((tmp_path / "p" / "metrics.json").read_text())
+    assert abs(m["auroc"] - 0.5) < 0.05 and m["cut"]["auroc"] > m["auroc"] + 0.1
