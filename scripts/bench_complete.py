@@ -61,12 +61,18 @@ def table(out: Path, summaries: dict) -> str:
                   f"{first['mistakes']} mistakes; the cut columns: {first['cut']['benchmark']}, "
                   f"{first['cut']['steps']} steps, {first['cut']['mistakes']} mistakes)", "", *CR.header()]
         lines += [CR.row(m) for m in results if not m["privileged"]]
-        lines += ["", *CR.goal_lines(s), ""]
+        lines += ["", *CR.goal_lines(s), "", "Alarms per source label and error kind (steps in brackets):", "",
+                  *CR.kinds_table(results), ""]
     return "\n".join(lines)
 
 
-def timing(seconds: dict) -> str:
-    parts = ", ".join(f"{b} {w:.1f} s wall ({c:.1f} s of CPU)" for b, (w, c) in seconds.items())
+def timing(seconds: dict, summaries: dict) -> str:
+    def how(b: str) -> str:
+        sel = summaries[b].get("selection") or {}
+        return "" if "scores" not in sel else "; nested selection read from the cache" if sel.get("cached") else \
+            "; nested selection computed"
+
+    parts = ", ".join(f"{b} {w:.1f} s wall ({c:.1f} s of CPU{how(b)})" for b, (w, c) in seconds.items())
     load = os.getloadavg()[0]
     return (f"`evaluate --stream oracle --monitor all`, every monitor that needs no model, fits and the cut rows "
             f"included: {parts} on {os.cpu_count()} CPUs (load average {load:.1f} when it ended)")
@@ -114,7 +120,7 @@ def timeline(out: Path, root: str, img: Path = IMG) -> None:
 def blocks(args, out: Path) -> dict[str, str]:
     """Run, print and return the blocks of the complete-trial part."""
     summaries, seconds = run(args.data_root, out)
-    found = {"complete-table": table(out, summaries), "complete-time": timing(seconds)}
+    found = {"complete-table": table(out, summaries), "complete-time": timing(seconds, summaries)}
     for text in found.values():
         print("\n" + text)
     if args.timeline:

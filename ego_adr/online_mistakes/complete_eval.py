@@ -12,9 +12,14 @@ Order of work, so that bad input never leaves anything in ``--out``: the flags (
 the stream file's syntax, the data root and its source files (labels, intervals, the stream's lengths), the model
 when one is needed; only then the output folder is claimed and written (:class:`ego_adr.folders.OutputFolder`).
 
-A monitor folder holds ``steps.jsonl`` (per step: ``video``, ``index``, ``step_id``, ``step_name``, ``label`` 1
-for a mistake, ``source_label`` (correct, mistake, correction), ``kinds``, ``scored``, ``p_error``, ``flagged``,
-``category``, ``evidence``), ``metrics.json`` (:func:`.complete_metrics.complete_metrics`, the ``cut`` row, the
+The monitor chosen without the test (:func:`chosen_without_test`) is the cut benchmark's choice on the same training
+set; issue 34's nested selection, which fits every candidate once per outer fold, is kept under the cache root
+(``online_mistakes/selection/<key>.json``, the key covering the training set, the monitors, this code and the
+library versions), so it is paid once per training set, not once per run; ``summary.json`` says when it was read.
+
+A monitor folder holds ``steps.jsonl`` (per step: the monitoring layer's fields, ``episode`` the video and the
+recording's truth included, then ``video``, ``step_id``, ``step_name``, ``source_label`` (correct, mistake,
+correction), ``kinds``, ``scored`` and, where a monitor has one per metric, ``flagged_for``), ``metrics.json`` (:func:`.complete_metrics.complete_metrics`, the ``cut`` row, the
 monitor's selection, the benchmark's rules and options) and ``report.md``; ``--monitor all`` adds
 ``summary.json`` (a row per monitor, each with its ``cut`` row; ``goal``) and ``summary.md``.
 """
@@ -22,6 +27,7 @@ monitor's selection, the benchmark's rules and options) and ``report.md``; ``--m
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -40,27 +46,38 @@ from ego_adr.online_mistakes import evaluate as E
 from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder, write_text
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext
-from ego_adr.store import write_json
+from ego_adr.store import cache_root, write_json
 
-COMPLETE_VERSION = "1"  # bump when what a complete-trial folder holds changes
+COMPLETE_VERSION = "2"  # bump when what a complete-trial folder holds changes
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
 
 
+def _truth(rec: C.CompleteRecording) -> dict:
+    """What is true of a recording, in the layer's per-step fields: errorful, its first (scored) mistake, the kinds
+    of its mistakes, the first one's kind."""
+    first = next((i for i, (y, sc) in enumerate(zip(rec.labels, rec.scored)) if y and sc), None)
+    kinds = sorted({k for ks, y, sc in zip(rec.kinds, rec.labels, rec.scored) if y and sc for k in ks})
+    return {"errorful": first is not None, "error_onset": first, "error_types": kinds,
+            "primary_type": rec.kinds[first][0] if first is not None and rec.kinds[first] else None}
+
+
 def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
-    """Every complete recording through the fitted ``monitor``, one step at a time; the per-step rows."""
+    """Every complete recording through the fitted ``monitor``, one step at a time; the per-step rows: the
+    monitoring layer's (:func:`ego_adr.monitoring.per_step.step_row`, ``episode`` the video) plus the fields of
+    this benchmark."""
     rows = []
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, stream.taxonomy)
         outs = stream_episode(monitor, rec.video, ctx, iter(rec.steps))
-        first = next((t for t, y in enumerate(rec.labels) if y), None)
-        truth = {"errorful": first is not None, "error_onset": first}
+        truth = _truth(rec)
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
-            row = step_row(rec.video, t, rec.labels[t], stable(out.prob), truth, flagged=flagged,
-                           category=out.category, onset=out.onset, evidence=out.evidence)
+            per = {k: bool(v) for k, v in (getattr(out, "flagged_for", None) or {}).items()}  # issue 34's points
+            row = step_row(rec.video, t, rec.labels[t], stable(out.prob), truth, flagged=flagged, category=out.category,
+                           onset=out.onset, evidence=out.evidence)
             rows.append(row | {"step_id": rec.steps[t], "step_name": rec.names[t],
                                "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
-                               "scored": rec.scored[t]})
+                               "scored": rec.scored[t], **({"flagged_for": per} if per else {})})
     return rows
 
 
@@ -155,10 +172,8 @@ def evaluate_complete(a) -> int:
     with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
         results = [_one(a, n, train, stream, cut, out / n, _identity(a, stream, fingerprint, n), model, extra)
                    for n in names]
-        from ego_adr.online_mistakes import selection
-
-        sel = selection.record(train, [m["monitor"] for m in results])
-        summary = CR.summary(results, a.benchmark, stream, [f"{n} (needs --model)" for n in skipped], sel)
+        chosen, how = chosen_without_test(train, results)
+        summary = CR.summary(results, a.benchmark, stream, [f"{n} (needs --model)" for n in skipped], chosen, how)
         write_text(out / "summary.md", CR.summary_markdown(results, summary))
         write_json(out / "summary.json", summary)
     if not getattr(a, "quiet", False):
@@ -166,6 +181,32 @@ def evaluate_complete(a) -> int:
         for line in CR.goal_lines(summary):
             print(line)
     return 0
+
+
+def chosen_without_test(train, results: list[dict]) -> tuple[str | None, dict]:
+    """The monitor chosen without the test, by the cut benchmarks' own rule on the same training set: issue 34's
+    nested cross-validation (``selection.record``), cached on disk by what it depends on. Never a test number."""
+    names = [m["monitor"] for m in results]
+    path = cache_root() / "online_mistakes" / "selection" / f"{_selection_key(train, names)}.json"
+    if path.is_file():
+        return (sel := json.loads(path.read_text(encoding="utf-8")))["chosen"], sel | {"cached": str(path)}
+    from ego_adr.online_mistakes import selection
+
+    sel = selection.record(train, names)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, sel)
+    return sel["chosen"], sel
+
+
+def _selection_key(train, names: list[str]) -> str:
+    """What the nested selection depends on: the training set, the monitors, the code of the step-stream
+    benchmarks and the monitoring layer, and the library versions (a learned monitor's weights follow torch)."""
+    h = hashlib.sha256(json.dumps([train.benchmark, [list(x) for x in train.sequences], list(train.videos),
+                                   sorted(train.taxonomy.items()), names, runtime_versions()]).encode())
+    pkg = Path(__file__).resolve().parents[1]
+    for f in sorted([*(pkg / "online_mistakes").rglob("*.py"), *(pkg / "monitoring").rglob("*.py")]):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:32]
 
 
 def read_summary(folder: str | Path) -> dict:

@@ -9,6 +9,8 @@
   :func:`ego_adr.monitoring.episode_metrics.first_alarm_outcome` with no tolerance; the delay of on-target and late
   alarms in steps; and the false alarms before the first mistake (their mean count per recording and the share of
   recordings with one). The monitor goes on after an alarm, so every later step is still scored per step.
+- Alarms are read at the operating point chosen for macro F1 where a monitor has one per metric (``flagged_for``,
+  issue 34), else at its own ``flagged``.
 - **Per kind and per label**: the share of steps alarmed among the steps of each source label (``correct``,
   ``mistake``, ``correction``) and of each error kind (Assembly101's remarks, EPIC-Tent's nine codes); for a kind
   that makes a step a mistake this is its recall, for the others (EPIC-Tent's motor slips, searching, ...) how often
@@ -21,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ego_adr.monitoring import step_metrics
 from ego_adr.monitoring.episode_metrics import detection_delay, first_alarm_outcome
 from ego_adr.monitoring.ranking import auroc, average_precision
 from ego_adr.monitoring.step_metrics import METRIC_KEYS, metrics
@@ -36,8 +39,19 @@ def scored(rows: Iterable[Mapping]) -> list[Mapping]:
     return [r for r in rows if r.get("scored", True)]
 
 
+def flag(row: Mapping, point: str = "macro_f1") -> bool:
+    """A row's alarm at the operating point chosen for ``point`` (``flagged_for``, issue 34), else its own flag:
+    the per-recording detection reads the macro-F1 point, the metric of the goal."""
+    return bool((row.get("flagged_for") or {}).get(point, row["flagged"]))
+
+
 def step_block(rows: Sequence[Mapping]) -> dict:
-    """The per-step metrics of ``rows`` (all of them scored), ranking included."""
+    """The per-step metrics of ``rows`` (all of them scored), ranking included. Where the layer reads each metric
+    at its own operating point (``step_metrics.scored``, issue 34) this is that, so a complete row and the cut
+    benchmark's own tables read alike; otherwise every metric at the monitor's ``flagged``."""
+    layer = getattr(step_metrics, "scored", None)
+    if layer is not None:
+        return layer(rows)
     y = [r["label"] for r in rows]
     s = [r["p_error"] for r in rows]
     return {**metrics(rows), "auroc": auroc(y, s), "auprc": average_precision(y, s)}
@@ -51,7 +65,11 @@ def _by_video(rows: Sequence[Mapping]) -> dict[str, list[Mapping]]:
 
 
 def intervals(rows: Sequence[Mapping], resamples: int = RESAMPLES, seed: int = 0) -> dict[str, list[float]]:
-    """95% percentile intervals of every per-step metric over ``resamples`` resamplings of the recordings."""
+    """95% percentile intervals of every per-step metric over ``resamples`` resamplings of the recordings (the
+    layer's own ``step_metrics.intervals`` where it has one, issue 34, which reads each metric at its point)."""
+    layer = getattr(step_metrics, "intervals", None)
+    if layer is not None:
+        return layer(rows, resamples)
     groups = list(_by_video(rows).values())
     if not groups:
         return {}
@@ -102,7 +120,7 @@ def detection(rows: Sequence[Mapping]) -> dict:
     delays, before, clean_alarm, n, clean = [], [], 0, 0, 0
     for rs in _by_video(rows).values():
         rs = sorted(rs, key=lambda r: r["index"])
-        alarms = [r["index"] for r in rs if r["flagged"]]
+        alarms = [r["index"] for r in rs if flag(r)]
         first = alarms[0] if alarms else None
         onset = next((r["index"] for r in rs if r["label"] and r.get("scored", True)), None)
         if onset is None:
@@ -115,7 +133,7 @@ def detection(rows: Sequence[Mapping]) -> dict:
         d = detection_delay(first, onset, verdict)
         if d is not None:
             delays.append(d)
-        before.append(sum(1 for r in rs if r["flagged"] and r["index"] < onset and r.get("scored", True)))
+        before.append(sum(1 for r in rs if flag(r) and r["index"] < onset and r.get("scored", True)))
     out = {k: v / n if n else float("nan") for k, v in outcomes.items()}
     out |= {"recordings": n, "counts": outcomes,
             "mean_delay_steps": float(np.mean(delays)) if delays else None,
@@ -129,14 +147,15 @@ def detection(rows: Sequence[Mapping]) -> dict:
 def alarm_rates(rows: Sequence[Mapping]) -> dict:
     """Steps and the share alarmed, per source label and per error kind (over every row, scored or not)."""
     def rate(sel: list[Mapping]) -> dict:
-        return {"steps": len(sel), "alarmed": sum(bool(r["flagged"]) for r in sel) / len(sel) if sel else None}
+        return {"steps": len(sel), "alarmed": sum(flag(r) for r in sel) / len(sel) if sel else None}
 
     labels = sorted({r["source_label"] for r in rows})
     kinds = sorted({k for r in rows for k in r["kinds"]})
     by_kind = {}
     for k in kinds:
         sel = [r for r in rows if k in r["kinds"]]
-        by_kind[k] = rate(sel) | {"mistake_steps": sum(int(r["label"]) for r in sel)}
+        n = sum(int(r["label"]) for r in sel)
+        by_kind[k] = rate(sel) | {"mistake_steps": n, "mistake_kind": n == len(sel)}  # the kind makes a mistake
     return {"by_label": {lab: rate([r for r in rows if r["source_label"] == lab]) for lab in labels},
             "by_kind": by_kind}
 

@@ -153,6 +153,11 @@ def test_monitors_go_on_after_an_alarm_and_corrections_can_be_left_out(root, cli
     assert any(not r["flagged"] for r in after) and any(r["flagged"] for r in after)  # verdicts go on
     d = m["detection"]
     assert d["recordings"] == 182 and sum(d["counts"].values()) == 182
+    from ego_adr.monitoring.per_step import group_episodes
+
+    eps = group_episodes(rows)  # the layer's per-step schema: its own reader takes the file
+    assert len(eps) == 182 and all(e.errorful and e.labels[e.error_onset] == 1 and not e.labels[:e.error_onset].any()
+                                   for e in eps)
     code, _, err = cli("evaluate", "--benchmark", "assembly101-complete", "--stream", "oracle", "--monitor",
                        "one-step-memory", "--corrections", "exclude", "--data-root", root, "--out", tmp_path / "b",
                        "--quiet")
@@ -177,6 +182,11 @@ def test_a_stream_file_of_whole_recordings_is_labelled_by_position(root, tent, c
     assert [r["label"] for r in rows] == [lab for r in tent.recordings for lab in r.labels]
     m = json.loads((tmp_path / "o" / "metrics.json").read_text())
     assert m["mistake_recall"] == 1.0 and m["auroc"] == 0.5
+    kinds = m["by_kind"]
+    assert all(kinds[k]["mistake_kind"] for k in ("order", "omit", "repeat"))
+    assert not any(kinds[k]["mistake_kind"] for k in ("motor", "misuse", "search"))
+    assert kinds["motor"]["steps"] == sum("motor" in k for r in tent.recordings for k in r.kinds)
+    assert {v["alarmed"] for v in kinds.values()} == {1.0}  # flag-all alarms on every kind
     firsts = [r.labels.index(1) for r in tent.recordings]
     assert m["detection"]["early"] == sum(f > 0 for f in firsts) / len(firsts)
 
@@ -251,3 +261,40 @@ def test_corrections_on_a_cut_benchmark_is_refused(root, cli, tmp_path):
     line = _refused(cli, tmp_path / "out", "--benchmark", "assembly101-o", "--monitor", "flag-all", "--corrections",
                     "exclude", "--data-root", root)
     assert "--corrections applies to assembly101-complete" in line
+
+
+def test_the_goal_sets_the_validation_choice_against_the_best_blind_row(root, tent, cli, tmp_path):
+    from ego_adr.online_mistakes import complete_report as CR
+    from ego_adr.online_mistakes.complete import training
+    from ego_adr.online_mistakes.complete_eval import chosen_without_test
+
+    results = []
+    for name in ("flag-all", "egoadr-graph"):
+        code, _, err = cli("evaluate", "--benchmark", "epic-tent-complete", "--monitor", name, "--data-root", root,
+                           "--out", tmp_path / name, "--quiet")
+        assert code == 0, err
+        results.append(json.loads((tmp_path / name / "metrics.json").read_text()))
+    chosen, how = chosen_without_test(training(root, "epic-tent-complete"), results)
+    assert chosen == "egoadr-graph" and how["rule"]  # flag-all is blind: never the choice
+    s = CR.summary(results, "epic-tent-complete", tent, [], chosen, how)
+    assert [r["blind"] for r in s["rows"]] == [True, False] and all("cut" in r for r in s["rows"])
+    (g,) = s["goal"]
+    assert g["chosen_on_validation"] == "egoadr-graph" and g["blind"]["monitor"] == "flag-all"
+    margin = results[1]["macro_f1"] - results[0]["macro_f1"]
+    assert g["blind_margin"] == margin and g["reached"] == (margin >= 0.10) and g["chosen_value"] == results[1]["macro_f1"]
+    assert set(g["blind_not_run"]) <= {"never-alarm", "position"}
+    md = CR.summary_markdown(results, s)
+    assert "| **flag-all** (blind) |" in md and "the monitor chosen on validation alone (egoadr-graph)" in md
+
+
+def test_the_position_monitor_ranks_at_chance_over_whole_recordings(root, cli, tmp_path):
+    """Issue 34's ``position`` (alarm from the k-th step on, k by cross-validation) once the registry holds it."""
+    from ego_adr.online_mistakes.registry import REGISTRY
+
+    if "position" not in REGISTRY:
+        pytest.skip("the registry has no position monitor on this branch (issue 34 adds it)")
+    code, _, err = cli("evaluate", "--benchmark", "assembly101-complete", "--monitor", "position", "--data-root",
+                       root, "--out", tmp_path / "p", "--quiet")
+    assert code == 0, err
+    m = json.loads((tmp_path / "p" / "metrics.json").read_text())
+    assert abs(m["auroc"] - 0.5) < 0.05 and m["cut"]["auroc"] > m["auroc"] + 0.1
