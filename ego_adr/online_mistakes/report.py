@@ -118,7 +118,11 @@ def monitor_report(m: dict, blind: list[dict] = (), ceiling: dict | None = None)
              f"- fitted on {m['training_sequences']} correct training sequences; privileged: {priv}",
              f"- counts at the F1b operating point: TP {m['tp']}, FP {m['fp']}, FN {m['fn']}, TN {m['tn']}; "
              f"{m['threshold_rule']}",
-             *_settings(m), "", f"Ours ({coverage_text(m)}):", "", *_header(), ours_row(m)]
+             *_settings(m)]
+    if m.get("validation_noise"):
+        lines.append("- validation episodes through the recogniser-noise channel (rates fixed in advance, never fitted "
+                     "to a stream): " + ", ".join(f"{k} {v}" for k, v in m["validation_noise"].items()))
+    lines += ["", f"Ours ({coverage_text(m)}):", "", *_header(), ours_row(m)]
     others = [b for b in blind if b["monitor"] != m["monitor"]]
     if others or ceiling:
         lines += blind_block(others, ceiling)
