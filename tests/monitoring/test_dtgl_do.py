@@ -154,6 +154,8 @@ def test_assembly101_config_follows_the_stream():
     assert resolve_config("assembly101-o", "oracle")[1].early_stopping is None
     assert resolve_config("assembly101-o", "miniroad")[1].early_stopping == 0.79
     assert resolve_config("assembly101-o", "/some/recogniser.json")[1].train_mask
+    assert resolve_config("epic-tent-o", "oracle")[1] == resolve_config("epic-tent-o", "miniroad")[1]
+    assert resolve_config("another-benchmark", "oracle")[0] == "other/no-early-stopping"
 
 
 def test_data_root_without_training_sequences_is_refused(online_root, tmp_path, cli):
