@@ -47,12 +47,13 @@ def shared_data() -> Path:
     return SHARED
 
 
-def _missing_environment(what: str) -> None:
-    """A test environment of scripts/test_envs.sh is missing: skip here, fail under ``CI=true`` (``.ci/run`` builds
-    every one, so a test that needs one can never silently stop running there)."""
+def _missing_environment(what: str, how: str = "bash scripts/test_envs.sh builds it") -> None:
+    """A test environment of scripts/test_envs.sh (or of the test extra: ``how`` says) is missing: skip here, fail
+    under ``CI=true`` (``.ci/run`` builds every one, so a test that needs one can never silently stop running
+    there)."""
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI=true but {what} is missing (bash scripts/test_envs.sh builds it)")
-    pytest.skip(f"{what} is missing (bash scripts/test_envs.sh builds it)")
+        pytest.fail(f"CI=true but {what} is missing ({how})")
+    pytest.skip(f"{what} is missing ({how})")
 
 
 @pytest.fixture(scope="session")
