@@ -1,5 +1,11 @@
 """Suite-wide setup: one private cache folder per test session, so the embedded tiny model and demo set are
-built once for the whole suite and nothing is written to the user's real cache."""
+built once for the whole suite and nothing is written to the user's real cache.
+
+Under pytest-xdist (README's ``-n 2 --dist loadfile``: whole files to each worker, so module fixtures are built
+once) the controller makes the folder before it starts the workers, which inherit ``$EGO_ADR_CACHE`` and share
+it: every build into it is atomic (:func:`ego_adr.store.build_once`), so two workers asking for the demo set at
+once both get one complete folder, and a test that must see what a run writes to the default cache points
+``$EGO_ADR_CACHE`` at a folder of its own (tests/run/test_cache_and_limit.py)."""
 
 import os
 import shutil
@@ -16,7 +22,11 @@ def pytest_configure(config):
     global _OWN_CACHE
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if "EGO_ADR_CACHE" not in os.environ:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # README's test command runs two workers on CI's two cores: one intra-op thread each (and in the processes
+        # they start), so the two do not fight over the cores with two threads apiece
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if "EGO_ADR_CACHE" not in os.environ:  # under xdist: the controller, before it starts the workers
         _OWN_CACHE = tempfile.mkdtemp(prefix="ego_adr_test_cache_")
         os.environ["EGO_ADR_CACHE"] = _OWN_CACHE
 
