@@ -1,5 +1,11 @@
 """Suite-wide setup: one private cache folder per test session, so the embedded tiny model and demo set are
-built once for the whole suite and nothing is written to the user's real cache."""
+built once for the whole suite and nothing is written to the user's real cache.
+
+Under pytest-xdist (README's ``-n 2 --dist loadfile``: whole files to each worker, so module fixtures are built
+once) the controller makes the folder before it starts the workers, which inherit ``$EGO_ADR_CACHE`` and share
+it: every build into it is atomic (:func:`ego_adr.store.build_once`), so two workers asking for the demo set at
+once both get one complete folder, and a test that must see what a run writes to the default cache points
+``$EGO_ADR_CACHE`` at a folder of its own (tests/run/test_cache_and_limit.py)."""
 
 import os
 import shutil
@@ -16,7 +22,11 @@ def pytest_configure(config):
     global _OWN_CACHE
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if "EGO_ADR_CACHE" not in os.environ:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # README's test command runs two workers on CI's two cores: one intra-op thread each (and in the processes
+        # they start), so the two do not fight over the cores with two threads apiece
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if "EGO_ADR_CACHE" not in os.environ:  # under xdist: the controller, before it starts the workers
         _OWN_CACHE = tempfile.mkdtemp(prefix="ego_adr_test_cache_")
         os.environ["EGO_ADR_CACHE"] = _OWN_CACHE
 
@@ -47,12 +57,13 @@ def shared_data() -> Path:
     return SHARED
 
 
-def _missing_environment(what: str) -> None:
-    """A test environment of scripts/test_envs.sh is missing: skip here, fail under ``CI=true`` (``.ci/run`` builds
-    every one, so a test that needs one can never silently stop running there)."""
+def _missing_environment(what: str, how: str = "bash scripts/test_envs.sh builds it") -> None:
+    """A test environment of scripts/test_envs.sh (or of the test extra: ``how`` says) is missing: skip here, fail
+    under ``CI=true`` (``.ci/run`` builds every one, so a test that needs one can never silently stop running
+    there)."""
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI=true but {what} is missing (bash scripts/test_envs.sh builds it)")
-    pytest.skip(f"{what} is missing (bash scripts/test_envs.sh builds it)")
+        pytest.fail(f"CI=true but {what} is missing ({how})")
+    pytest.skip(f"{what} is missing ({how})")
 
 
 @pytest.fixture(scope="session")
@@ -84,3 +95,25 @@ def browser():
         b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
         yield b
         b.close()
+
+
+# The files that take longest (each a minute or more on CI's two cores: the --durations list of .ci/run, issue 38),
+# collected first: README's test command hands whole files to two xdist workers in collection order, and a long
+# file left for last would keep one worker busy alone after the other ran out of work.
+SLOWEST_FILES = (
+    "tests/test_public_runtime.py",
+    "tests/agents/test_public_white_replies.py",
+    "tests/integrations/test_lmms_eval_cli.py",
+    "tests/run/test_launch_ray.py",
+    "tests/run/test_user_mistakes.py",
+    "tests/run/test_run_kill.py",
+    "tests/test_docs.py",
+    "tests/stream/test_stream_kill.py",
+    "tests/run/test_retry_failed.py",
+    "tests/agents/test_white_soak.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order
