@@ -284,6 +284,9 @@ def run_folder_tag(cfg) -> str:
     bank = getattr(cfg, "bank_model", None)
     if bank and bank != "paper":  # a deviation from the paper's bank model (Section 5.2)
         tag += f"-bank={bank.rstrip('/').split('/')[-1].lower()}"
+    matcher = getattr(cfg, "matcher", "tfidf")
+    if matcher != "tfidf":  # a deviation from the paper's TF-IDF key-step matcher (reasoning/embed_matching.py)
+        tag += f"-matcher={matcher}"
     return tag
 
 

@@ -67,7 +67,7 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
             bank_fields, bank_arg, bank_name = bank_setup(cfg, given_model is not None,
                                                           lambda name: load_vlm(replace(cfg, model=name)))
             pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
-                                  narration_source=cfg.narration_source, seed=cfg.seed,
+                                  narration_source=cfg.narration_source, seed=cfg.seed, matcher=cfg.matcher,
                                   **{"bank_builder": cfg.bank_builder, **bank_fields}, **pipeline_fields(cfg))
             needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")  # keywords only
             model = load_vlm(cfg, given_model) if needs_model else None
@@ -146,6 +146,10 @@ def _title_and_notes(cfg: RunConfig, info: dict, run_info: dict, rows: list[dict
                      "against "
                      "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
                      "samples; never a label field), so only the classification stage is measured.")
+    if cfg.matcher != "tfidf":
+        from ego_adr.reasoning.embed_matching import matcher_note
+
+        notes.append(matcher_note(cfg.matcher))
     if cfg.model is None and not model_free:
         notes.append("Demo model has random weights: these numbers only show that the machinery works.")
     failures = summarise(rows)
