@@ -107,3 +107,30 @@ def test_bench_matching_set_gold_comes_from_the_annotations(shared_data):
         assert "skipped this step" not in it["query"].lower()
     oops = bench.egooops_set(json.loads((shared_data / "egooops_answer.json").read_text()))
     assert oops and all(it["query"] and 0 <= it["gold"] < len(it["candidates"]) for it in oops)
+
+
+def test_ngram_text_monitor_chooses_the_name_feature_by_cross_validation(embedder):
+    """Step names on a toy: the text feature is a candidate, chosen (or not) on cross-fitted validation scores,
+    and the monitor streams with what was chosen."""
+    from ego_adr.monitoring.protocol import stream_episode
+    from ego_adr.online_mistakes.monitors.ngram_text import NGramTextMonitor, text_feature
+    from ego_adr.online_mistakes.types import StepContext, TrainingSet
+
+    names = {1: "take the tent out of the bag", 2: "spread the tent on the ground", 3: "insert the support pole",
+             4: "insert the second support pole", 5: "place the guyline", 6: "eat a sandwich"}
+    seqs = ((1, 2, 3, 4, 5),) * 6 + ((1, 2, 4, 3, 5),) * 4
+    train = TrainingSet("toy", seqs, names, tuple(f"r{i}" for i in range(10)))
+    mon = NGramTextMonitor(embedder=embedder)
+    mon.fit(train)
+    sel = mon.selection
+    json.dumps(sel)
+    objectives = {(r["features"], r["l2"]): r["objective"] for r in sel["cv_table"]}
+    assert {f for f, _ in objectives} == {"ngram", "ngram+text"}
+    assert sel["cv_score"]["objective"] == max(objectives.values())
+    # the feature itself: after "insert the support pole" the second pole is expected; its name is closer to
+    # the poles than the sandwich is
+    lp = mon.model.dist([1, 2, 3])
+    assert text_feature(mon.model, lp, 4, mon.sims) > text_feature(mon.model, lp, 6, mon.sims)
+    outs = stream_episode(mon, "v", StepContext("toy", "v", names), [1, 2, 3, 6])
+    assert outs[3].flagged and not outs[1].flagged
+    assert outs[3].evidence["uses_text"] == (sel["chosen"]["features"] == "ngram+text")
