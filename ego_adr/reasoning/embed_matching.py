@@ -157,6 +157,6 @@ def describe_matcher(kind: str, tau: float, embedder: CachedEmbedder | None) -> 
     """What run.json records about the key-step matcher (the paper's, or the deviation with its model)."""
     if kind == "tfidf":
         return {"name": "tfidf", "paper": True, "tau": tau}
-    return {"name": kind, "paper": False, "tau": TAU_MINILM, "tfidf_tau_recorded_beside": tau,
+    return {"name": kind, "paper": False, "tau": TAU_MINILM, "tfidf_tau": tau,
             "embedder": embedder.fingerprint if embedder is not None else None,
             "deviation": "embedding cosine instead of the paper's TF-IDF 1-2-gram cosine (Section 5.2, Appendix G)"}
