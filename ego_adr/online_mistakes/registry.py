@@ -52,6 +52,10 @@ REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
     MonitorSpec("ngram-task", f"{_M}.ngram:NGramMonitor",
                 "the n-gram monitor with one model per recording's task (the toy)",
                 (TAXONOMY, TRAINING, PREFIX, TASK), (("task", True),), trains=True),
+    MonitorSpec("ngram-text", f"{_M}.ngram_text:NGramTextMonitor",
+                "the n-gram monitor plus the step names' MiniLM similarity to the expected next steps (DTGL's "
+                "TGT-text idea, MiniLM in place of EgoVLPv2; used only where cross-validation prefers it)",
+                (TAXONOMY, TRAINING, PREFIX), trains=True),
     MonitorSpec("stacked", f"{_M}.stacked:StackedMonitor",
                 "logistic regression over the graph checks and the one-class scores, features chosen by "
                 "cross-fitting on the training sequences", (TAXONOMY, TRAINING, PREFIX), trains=True),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS
+from ego_adr.reasoning.embed_matching import DEFAULT_MATCHER, MATCHERS
 from ego_adr.reasoning.matching import TAU
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
 
@@ -27,6 +28,7 @@ class PipelineConfig:
     bank_builder: str = "auto"  # auto (model in deep mode, rules in shallow) | rule | model
     model_match: bool = True  # deep mode: the model picks the step (text only), TF-IDF as fallback
     tau: float = TAU
+    matcher: str = DEFAULT_MATCHER  # tfidf (the paper's, Section 5.2) | minilm (a deviation: embed_matching.py)
     max_new_tokens: int = 256  # Appendix C
     one_pass_max_new_tokens: int | None = None  # the baselines' budget (public white agent: 128); None = as above
     bank_max_new_tokens: int = BANK_MAX_NEW_TOKENS  # the procedure bank's own budget (reasoning/banks.py)
@@ -46,6 +48,8 @@ class PipelineConfig:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.narration_source not in NARRATION_SOURCES:
             raise ValueError(f"narration_source must be one of {NARRATION_SOURCES}")
+        if self.matcher not in MATCHERS:
+            raise ValueError(f"matcher must be one of {MATCHERS}, got {self.matcher!r}")
         if self.bank_builder not in ("auto", "rule", "model"):
             raise ValueError("bank_builder must be auto, rule or model")
         if self.question not in ("ours", "public") or self.answers not in ("raw", "lenient"):

