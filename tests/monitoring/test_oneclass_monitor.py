@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from ego_adr.monitoring.next_step_model import Adam
 from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.monitors import oneclass as O
@@ -40,7 +41,7 @@ def test_the_small_adam_is_torchs_adam():
     torch.manual_seed(0)
     a, b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
     b.load_state_dict(a.state_dict())
-    ours, theirs = O._Adam(list(a.parameters()), lr=1e-2), torch.optim.Adam(b.parameters(), lr=1e-2)
+    ours, theirs = Adam(list(a.parameters()), lr=1e-2), torch.optim.Adam(b.parameters(), lr=1e-2)
     x = torch.randn(8, 3)
     for _ in range(25):
         for net, opt in ((a, ours), (b, theirs)):

@@ -25,7 +25,7 @@ the validation-calibrated probability of a mistake (a logistic fit of the score 
 ``flagged`` is the score at or above the chosen threshold.
 
 The network, its training and the capacity selection are the monitoring layer's
-(:mod:`ego_adr.monitoring.oneclass`, shared with HelpMeOut's one-class rows); what is here is the step-stream
+(:mod:`ego_adr.monitoring.next_step_model`, shared with HelpMeOut's one-class rows); what is here is the step-stream
 validation (folds over the training recordings, constructed mistakes), the score and threshold choice on them and
 the monitor.
 """
@@ -38,7 +38,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ego_adr.monitoring.oneclass import (
+from ego_adr.monitoring.next_step_model import (
     ARCHS,
     HIDDEN,
     MAX_EPOCHS,
@@ -46,7 +46,6 @@ from ego_adr.monitoring.oneclass import (
     SCORES,
     Fold,
     NextStepModel,
-    _Adam,
     capacity,
     score_of,
 )
@@ -55,8 +54,8 @@ from ego_adr.monitoring.registry import MonitorOption, int_list
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
-__all__ = ["ARCHS", "HIDDEN", "MAX_EPOCHS", "SCORES", "Fitted", "NextStepModel", "OneClassMonitor", "_Adam",
-           "score_of", "select_and_fit"]
+__all__ = ["ARCHS", "HIDDEN", "MAX_EPOCHS", "SCORES", "Fitted", "NextStepModel", "OneClassMonitor", "score_of",
+           "select_and_fit"]
 
 
 @dataclass
@@ -77,7 +76,7 @@ class Fitted:
 
 
 def _capacity(seqs, val, arch, seed, hidden, max_epochs):
-    """:func:`ego_adr.monitoring.oneclass.capacity` on the CV folds: each fold fits on its training recordings and
+    """:func:`ego_adr.monitoring.next_step_model.capacity` on the CV folds: each fold fits on its training recordings and
     is held out on the rest."""
     folds = []
     for fit, _ in val:
