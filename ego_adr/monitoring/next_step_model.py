@@ -6,7 +6,7 @@ HelpMeOut paper) are trained there with error labels. The step-stream benchmarks
 (PREGO, Flaborea et al., CVPR 2024, Sec. 3: mistakes are open-set), so the same two families are trained here as
 next-step likelihood models instead; a step is a mistake when it is unlikely after the observed prefix. What is
 benchmark-specific (how validation is built, what a token is, how the score becomes an alarm) stays with the
-benchmark: :mod:`ego_adr.online_mistakes.monitors.oneclass` (Assembly101-O, EPIC-Tent-O) and
+benchmark: :mod:`ego_adr.online_mistakes.monitors.neural_oneclass` (Assembly101-O, EPIC-Tent-O) and
 :mod:`ego_adr.helpmeout.monitors.learned_oneclass` (HelpMeOut's one-class rows). This module knows neither.
 
 - :class:`NextStepModel`: the network, trained with cross-entropy on every next token. A sequence may carry

@@ -10,7 +10,7 @@ import pytest
 from ego_adr.monitoring.next_step_model import Adam
 from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.online_mistakes import cv
-from ego_adr.online_mistakes.monitors import oneclass as O
+from ego_adr.online_mistakes.monitors import neural_oneclass as O
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 # 1 first; then 2 (7 of 10) or 3; 4 after both; 5 last. "1 -> 4" never happens.

@@ -73,7 +73,7 @@ from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 from ego_adr.online_mistakes.monitors.graph import GraphMonitor
 from ego_adr.online_mistakes.monitors.ngram import NGramMonitor
-from ego_adr.online_mistakes.monitors.oneclass import OneClassMonitor
+from ego_adr.online_mistakes.monitors.neural_oneclass import OneClassMonitor
 from ego_adr.online_mistakes.monitors.stacked import StackedMonitor
 raw = json.loads((root / "dtgl" / "epic-tent" / "train.json").read_text())
 tax = {int(k): v["name"] for k, v in raw["taxonomy"]["epic-tent"].items()}

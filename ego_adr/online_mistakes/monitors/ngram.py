@@ -1,14 +1,14 @@
 """A one-class n-gram monitor: the next step's likelihood under a Witten-Bell interpolated n-gram model of the
 correct training recordings; a step is a mistake when it is unlikely after the last ``n - 1`` steps.
 
-The classic count model beside the neural ones (:mod:`.oneclass`), for the same reason PREGO's symbolic
+The classic count model beside the neural ones (:mod:`.neural_oneclass`), for the same reason PREGO's symbolic
 anticipation works at all: on a dozen recordings (EPIC-Tent-O has 13) a model with no weights to fit is hard to
 beat. Witten-Bell interpolation (Witten & Bell, 1991; the form in Chen & Goodman, 1998, Sec. 2.3) has no
 smoothing constant: each context ``h`` backs off to the shorter one with weight ``N1+(h .) / (c(h) + N1+(h .))``
 (the number of distinct steps seen after ``h``), down to an add-one unigram over the known steps plus one class for
 a step never seen in training. The order ``n`` (1-4) is chosen by held-out likelihood over the folds of
 :mod:`ego_adr.online_mistakes.cv`; the score (surprisal or margin below the most likely step, as in
-:mod:`.oneclass`) and its threshold by the constructed validation mistakes; ``prob`` is the validation-calibrated
+:mod:`.neural_oneclass`) and its threshold by the constructed validation mistakes; ``prob`` is the validation-calibrated
 probability. Deterministic (integer counts, sorted vocabularies).
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from ego_adr.monitoring.protocol import Monitor, StepOutput
 from ego_adr.online_mistakes import cv
-from ego_adr.online_mistakes.monitors.oneclass import SCORES, score_of
+from ego_adr.online_mistakes.monitors.neural_oneclass import SCORES, score_of
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 BOS = -1
@@ -110,7 +110,7 @@ class NGramModel:
 
 @dataclass
 class Fitted:
-    """As :class:`.oneclass.Fitted`: the refitted model, the chosen score, threshold, calibration, selection, and
+    """As :class:`.neural_oneclass.Fitted`: the refitted model, the chosen score, threshold, calibration, selection, and
     the out-of-fold scores of every validation step."""
 
     model: NGramModel
