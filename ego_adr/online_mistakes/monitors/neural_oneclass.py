@@ -38,6 +38,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.monitoring.next_step_model import (
     ARCHS,
     HIDDEN,
@@ -49,7 +50,6 @@ from ego_adr.monitoring.next_step_model import (
     capacity,
     score_of,
 )
-from ego_adr.monitoring.protocol import Monitor, StepOutput
 from ego_adr.monitoring.registry import MonitorOption, int_list
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.types import StepContext, TrainingSet

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.monitors.neural_oneclass import SCORES, score_of
 from ego_adr.online_mistakes.types import StepContext, TrainingSet

@@ -33,7 +33,7 @@ from collections import Counter
 
 import numpy as np
 
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.monitors import graph as G
 from ego_adr.online_mistakes.monitors import neural_oneclass as O
