@@ -43,10 +43,10 @@ from ego_adr.online_mistakes import complete_metrics as CM
 from ego_adr.online_mistakes import complete_report as CR
 from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes import evaluate as E
-from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder, write_text
+from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext
-from ego_adr.store import cache_root, write_json
+from ego_adr.store import cache_root, write_json, write_text
 
 COMPLETE_VERSION = "2"  # bump when what a complete-trial folder holds changes
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")

@@ -19,7 +19,6 @@ CPU) and ``report.md`` (ours beside the published rows and the blind baselines).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
@@ -30,7 +29,7 @@ from ego_adr.monitoring.step_metrics import COLUMN_POINT, OPERATING_POINTS, RESA
 from ego_adr.online_mistakes.data import Stream
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
-from ego_adr.store import write_json
+from ego_adr.store import write_json, write_text
 
 THRESHOLD = 0.5
 HARNESS_VERSION = "2"  # bump when what a folder holds changes: an old folder is then not resumed as current
@@ -99,12 +98,6 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
     if hasattr(monitor, "stats"):
         out["stats"] = monitor.stats()
     return out
-
-
-def write_text(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def write_folder(out: Path, rows: list[dict], result_: dict, report: str, files: dict | None = None) -> None:
