@@ -54,9 +54,8 @@ SIZE_EXEMPT: tuple[str, ...] = ()
 KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 #: Cross-package uses of a private name still waiting for their public door, each with its reason (it may only
-#: shrink): the step-stream one-class monitor borrows the layer's optimiser; both files are being rewritten by
-#: other engineers now (issue 37's one-class fit tail), and the door comes with that.
-KNOWN_PRIVATE: set[tuple[str, str]] = {("ego_adr.online_mistakes.monitors.oneclass", "ego_adr.monitoring.oneclass._Adam")}
+#: shrink; none left).
+KNOWN_PRIVATE: set[tuple[str, str]] = set()
 
 _FACTORY = re.compile(r"""["'](ego_adr(?:\.\w+)+):\w+["']""")
 

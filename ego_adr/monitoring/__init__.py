@@ -4,7 +4,7 @@ A *monitor* watches a procedure as it happens: it is reset with what the benchma
 (the task, an initial scene, a step taxonomy) and then fed one observation at a time (one action, one recognised
 step, one video window), returning for each the probability that an error has happened by now, the error type
 where it has one, the onset it blames and its evidence. It never sees a later observation: the harness in
-:mod:`ego_adr.monitoring.protocol` hands them over one by one and checks what comes back.
+:mod:`ego_adr.monitoring.monitor` hands them over one by one and checks what comes back.
 
 Benchmarks on this layer (each supplies its episodes, its context and its registry of monitors):
 
@@ -16,7 +16,7 @@ The metrics are pure functions of a per-step file (one row per observed step: it
 ``p_error``, ``flagged``, type, evidence); the registry (:mod:`ego_adr.monitoring.registry`) records what each
 monitor reads, so a monitor that reads more than the task input is reported apart as *privileged*.
 
-Modules: ``protocol`` (the monitor and its harness), ``registry``, ``per_step`` (the per-step file),
-``episode_metrics`` (M1-M4, detection delay, bootstrap, as HelpMeOut defines them), ``ranking`` (AUROC, AP),
+Modules: ``monitor`` (the monitor and its harness, ``run_episode``), ``registry``, ``per_step`` (the per-step
+file), ``episode_metrics`` (M1-M4, detection delay, bootstrap, as HelpMeOut defines them), ``ranking`` (AUROC, AP),
 ``report`` (what every report prints the same way).
 """

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ego_adr.store import write_text
+
 STEP_FIELDS = ("episode", "index", "label", "p_error", "flagged", "category", "onset", "evidence")
 EPISODE_FIELDS = ("errorful", "error_onset", "error_types", "primary_type", "stratum", "timed_out")
 
@@ -125,14 +127,10 @@ def group_episodes(rows: Iterable[dict], threshold: float = 0.5) -> list[Episode
 
 
 def write_steps(path: str | Path, rows: Iterable[dict]) -> Path:
-    """``rows`` as JSON lines, written whole or not at all (a temporary file renamed into place)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, default=float) + "\n")
-    tmp.replace(path)
-    return path
+    """``rows`` as JSON lines, written whole or not at all (:func:`ego_adr.store.write_text`). Not
+    :func:`~ego_adr.store.write_jsonl`: a numpy number here is written as a number (``default=float``), where that
+    one writes any unknown value as a string, and a non-ASCII string is escaped as the per-step files always were."""
+    return write_text(path, "".join(json.dumps(r, default=float) + "\n" for r in rows))
 
 
 def read_steps(path: str | Path) -> list[dict]:

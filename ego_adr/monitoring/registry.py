@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ego_adr.monitoring.protocol import Monitor
+from ego_adr.monitoring.monitor import Monitor
 from ego_adr.registry import Registry as SharedRegistry
 
 

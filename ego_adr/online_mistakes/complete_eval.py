@@ -3,7 +3,7 @@
 
 Each monitor is built from the step-stream registry and fitted once on the cut benchmark's training set, exactly as
 for Assembly101-O / EPIC-Tent-O, then fed every complete test recording one step at a time through
-:func:`ego_adr.monitoring.protocol.stream_episode`; it keeps going after an alarm (the person goes on), so every
+:func:`ego_adr.monitoring.monitor.run_episode`; it keeps going after an alarm (the person goes on), so every
 step gets its own verdict. The same fitted monitor is also fed the cut benchmark's ``oracle`` stream, and its cut
 row (the per-step metrics and AUROC there) is kept beside the complete one: how much of a cut-protocol score its
 position explained shows in one table.
@@ -35,18 +35,18 @@ from pathlib import Path
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
 from ego_adr.models.compat import runtime_versions
+from ego_adr.monitoring.monitor import run_episode
 from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
-from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.online_mistakes import complete as C
 from ego_adr.online_mistakes import complete_metrics as CM
 from ego_adr.online_mistakes import complete_report as CR
 from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes import evaluate as E
-from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder, write_text
+from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext
-from ego_adr.store import cache_root, write_json
+from ego_adr.store import cache_root, write_json, write_text
 
 COMPLETE_VERSION = "2"  # bump when what a complete-trial folder holds changes
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
@@ -68,7 +68,7 @@ def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
     rows = []
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, stream.taxonomy)
-        outs = stream_episode(monitor, rec.video, ctx, iter(rec.steps))
+        outs = run_episode(monitor, rec.video, ctx, iter(rec.steps))
         truth = _truth(rec)
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)

@@ -40,11 +40,10 @@ from ego_adr.online_mistakes.harness import (
     result,
     run_monitor,
     write_folder,
-    write_text,
 )
 from ego_adr.online_mistakes.registry import BLIND, REGISTRY
 from ego_adr.online_mistakes.report import monitor_report, summary_markdown
-from ego_adr.store import check_writable_dir, write_json
+from ego_adr.store import check_writable_dir, write_json, write_text
 
 MODEL_KEYS = ("model", "backend", "base_url")
 ORACLES = ("oracle", "oracle-merged")  # the ground-truth steps: no recogniser noise in validation

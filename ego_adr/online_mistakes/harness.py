@@ -1,7 +1,7 @@
 """Running one monitor over one stream of a step-stream benchmark, and what its output folder holds.
 
 A monitor is built from the registry, fitted once on the benchmark's correct training sequences (never on a test
-file), then fed every test recording through :func:`ego_adr.monitoring.protocol.stream_episode`: reset with the
+file), then fed every test recording through :func:`ego_adr.monitoring.monitor.run_episode`: reset with the
 recording's :class:`~ego_adr.online_mistakes.types.StepContext`, then one step id at a time from a generator, so
 it never sees a later step. Where a monitor leaves ``flagged`` unset, it alarms when ``p_error >= 0.5``.
 
@@ -19,18 +19,17 @@ CPU) and ``report.md`` (ours beside the published rows and the blind baselines).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
+from ego_adr.monitoring.monitor import run_episode
 from ego_adr.monitoring.numerics import cpu_model, stable
 from ego_adr.monitoring.per_step import step_row
-from ego_adr.monitoring.protocol import stream_episode
 from ego_adr.monitoring.step_metrics import COLUMN_POINT, OPERATING_POINTS, RESAMPLES, SEED, intervals, scored
 from ego_adr.online_mistakes.data import Stream
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
-from ego_adr.store import write_json
+from ego_adr.store import write_json, write_text
 
 THRESHOLD = 0.5
 HARNESS_VERSION = "2"  # bump when what a folder holds changes: an old folder is then not resumed as current
@@ -46,7 +45,7 @@ def run_monitor(name: str, train: TrainingSet, stream: Stream, **build_kw) -> tu
     """The per-step rows of monitor ``name`` on ``stream``, and the fitted monitor (for its selection, stats)."""
     # the stream's name reaches a monitor that takes it (dtgl-do: DTGL trains another graph for recognised steps)
     monitor = REGISTRY.build(name, **{"stream": stream.name, **build_kw})
-    monitor.fit(train)  # a monitor without training keeps the protocol's no-op fit
+    monitor.fit(train)  # a monitor without training keeps the layer Monitor's no-op fit
     return feed(monitor, train, stream), monitor
 
 
@@ -55,7 +54,7 @@ def feed(monitor, train: TrainingSet, stream: Stream) -> list[dict]:
     rows = []
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, train.taxonomy)
-        outs = stream_episode(monitor, rec.video, ctx, _observations(rec.steps))
+        outs = run_episode(monitor, rec.video, ctx, _observations(rec.steps))
         # every test recording is cut at its first mistake (data.py): errorful, its mistake the last step
         truth = {"errorful": True, "error_onset": len(rec.steps) - 1}
         for t, out in enumerate(outs):
@@ -99,12 +98,6 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
     if hasattr(monitor, "stats"):
         out["stats"] = monitor.stats()
     return out
-
-
-def write_text(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def write_folder(out: Path, rows: list[dict], result_: dict, report: str, files: dict | None = None) -> None:

@@ -40,10 +40,10 @@ REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
     MonitorSpec("egoadr-graph", f"{_M}.graph:GraphMonitor",
                 "Ego-ADR's progress logic (unknown, repeated, out-of-order, skipped step) over a task graph learned "
                 "from the correct sequences", (TAXONOMY, TRAINING, PREFIX), trains=True),
-    MonitorSpec("seq2seq-oneclass", f"{_M}.oneclass:OneClassMonitor",
+    MonitorSpec("seq2seq-oneclass", f"{_M}.neural_oneclass:OneClassMonitor",
                 "HelpMeOut's Seq2Seq (GRU) trained one-class: a step unlikely after its prefix is a mistake",
                 (TAXONOMY, TRAINING, PREFIX), (("arch", "gru"),), trains=True),
-    MonitorSpec("sgt-oneclass", f"{_M}.oneclass:OneClassMonitor",
+    MonitorSpec("sgt-oneclass", f"{_M}.neural_oneclass:OneClassMonitor",
                 "HelpMeOut's SGT (causal transformer) trained one-class: next-step likelihood",
                 (TAXONOMY, TRAINING, PREFIX), (("arch", "transformer"),), trains=True),
     MonitorSpec("ngram-oneclass", f"{_M}.ngram:NGramMonitor",

@@ -1,5 +1,5 @@
 """What a step-stream monitor is given: the training set before the first recording, a context per recording,
-then one step id at a time (:func:`ego_adr.monitoring.protocol.stream_episode`).
+then one step id at a time (:func:`ego_adr.monitoring.monitor.run_episode`).
 
 Step ids are the dataset's own (those of DTGL's ``train.json``/``test.json`` taxonomy; PREGO's prediction files
 use the same ids). A monitor that reads only these is not privileged: the step taxonomy, the correct training

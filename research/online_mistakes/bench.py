@@ -2,7 +2,7 @@
 
 Loads the training set and the three test streams of Assembly101-O / EPIC-Tent-O from a data root laid out as
 ``../shared/online-mistakes/``, streams a monitor through each test recording with the layer's
-:func:`ego_adr.monitoring.protocol.stream_episode`, and scores the flags with its own small scorer (PREGO's mistake
+:func:`ego_adr.monitoring.monitor.run_episode`, and scores the flags with its own small scorer (PREGO's mistake
 P/R/F1, TI-PREGO's Pb/F1b, DTGL's macro F1), written here independently of the package's metric functions.
 
 Every call that reads a test file goes through :func:`test_streams`; the scripts that call it log what they
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ego_adr.monitoring.protocol import stream_episode
+from ego_adr.monitoring.monitor import run_episode
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 ROOT = Path(__file__).resolve().parents[3] / "shared" / "online-mistakes"
@@ -67,7 +67,7 @@ def run(monitor, benchmark: str, stream: str, root: Path = ROOT) -> tuple[dict, 
     tax = training_set(benchmark, root).taxonomy
     labels, flags, rows = [], [], []
     for video, steps in test_streams(benchmark, stream, root):
-        outs = stream_episode(monitor, video, StepContext(benchmark, video, tax), steps)
+        outs = run_episode(monitor, video, StepContext(benchmark, video, tax), steps)
         for i, (s, o) in enumerate(zip(steps, outs)):
             y = int(i == len(steps) - 1)
             f = bool(o.flagged) if o.flagged is not None else o.prob >= 0.5

@@ -24,8 +24,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from ego_adr.monitoring.next_step_model import Adam  # noqa: E402
 from ego_adr.online_mistakes import cv  # noqa: E402
-from ego_adr.online_mistakes.monitors.oneclass import _Adam  # noqa: E402
 from research.online_mistakes.bench import DATASETS, STREAMS, score, test_streams, training_set  # noqa: E402
 
 BETAS = (0.005, 0.05, 0.5)
@@ -59,7 +59,7 @@ def learn(seqs, beta: float, epochs: int = 300, seed: int = 0):
     allowed[:, end] = False
     allowed[0, 0] = True  # START's row is never used; keep its softmax finite
     z = torch.rand(n, n, generator=torch.Generator().manual_seed(seed)).requires_grad_()
-    opt = _Adam([z], 0.1)
+    opt = Adam([z], 0.1)
     for _ in range(epochs):
         a = torch.softmax(torch.where(allowed, z, torch.tensor(-1e9)), dim=1)
         num = (a[K] * J).sum(1) + 1e-6

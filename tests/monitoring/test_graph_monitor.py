@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ego_adr.monitoring.protocol import stream_episode
+from ego_adr.monitoring.monitor import run_episode
 from ego_adr.online_mistakes.monitors.graph import CATEGORY, GraphMonitor, TaskGraph
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
@@ -20,7 +20,7 @@ STRICT = {"support": 2, "tau_skip": 1.0, "tau_order": 1.0, "tau_repeat": 1.0, "t
 
 
 def _run(mon, steps):
-    return stream_episode(mon, "v", StepContext("toy-procedure", "v", TAX), steps)
+    return run_episode(mon, "v", StepContext("toy-procedure", "v", TAX), steps)
 
 
 def _monitor(params=STRICT):

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from ego_adr.monitoring.protocol import stream_episode
+from ego_adr.monitoring.monitor import run_episode
 from ego_adr.online_mistakes.monitors.ngram import NGramModel, NGramMonitor, task_of
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
@@ -48,6 +48,6 @@ def test_the_monitor_chooses_its_order_by_heldout_likelihood_and_flags():
     json.dumps(sel)
     order = sel["chosen"]["order"]
     assert sel["heldout_nll"][str(order)] == min(sel["heldout_nll"].values())
-    outs = stream_episode(mon, "v", StepContext("toy", "v", train.taxonomy), [1, 2, 4, 5])
+    outs = run_episode(mon, "v", StepContext("toy", "v", train.taxonomy), [1, 2, 4, 5])
     assert outs[3].flagged and outs[3].prob > outs[1].prob  # 5 never seen; 2 after 1 the usual
     assert not outs[1].flagged

@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from ego_adr.monitoring.protocol import stream_episode
+from ego_adr.monitoring.monitor import run_episode
+from ego_adr.monitoring.next_step_model import Adam
 from ego_adr.online_mistakes import cv
-from ego_adr.online_mistakes.monitors import oneclass as O
+from ego_adr.online_mistakes.monitors import neural_oneclass as O
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 # 1 first; then 2 (7 of 10) or 3; 4 after both; 5 last. "1 -> 4" never happens.
@@ -40,7 +41,7 @@ def test_the_small_adam_is_torchs_adam():
     torch.manual_seed(0)
     a, b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
     b.load_state_dict(a.state_dict())
-    ours, theirs = O._Adam(list(a.parameters()), lr=1e-2), torch.optim.Adam(b.parameters(), lr=1e-2)
+    ours, theirs = Adam(list(a.parameters()), lr=1e-2), torch.optim.Adam(b.parameters(), lr=1e-2)
     x = torch.randn(8, 3)
     for _ in range(25):
         for net, opt in ((a, ours), (b, theirs)):
@@ -63,7 +64,7 @@ def test_the_monitor_selects_fits_and_flags(arch):
     curve = dict(map(tuple, sel["heldout_nll"][str(chosen["hidden"])]))
     assert curve[chosen["epochs"]] == chosen["heldout_nll"] == min(v for c in sel["heldout_nll"].values()
                                                                     for _, v in c)
-    outs = stream_episode(mon, "v", StepContext("toy-procedure", "v", TAX), [1, 2, 3, 9])
+    outs = run_episode(mon, "v", StepContext("toy-procedure", "v", TAX), [1, 2, 3, 9])
     assert outs[3].flagged and outs[3].prob > max(o.prob for o in outs[:3])
     assert outs[3].evidence["expected"] == 4  # what the model anticipated instead
 

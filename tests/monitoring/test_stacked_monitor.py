@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ego_adr.monitoring.protocol import stream_episode
+from ego_adr.monitoring.monitor import run_episode
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.monitors import stacked as S
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
@@ -42,7 +42,7 @@ def test_the_stack_fits_selects_and_flags():
     json.dumps(sel)
     assert sel["chosen"]["features"] in S.FEATURE_SETS and sel["cv_score"]["objective"] == max(
         r["objective"] for r in sel["cv_table"])
-    outs = stream_episode(mon, "v", StepContext("toy-procedure", "v", TAX), [1, 2, 1, 9])
+    outs = run_episode(mon, "v", StepContext("toy-procedure", "v", TAX), [1, 2, 1, 9])
     assert all(0.0 <= o.prob <= 1.0 for o in outs) and outs[3].flagged and outs[3].prob > outs[1].prob
     assert outs[3].category == "Unintended and unnecessary action"
 
@@ -69,11 +69,11 @@ def hook(ev, args):
 
 
 sys.addaudithook(hook)
-from ego_adr.monitoring.protocol import stream_episode
+from ego_adr.monitoring.monitor import run_episode
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 from ego_adr.online_mistakes.monitors.graph import GraphMonitor
 from ego_adr.online_mistakes.monitors.ngram import NGramMonitor
-from ego_adr.online_mistakes.monitors.oneclass import OneClassMonitor
+from ego_adr.online_mistakes.monitors.neural_oneclass import OneClassMonitor
 from ego_adr.online_mistakes.monitors.stacked import StackedMonitor
 raw = json.loads((root / "dtgl" / "epic-tent" / "train.json").read_text())
 tax = {int(k): v["name"] for k, v in raw["taxonomy"]["epic-tent"].items()}
@@ -86,7 +86,7 @@ for name, mon in [("graph", GraphMonitor()), ("ngram", NGramMonitor(task=True)),
                   ("stacked", StackedMonitor())]:
     mon.fit(train)
     rows = [[round(o.prob, 9), o.flagged, o.category] for s in seqs[:3] for o in
-            stream_episode(mon, "v", StepContext("epic-tent-o", "v", tax), list(s)[:12] + [99])]
+            run_episode(mon, "v", StepContext("epic-tent-o", "v", tax), list(s)[:12] + [99])]
     out[name] = {"selection": mon.selection, "rows": rows}
 opened = {k: [p for p in v if str(root) in p] for k, v in opened.items()}
 print(json.dumps({"out": out, "opened": opened}, sort_keys=True))

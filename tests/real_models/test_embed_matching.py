@@ -112,7 +112,7 @@ def test_bench_matching_set_gold_comes_from_the_annotations(shared_data):
 def test_ngram_text_monitor_chooses_the_name_feature_by_cross_validation(embedder):
     """Step names on a toy: the text feature is a candidate, chosen (or not) on cross-fitted validation scores,
     and the monitor streams with what was chosen."""
-    from ego_adr.monitoring.protocol import stream_episode
+    from ego_adr.monitoring.monitor import run_episode
     from ego_adr.online_mistakes.monitors.ngram_text import NGramTextMonitor, text_feature
     from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
@@ -131,7 +131,7 @@ def test_ngram_text_monitor_chooses_the_name_feature_by_cross_validation(embedde
     # the poles than the sandwich is
     lp = mon.model.dist([1, 2, 3])
     assert text_feature(mon.model, lp, 4, mon.sims) > text_feature(mon.model, lp, 6, mon.sims)
-    outs = stream_episode(mon, "v", StepContext("toy", "v", names), [1, 2, 3, 6])
+    outs = run_episode(mon, "v", StepContext("toy", "v", names), [1, 2, 3, 6])
     assert outs[3].flagged and not outs[1].flagged
     assert outs[3].evidence["uses_text"] == (sel["chosen"]["features"] == "ngram+text")
 

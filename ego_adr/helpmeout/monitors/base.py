@@ -1,6 +1,6 @@
 """What a HelpMeOut monitor is given, and the harness that feeds it an episode one step at a time.
 
-The protocol is the monitoring layer's (:mod:`ego_adr.monitoring.protocol`: ``reset``, then one observation
+How a monitor is fed is the monitoring layer's (:mod:`ego_adr.monitoring.monitor`: ``reset``, then one observation
 at a time, probabilities checked); what is HelpMeOut's is the context and what counts as its task input. A
 monitor sees the task name and the initial scene at :meth:`Monitor.reset`, then each observed action in PDDL
 notation (the last one is ``(task-end)``) through :meth:`Monitor.step` -- never a later step (Figure 1c). Per
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ego_adr.helpmeout.world.domain import TASK_END
-from ego_adr.monitoring.protocol import Monitor as LayerMonitor
-from ego_adr.monitoring.protocol import StepOutput, stream_episode
+from ego_adr.monitoring.monitor import Monitor as LayerMonitor
+from ego_adr.monitoring.monitor import StepOutput, run_episode
 
 __all__ = ["EpisodeContext", "Monitor", "StepOutput", "context_of", "run_monitor"]
 
@@ -46,7 +46,7 @@ class EpisodeContext:
 
 
 class Monitor(LayerMonitor):
-    """A HelpMeOut monitor: the layer's :class:`~ego_adr.monitoring.protocol.Monitor`, reset with an
+    """A HelpMeOut monitor: the layer's :class:`~ego_adr.monitoring.monitor.Monitor`, reset with an
     :class:`EpisodeContext` and stepped with the next action in PDDL notation."""
 
     reads: tuple[str, ...] = TASK_INPUT  # set from the registry spec by build_monitor
@@ -74,7 +74,7 @@ def run_monitor(monitor: Monitor, episodes: list[dict], progress: bool = True) -
 
     rows = []
     for ep in tqdm(episodes, disable=not progress, desc=f"monitor {monitor.name}"):
-        outs = stream_episode(monitor, ep["id"], context_of(ep, monitor.reads), ep["observed"])
+        outs = run_episode(monitor, ep["id"], context_of(ep, monitor.reads), ep["observed"])
         if ep["observed"][-1] != TASK_END:
             raise ValueError(f"episode {ep['id']} does not end with {TASK_END}")
         rows.append({"id": ep["id"], "probs": [o.prob for o in outs], "categories": [o.category for o in outs],

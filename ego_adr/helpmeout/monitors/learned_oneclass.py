@@ -1,6 +1,6 @@
 """One-class rows beside Tables 2 and 11-15's learned monitors: the Seq2Seq, Seq2Seq+SG and SGT input families of
 :mod:`ego_adr.helpmeout.monitors.learned`, trained on **correct sequences only** as next-step likelihood models
-(:class:`ego_adr.monitoring.oneclass.NextStepModel`, the model the step-stream benchmarks' one-class monitors use).
+(:class:`ego_adr.monitoring.next_step_model.NextStepModel`, the model the step-stream benchmarks' one-class monitors use).
 
 Why: the paper's Seq2Seq is weak (M1 0.50 in Table 2, Sec. 4) although it is trained with error labels. The
 step-stream benchmarks can only train one-class; trained that way here, the same families say whether the
@@ -16,7 +16,7 @@ weakness is the supervised regime (an error head learning from ~4% positive step
   too early is unlikely). Not the prefixes of errorful episodes before their first onset: cutting there reads the
   onset label, and the step-stream benchmarks have no such prefixes either; ``prefixes=True`` adds them for an
   ablation. No label and no error step is ever a training target.
-- **Capacity and epochs** (:func:`ego_adr.monitoring.oneclass.capacity`): hidden size in :data:`HIDDEN`, epochs
+- **Capacity and epochs** (:func:`ego_adr.monitoring.next_step_model.capacity`): hidden size in :data:`HIDDEN`, epochs
   2, 4, ... :data:`MAX_EPOCHS` (stopped after two evaluations without improvement), by the mean NLL per step on
   the validation split's correct episodes; the model at that epoch is kept (not refitted on validation, whose
   episodes then choose the alarm threshold).
@@ -44,7 +44,7 @@ import numpy as np
 
 from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
 from ego_adr.helpmeout.monitors.learned import _tokens, subgoal_tokens
-from ego_adr.monitoring.oneclass import PRECISION, SCORES, Fold, NextStepModel, capacity, score_of
+from ego_adr.monitoring.next_step_model import PRECISION, SCORES, Fold, NextStepModel, capacity, score_of
 from ego_adr.monitoring.ranking import auroc
 
 FAMILIES = {"seq2seq": "gru", "seq2seq-sg": "gru", "sgt": "transformer"}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 START, END = "START", "END"

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ego_adr.errors import UserError
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.online_mistakes.monitors import dtgl_graph as G
 from ego_adr.online_mistakes.monitors import dtgl_train as T
 from ego_adr.online_mistakes.types import StepContext, TrainingSet

@@ -10,7 +10,7 @@ The task graph (:class:`TaskGraph`) holds what the correct recordings show about
   with confidence = the share of the recordings containing both in which ``b`` is first;
 - how often a step is done in one recording.
 
-The progress logic is Ego-ADR's (``ego_adr/reasoning/stream.py``: a step again, a step before the ones it needs,
+The progress logic is Ego-ADR's (``ego_adr/reasoning/online.py``: a step again, a step before the ones it needs,
 a step after one it should precede), on the graph instead of a recipe's step list. For each observed step, with the
 steps done so far:
 
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 

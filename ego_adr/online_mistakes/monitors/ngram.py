@@ -1,29 +1,30 @@
 """A one-class n-gram monitor: the next step's likelihood under a Witten-Bell interpolated n-gram model of the
 correct training recordings; a step is a mistake when it is unlikely after the last ``n - 1`` steps.
 
-The classic count model beside the neural ones (:mod:`.oneclass`), for the same reason PREGO's symbolic
+The classic count model beside the neural ones (:mod:`.neural_oneclass`), for the same reason PREGO's symbolic
 anticipation works at all: on a dozen recordings (EPIC-Tent-O has 13) a model with no weights to fit is hard to
 beat. Witten-Bell interpolation (Witten & Bell, 1991; the form in Chen & Goodman, 1998, Sec. 2.3) has no
 smoothing constant: each context ``h`` backs off to the shorter one with weight ``N1+(h .) / (c(h) + N1+(h .))``
 (the number of distinct steps seen after ``h``), down to an add-one unigram over the known steps plus one class for
 a step never seen in training. The order ``n`` (1-4) is chosen by held-out likelihood over the folds of
 :mod:`ego_adr.online_mistakes.cv`; the score (surprisal or margin below the most likely step, as in
-:mod:`.oneclass`) and its threshold by the constructed validation mistakes; ``prob`` is the validation-calibrated
-probability. Deterministic (integer counts, sorted vocabularies).
+:mod:`.neural_oneclass`) and its threshold by the constructed validation mistakes, chosen as there
+(:mod:`.likelihood`); ``prob`` is the validation-calibrated probability. Deterministic (integer counts, sorted
+vocabularies).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import StepOutput
+from ego_adr.monitoring.next_step_model import SCORES, score_of
 from ego_adr.online_mistakes import cv
-from ego_adr.online_mistakes.monitors.oneclass import SCORES, score_of
+from ego_adr.online_mistakes.monitors.likelihood import Fitted, LikelihoodMonitor, choose
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 BOS = -1
@@ -108,21 +109,6 @@ class NGramModel:
         return {k: np.array([r[k] for r in rows]) for k in SCORES}
 
 
-@dataclass
-class Fitted:
-    """As :class:`.oneclass.Fitted`: the refitted model, the chosen score, threshold, calibration, selection, and
-    the out-of-fold scores of every validation step."""
-
-    model: NGramModel
-    score: str
-    threshold: float
-    calib: tuple[float, float]
-    selection: dict
-    labels: np.ndarray
-    oof: dict[str, np.ndarray]
-    points: dict[str, float] | None = None  # metric -> threshold on ``score`` chosen for it (issue 34 item 4)
-
-
 def select_and_fit(seqs: Sequence[Sequence[int]], plan: cv.Plan, tasks: Sequence[str | None] | None = None) -> Fitted:
     """With ``tasks`` (one per recording), the task-specific models are candidates beside the global ones."""
     return _select_and_fit(tuple(tuple(int(x) for x in s) for s in seqs), plan, tuple(tasks) if tasks else None)
@@ -148,10 +134,7 @@ def _select_and_fit(seqs, plan, tasks) -> Fitted:
     got = [NGramModel(order).fit([seqs[i] for i in fit], [tk[i] for i in fit] if tk else None).step_scores(
         [e.steps for e in eps], [tk[e.source] for e in eps] if tk else None) for fit, eps in val]
     oof = {s: np.concatenate([g[s] for g in got]) for s in SCORES}
-    by_score = {s: cv.best_threshold(y, oof[s]) for s in SCORES}
-    chosen = max(SCORES, key=lambda s: (by_score[s][1]["objective"], s == SCORES[0]))
-    thr = by_score[chosen][0]
-    points = cv.operating_points(y, oof[chosen])
+    c = choose(y, oof)
     selection = {
         "recipe": "Witten-Bell n-gram; order (and, given the tasks, task-specific or not) by held-out NLL, score "
                   "and threshold by constructed validation mistakes (" + cv.OBJECTIVE + ")",
@@ -159,17 +142,15 @@ def _select_and_fit(seqs, plan, tasks) -> Fitted:
         "candidates": {"order": list(ORDERS), "task_specific": [False, True] if tasks else [False],
                        "score": list(SCORES)},
         "heldout_nll": {f"{n}{'+task' if u else ''}": v for (n, u), v in curve.items()},
-        "chosen": {"order": order, "task_specific": use_task, "score": chosen, "threshold": round(thr, 6)},
-        "cv_scores": {s: by_score[s][1] | {"threshold": round(by_score[s][0], 6)} for s in SCORES},
-        "cv_score": by_score[chosen][1], "operating_points": cv.describe_points(points),
+        "chosen": {"order": order, "task_specific": use_task, "score": c.score, "threshold": round(c.threshold, 6)},
+        **c.record,
     }
     model = NGramModel(order).fit(seqs, tk)
     model.task_specific = use_task
-    return Fitted(model, chosen, thr, cv.calibrate(y, oof[chosen]), selection, y, oof,
-                  {k: t for k, (t, _) in points.items()})
+    return Fitted(model, c.score, c.threshold, c.calib, selection, y, oof, c.points)
 
 
-class NGramMonitor(Monitor):
+class NGramMonitor(LikelihoodMonitor):
     """``ngram-oneclass``; with ``task=True`` (``ngram-task``) it also reads each recording's task (the toy of an
     Assembly101 recording, from its name) and may choose the task-specific model."""
 
@@ -185,25 +166,15 @@ class NGramMonitor(Monitor):
         seqs = [train.sequences[i] for i in keep]
         tasks = [task_of(train.videos[i]) for i in keep] if self.use_task and train.videos else None
         f = select_and_fit(seqs, cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed, train.noise), tasks)
-        self.model, self.score, self.threshold, self.calib, self.selection = (
-            f.model, f.score, f.threshold, f.calib, f.selection)
-        self.points = f.points
+        self.adopt(f)
 
     def reset(self, ctx: StepContext) -> None:
-        if self.model is None:
-            raise RuntimeError(f"{self.name}: fit() must run before streaming")
-        self.prefix: list[int] = []
+        super().reset(ctx)
         self.task = task_of(ctx.video) if self.use_task and self.model.task_specific else None
 
     def step(self, t: int, step_id: int) -> StepOutput:
         lp = self.model.dist(self.prefix, self.task)
-        sc = score_of(lp, self.model.cls(int(step_id)))
-        expected = self.model.steps[int(np.argmax(lp[1:]))] if self.model.steps else None
-        self.prefix.append(int(step_id))
-        value = sc[self.score]
-        ev = {"score": self.score, "value": round(value, 4), "threshold": round(self.threshold, 4),
-              "p_step": round(float(np.exp(-sc["surprisal"])), 4), "expected": expected}
+        out = self.answer(t, step_id, lp, self.model.steps[int(np.argmax(lp[1:]))] if self.model.steps else None)
         if self.task is not None:
-            ev["task"] = self.task
-        return StepOutput(cv.calibrated(self.calib, value), onset=t, evidence=ev, flagged=value >= self.threshold,
-                          flagged_for={k: value >= thr for k, thr in self.points.items()})
+            out.evidence["task"] = self.task
+        return out

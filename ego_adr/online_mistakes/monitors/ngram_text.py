@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
+from ego_adr.monitoring.next_step_model import score_of
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.monitors import ngram as N
-from ego_adr.online_mistakes.monitors.oneclass import score_of
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 FEATURE_SETS = ("ngram", "ngram+text")

@@ -53,7 +53,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ego_adr.errors import InfrastructureError
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.monitoring.registry import MonitorOption
 from ego_adr.online_mistakes.monitors import prego_prompt as PP
 from ego_adr.online_mistakes.monitors.prego_prompt import line as _line

@@ -6,7 +6,7 @@ graph's checks are sharp on a step never seen and on a step that skips its preco
 that is merely unusual after this prefix; the likelihood models see those and are soft where the graph is sharp.
 None of them needs mistakes to train, but how much each signal counts does; so:
 
-1. the GRU is selected and fitted exactly as ``seq2seq-oneclass`` (:func:`.oneclass.select_and_fit`), the n-gram
+1. the GRU is selected and fitted exactly as ``seq2seq-oneclass`` (:func:`.neural_oneclass.select_and_fit`), the n-gram
    as ``ngram-oneclass`` (:func:`.ngram.select_and_fit`), on the same folds and validation episodes; each gives
    its out-of-fold surprisal and margin on every validation step;
 2. the graph of each fold gives every check's confidence on the same steps (:func:`.graph.validation_strengths`);
@@ -33,11 +33,11 @@ from collections import Counter
 
 import numpy as np
 
-from ego_adr.monitoring.protocol import Monitor, StepOutput
+from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.monitors import graph as G
+from ego_adr.online_mistakes.monitors import neural_oneclass as O
 from ego_adr.online_mistakes.monitors import ngram as N
-from ego_adr.online_mistakes.monitors import oneclass as O
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 FAMILIES = {"graph": G.CHECKS, "gru": ("gru-surprisal", "gru-margin"), "ngram": ("ngram-surprisal", "ngram-margin")}

@@ -25,20 +25,21 @@ the validation-calibrated probability of a mistake (a logistic fit of the score 
 ``flagged`` is the score at or above the chosen threshold.
 
 The network, its training and the capacity selection are the monitoring layer's
-(:mod:`ego_adr.monitoring.oneclass`, shared with HelpMeOut's one-class rows); what is here is the step-stream
+(:mod:`ego_adr.monitoring.next_step_model`, shared with HelpMeOut's one-class rows); what is here is the step-stream
 validation (folds over the training recordings, constructed mistakes), the score and threshold choice on them and
-the monitor.
+the monitor; what it shares with the n-gram monitor (the score and threshold choice, the step's answer) is
+:mod:`.likelihood`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from ego_adr.monitoring.oneclass import (
+from ego_adr.monitoring.monitor import StepOutput
+from ego_adr.monitoring.next_step_model import (
     ARCHS,
     HIDDEN,
     MAX_EPOCHS,
@@ -46,38 +47,20 @@ from ego_adr.monitoring.oneclass import (
     SCORES,
     Fold,
     NextStepModel,
-    _Adam,
     capacity,
     score_of,
 )
-from ego_adr.monitoring.protocol import Monitor, StepOutput
 from ego_adr.monitoring.registry import MonitorOption, int_list
 from ego_adr.online_mistakes import cv
-from ego_adr.online_mistakes.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.monitors.likelihood import Fitted, LikelihoodMonitor, choose
+from ego_adr.online_mistakes.types import TrainingSet
 
-__all__ = ["ARCHS", "HIDDEN", "MAX_EPOCHS", "SCORES", "Fitted", "NextStepModel", "OneClassMonitor", "_Adam",
-           "score_of", "select_and_fit"]
-
-
-@dataclass
-class Fitted:
-    """What :func:`select_and_fit` returns: the refitted model, the chosen score and threshold, the calibration
-    (a, b) of ``prob = sigmoid(a * score + b)``, the selection record, and the out-of-fold validation it was
-    chosen on (the folds' episodes, their step labels and every score of every step) for monitors built on it."""
-
-    model: NextStepModel
-    score: str
-    threshold: float
-    calib: tuple[float, float]
-    selection: dict
-    validation: list
-    labels: np.ndarray
-    oof: dict[str, np.ndarray]
-    points: dict[str, float] | None = None  # metric -> threshold on ``score`` chosen for it (issue 34 item 4)
+__all__ = ["ARCHS", "HIDDEN", "MAX_EPOCHS", "SCORES", "Fitted", "NextStepModel", "OneClassMonitor", "score_of",
+           "select_and_fit"]
 
 
 def _capacity(seqs, val, arch, seed, hidden, max_epochs):
-    """:func:`ego_adr.monitoring.oneclass.capacity` on the CV folds: each fold fits on its training recordings and
+    """:func:`ego_adr.monitoring.next_step_model.capacity` on the CV folds: each fold fits on its training recordings and
     is held out on the rest."""
     folds = []
     for fit, _ in val:
@@ -88,7 +71,8 @@ def _capacity(seqs, val, arch, seed, hidden, max_epochs):
 
 def select_and_fit(seqs: Sequence[Sequence[int]], arch: str, plan: cv.Plan, hidden: Sequence[int] = HIDDEN,
                    max_epochs: int = MAX_EPOCHS) -> Fitted:
-    """The one-class recipe of the module docstring, on integer token sequences, validated as ``plan`` says."""
+    """The one-class recipe of the module docstring, on integer token sequences, validated as ``plan`` says; the
+    :class:`~.likelihood.Fitted` keeps the folds' validation episodes for monitors built on it."""
     seqs = [tuple(int(x) for x in s) for s in seqs]
     return _select_and_fit(tuple(seqs), arch, plan, tuple(hidden), max_epochs)
 
@@ -106,10 +90,7 @@ def _select_and_fit(seqs, arch, plan, hidden, max_epochs) -> Fitted:
             scores[s].append(got[s])
     y = np.concatenate([cv.episode_labels(eps) for _, eps in val])
     oof = {s: np.concatenate(v) for s, v in scores.items()}
-    by_score = {s: cv.best_threshold(y, oof[s]) for s in SCORES}
-    chosen = max(SCORES, key=lambda s: (by_score[s][1]["objective"], s == SCORES[0]))
-    thr = by_score[chosen][0]
-    points = cv.operating_points(y, oof[chosen])
+    c = choose(y, oof)
     model = NextStepModel(arch, best_h, seed)
     model.fit(seqs, best_e)
     selection = {
@@ -120,16 +101,14 @@ def _select_and_fit(seqs, arch, plan, hidden, max_epochs) -> Fitted:
         "candidates": {"hidden": list(hidden), "epochs": f"2..{max_epochs} step 2, stopped after 2 evaluations "
                        "without improvement", "score": list(SCORES)},
         "heldout_nll": {str(h): curves[h] for h in hidden},
-        "chosen": {"hidden": best_h, "epochs": best_e, "heldout_nll": best_nll, "score": chosen,
-                   "threshold": round(thr, 6)},
-        "cv_scores": {s: by_score[s][1] | {"threshold": round(by_score[s][0], 6)} for s in SCORES},
-        "cv_score": by_score[chosen][1], "operating_points": cv.describe_points(points),
+        "chosen": {"hidden": best_h, "epochs": best_e, "heldout_nll": best_nll, "score": c.score,
+                   "threshold": round(c.threshold, 6)},
+        **c.record,
     }
-    return Fitted(model, chosen, thr, cv.calibrate(y, oof[chosen]), selection, val, y, oof,
-                  {k: t for k, (t, _) in points.items()})
+    return Fitted(model, c.score, c.threshold, c.calib, selection, y, oof, c.points, val)
 
 
-class OneClassMonitor(Monitor):
+class OneClassMonitor(LikelihoodMonitor):
     """``seq2seq-oneclass`` (``arch="gru"``) and ``sgt-oneclass`` (``arch="transformer"``)."""
 
     name = "seq2seq-oneclass"
@@ -157,24 +136,9 @@ class OneClassMonitor(Monitor):
     def fit(self, train: TrainingSet) -> None:
         seqs = [s for s in train.sequences if s]
         plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed, train.noise)
-        f = select_and_fit(seqs, self.arch, plan, self.hidden, self.max_epochs)
-        self.model, self.score, self.threshold, self.calib, self.selection = (
-            f.model, f.score, f.threshold, f.calib, f.selection)
-        self.points = f.points
-
-    def reset(self, ctx: StepContext) -> None:
-        if self.model is None:
-            raise RuntimeError(f"{self.name}: fit() must run before streaming")
-        self.prefix: list[int] = []
+        self.adopt(select_and_fit(seqs, self.arch, plan, self.hidden, self.max_epochs))
 
     def step(self, t: int, step_id: int) -> StepOutput:
         lp = self.model.logprobs([self.prefix + [int(step_id)]])[0][-1]
-        sc = score_of(lp, self.model.cls(int(step_id)))
         top = int(np.argmax(lp[1:])) if len(lp) > 1 else 0
-        expected = sorted(self.model.index)[top] if self.model.index else None
-        self.prefix.append(int(step_id))
-        value = sc[self.score]
-        ev = {"score": self.score, "value": round(value, 4), "threshold": round(self.threshold, 4),
-              "p_step": round(float(np.exp(-sc["surprisal"])), 4), "expected": expected}
-        return StepOutput(cv.calibrated(self.calib, value), onset=t, evidence=ev, flagged=value >= self.threshold,
-                          flagged_for={k: value >= thr for k, thr in self.points.items()})
+        return self.answer(t, step_id, lp, sorted(self.model.index)[top] if self.model.index else None)

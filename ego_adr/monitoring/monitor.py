@@ -1,7 +1,7 @@
-"""The monitor protocol: reset with the context, then one observation at a time, never a later one.
+"""What a monitor is and how it is fed: reset with the context, then one observation at a time, never a later one.
 
 Every online benchmark (HelpMeOut's symbolic episodes, video recordings, step streams) feeds its monitors through
-:func:`stream_episode`, which records only what the monitor returned. A monitor returns a :class:`StepOutput`
+:func:`run_episode`, which records only what the monitor returned. A monitor returns a :class:`StepOutput`
 per observation: ``prob`` is P(an error has happened by this step), ``flagged`` whether it alarms here (``None``:
 the benchmark's threshold decides), ``category`` the error type it names where it has one, ``onset`` the step it
 blames, ``evidence`` whatever it wants a reader to see (kept in the per-step file), ``flagged_for`` its alarm at
@@ -58,7 +58,7 @@ def checked_prob(monitor: Monitor, p: float, where: str) -> float:
     return p
 
 
-def stream_episode(monitor: Monitor, episode_id: str, ctx: Any, observations: Sequence | Iterable) -> list[StepOutput]:
+def run_episode(monitor: Monitor, episode_id: str, ctx: Any, observations: Sequence | Iterable) -> list[StepOutput]:
     """Reset ``monitor`` with ``ctx`` and feed it ``observations`` one at a time; its outputs, checked.
 
     The monitor gets observation ``t`` only after it has answered for ``t - 1``: an iterable is consumed lazily,

@@ -6,8 +6,8 @@ HelpMeOut paper) are trained there with error labels. The step-stream benchmarks
 (PREGO, Flaborea et al., CVPR 2024, Sec. 3: mistakes are open-set), so the same two families are trained here as
 next-step likelihood models instead; a step is a mistake when it is unlikely after the observed prefix. What is
 benchmark-specific (how validation is built, what a token is, how the score becomes an alarm) stays with the
-benchmark: :mod:`ego_adr.online_mistakes.monitors.oneclass` (Assembly101-O, EPIC-Tent-O) and
-``ego_adr/helpmeout/monitors/oneclass.py`` (HelpMeOut's one-class rows). This module knows neither.
+benchmark: :mod:`ego_adr.online_mistakes.monitors.neural_oneclass` (Assembly101-O, EPIC-Tent-O) and
+:mod:`ego_adr.helpmeout.monitors.learned_oneclass` (HelpMeOut's one-class rows). This module knows neither.
 
 - :class:`NextStepModel`: the network, trained with cross-entropy on every next token. A sequence may carry
   leading *context* tokens (a separate input vocabulary, never predicted nor scored): they condition the
@@ -72,7 +72,7 @@ def _net(arch: str, n_in: int, n_out: int, hidden: int, positions: int = 128):
     return Net()
 
 
-class _Adam:
+class Adam:
     """Adam (Kingma & Ba, 2015; beta 0.9 / 0.999, eps 1e-8) in a few tensor operations. ``torch.optim.Adam``
     would do the same, but its first construction imports ``torch._dynamo`` (2.5 s or more on a busy core), which
     alone would take most of a step-stream monitor's time budget (fit and selection in a few seconds)."""
@@ -166,7 +166,7 @@ class NextStepModel:
         torch.manual_seed(self.seed)
         self._vocab(seqs, ctx)
         self._build()
-        self._opt = _Adam(list(self.net.parameters()), lr=1e-2)
+        self._opt = Adam(list(self.net.parameters()), lr=1e-2)
         # input [ctx] BOS + s predicts s position by position; the last input (the last token) predicts nothing
         self._x, self._y = self._inputs(seqs, ctx), self._targets(seqs, ctx)
         self._gen = torch.Generator().manual_seed(self.seed)
