@@ -151,6 +151,17 @@ def _checked_flags(a) -> list[str]:
     return names
 
 
+def _unavailable(a, names: list[str]) -> dict[str, str]:
+    """The monitors this machine cannot run (a package missing): left out of ``all`` with the reason; a monitor
+    named alone stops with it."""
+    from ego_adr.online_mistakes.registry import unavailable
+
+    out = {n: r for n in names if (r := unavailable(n))}
+    if out and a.monitor != "all":
+        raise UserError(f"--monitor {a.monitor} {next(iter(out.values()))}")
+    return out
+
+
 def evaluate_complete(a) -> int:
     names = _checked_flags(a)
     corrections = getattr(a, "corrections", None) or "correct"
@@ -161,6 +172,8 @@ def evaluate_complete(a) -> int:
     fingerprint = C.fingerprint(a.data_root, a.benchmark)
     extra = {"training_steps_by_source_label": C.training_errors(a.data_root, a.benchmark)}
     skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
+    why = {n: "needs --model" for n in skipped} | _unavailable(a, names)
+    skipped += [n for n in why if n not in skipped]
     names = [n for n in names if n not in skipped]
     model = E._model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
     for note in stream.notes:
@@ -173,7 +186,7 @@ def evaluate_complete(a) -> int:
         results = [_one(a, n, train, stream, cut, out / n, _identity(a, stream, fingerprint, n), model, extra)
                    for n in names]
         chosen, how = chosen_without_test(train, results)
-        summary = CR.summary(results, a.benchmark, stream, [f"{n} (needs --model)" for n in skipped], chosen, how)
+        summary = CR.summary(results, a.benchmark, stream, [f"{n} ({why[n]})" for n in skipped], chosen, how)
         write_text(out / "summary.md", CR.summary_markdown(results, summary))
         write_json(out / "summary.json", summary)
     if not getattr(a, "quiet", False):

@@ -193,10 +193,21 @@ def _summary(a, out: Path, train, stream, results: list[dict], skipped: list[str
                "chosen_on_validation": sel["chosen"], "selection": sel, "rows": rows,
                "position_ceiling": {k: {"k": ceiling["k"][k], "value": ceiling[k],
                                         "interval": ceiling["intervals"].get(k)} for k in ceiling["k"]},
-               "not_run": [f"{n} (needs --model)" for n in skipped], "goal": goals}
+               "not_run": list(skipped), "goal": goals}
     write_text(out / "summary.md", summary_markdown(results, a.benchmark, stream.name, summary["not_run"], goals,
                                                     sel, ceiling))
     write_json(out / "summary.json", summary)
+
+
+def _unavailable(a, names: list[str]) -> dict[str, str]:
+    """The monitors this machine cannot run (a package missing): left out of ``all`` with the reason; a monitor
+    named alone stops with it."""
+    from ego_adr.online_mistakes.registry import unavailable
+
+    out = {n: r for n in names if (r := unavailable(n))}
+    if out and a.monitor != "all":
+        raise UserError(f"--monitor {a.monitor} {next(iter(out.values()))}")
+    return out
 
 
 def evaluate(a) -> int:
@@ -213,6 +224,8 @@ def evaluate(a) -> int:
         train = dataclasses.replace(train, noise=cv.NOISE)
     fingerprint = D.data_fingerprint(a.data_root, a.benchmark)
     skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
+    why = {n: "needs --model" for n in skipped} | _unavailable(a, names)
+    skipped += [n for n in why if n not in skipped]
     names = [n for n in names if n not in skipped]
     for n in names:  # what a monitor reads beside the training set (e.g. PREGO's example file) is there
         check = getattr(REGISTRY.factory(n), "check_inputs", None)
@@ -229,7 +242,7 @@ def evaluate(a) -> int:
     with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
         results = [_one(a, n, train, stream, out / n, _identity(a, stream, fingerprint, n), model, refs)
                    for n in names]
-        _summary(a, out, train, stream, results, skipped, refs[1])
+        _summary(a, out, train, stream, results, [f"{n} ({why[n]})" for n in skipped], refs[1])
     if not a.quiet:
         print(f"-> {out}/summary.json, summary.md" + (f" (not run: {', '.join(skipped)})" if skipped else ""))
     return 0

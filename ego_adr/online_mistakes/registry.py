@@ -60,3 +60,19 @@ REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
                 "logistic regression over the graph checks and the one-class scores, features chosen by "
                 "cross-fitting on the training sequences", (TAXONOMY, TRAINING, PREFIX), trains=True),
 ))
+
+
+def unavailable(name: str) -> str | None:
+    """Why monitor ``name`` cannot run on this machine (a package its factory's ``check_available`` needs is not
+    installed), or None. ``--monitor all`` lists such a monitor as not run, with the reason; naming it alone
+    stops with that reason (exit 2)."""
+    from ego_adr.errors import UserError
+
+    check = getattr(REGISTRY.factory(name), "check_available", None)
+    if check is None:
+        return None
+    try:
+        check()
+    except UserError as e:
+        return str(e)
+    return None

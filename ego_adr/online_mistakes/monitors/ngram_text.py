@@ -69,6 +69,14 @@ def _cross_fitted(x: np.ndarray, y: np.ndarray, fold: np.ndarray, l2: float) -> 
 class NGramTextMonitor(Monitor):
     name = "ngram-text"
 
+    @staticmethod
+    def check_available() -> None:
+        """A UserError naming what to install when MiniLM's weights or sentence-transformers are missing (so
+        ``--monitor all`` lists this monitor as not run instead of stopping)."""
+        from ego_adr.reasoning.embed_matching import check_available
+
+        check_available("minilm")
+
     def __init__(self, seed: int = 0, folds: int = 5, embedder=None) -> None:
         self.seed, self.k, self.embedder = seed, folds, embedder
         self.model: N.NGramModel | None = None
