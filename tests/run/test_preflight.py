@@ -114,8 +114,10 @@ def _has_cuda() -> bool:
 def test_a_dry_run_plans_for_the_device_named_even_when_this_machine_lacks_it(capsys, demo_root, device):
     """Issue 28, item 2: the plan a user makes on a laptop before renting a GPU. It says this machine has no such
     device and exits 0 when the plan is fine; the real run still refuses the absent device with exit 2."""
+    from ego_adr.models.tiny import ensure_tiny
     from ego_adr.run.cli import main
 
+    ensure_tiny("qwen2.5-vl")  # a dry run never builds it, and its plan reads the built folder's config
     absent = device == "cuda:99" or not _has_cuda()
     assert main(["--dry-run", "--model", "tiny", "--device", device]) == 0
     out = capsys.readouterr().out
@@ -125,8 +127,11 @@ def test_a_dry_run_plans_for_the_device_named_even_when_this_machine_lacks_it(ca
         assert main(["--model", "tiny", "--device", device, "--limit", "1", "--output-dir", "unused"]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: --device {device} asked for, but this machine has") and err.count("\n") == 1
-    assert main(["--dry-run", "--device", "gpu"]) == 2  # not a device at all is still a mistake
-    assert "--device 'gpu' is not a device" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # not a device at all is still a mistake, found as the line is read
+        main(["--dry-run", "--device", "gpu"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--device: 'gpu' is not a device" in err and err.count("\n") == 1
 
 
 def test_the_public_white_agent_config_dry_runs_on_a_machine_without_a_gpu(capsys, demo_root, shared_data):
