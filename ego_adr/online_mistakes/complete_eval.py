@@ -44,7 +44,7 @@ from ego_adr.online_mistakes import complete_report as CR
 from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes import evaluate as E
 from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder
-from ego_adr.online_mistakes.registry import REGISTRY
+from ego_adr.online_mistakes.registry import REGISTRY, not_runnable
 from ego_adr.online_mistakes.types import StepContext
 from ego_adr.store import cache_root, write_json, write_text
 
@@ -151,17 +151,6 @@ def _checked_flags(a) -> list[str]:
     return names
 
 
-def _unavailable(a, names: list[str]) -> dict[str, str]:
-    """The monitors this machine cannot run (a package missing): left out of ``all`` with the reason; a monitor
-    named alone stops with it."""
-    from ego_adr.online_mistakes.registry import unavailable
-
-    out = {n: r for n in names if (r := unavailable(n))}
-    if out and a.monitor != "all":
-        raise UserError(f"--monitor {a.monitor} {next(iter(out.values()))}")
-    return out
-
-
 def evaluate_complete(a) -> int:
     names = _checked_flags(a)
     corrections = getattr(a, "corrections", None) or "correct"
@@ -171,10 +160,9 @@ def evaluate_complete(a) -> int:
     cut = D.load_stream(a.data_root, C.spec(a.benchmark).cut, "oracle")
     fingerprint = C.fingerprint(a.data_root, a.benchmark)
     extra = {"training_steps_by_source_label": C.training_errors(a.data_root, a.benchmark)}
-    skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
-    why = {n: "needs --model" for n in skipped} | _unavailable(a, names)
-    skipped += [n for n in why if n not in skipped]
-    names = [n for n in names if n not in skipped]
+    why = not_runnable(a.monitor, names, bool(a.model))
+    skipped = list(why)
+    names = [n for n in names if n not in why]
     model = E._model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
     for note in stream.notes:
         print(f"note: {note}")

@@ -41,7 +41,7 @@ from ego_adr.online_mistakes.harness import (
     run_monitor,
     write_folder,
 )
-from ego_adr.online_mistakes.registry import BLIND, REGISTRY
+from ego_adr.online_mistakes.registry import BLIND, REGISTRY, not_runnable
 from ego_adr.online_mistakes.report import monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json, write_text
 
@@ -199,17 +199,6 @@ def _summary(a, out: Path, train, stream, results: list[dict], skipped: list[str
     write_json(out / "summary.json", summary)
 
 
-def _unavailable(a, names: list[str]) -> dict[str, str]:
-    """The monitors this machine cannot run (a package missing): left out of ``all`` with the reason; a monitor
-    named alone stops with it."""
-    from ego_adr.online_mistakes.registry import unavailable
-
-    out = {n: r for n in names if (r := unavailable(n))}
-    if out and a.monitor != "all":
-        raise UserError(f"--monitor {a.monitor} {next(iter(out.values()))}")
-    return out
-
-
 def evaluate(a) -> int:
     names = _check_flags(a)
     if a.stream not in D.STREAMS and not Path(a.stream).is_file():
@@ -223,10 +212,9 @@ def evaluate(a) -> int:
     if a.stream not in ORACLES:  # a recogniser's output: validation episodes pass through the noise channel
         train = dataclasses.replace(train, noise=cv.NOISE)
     fingerprint = D.data_fingerprint(a.data_root, a.benchmark)
-    skipped = [n for n in names if REGISTRY.get(n).needs_model and not a.model]
-    why = {n: "needs --model" for n in skipped} | _unavailable(a, names)
-    skipped += [n for n in why if n not in skipped]
-    names = [n for n in names if n not in skipped]
+    why = not_runnable(a.monitor, names, bool(a.model))
+    skipped = list(why)
+    names = [n for n in names if n not in why]
     for n in names:  # what a monitor reads beside the training set (e.g. PREGO's example file) is there
         check = getattr(REGISTRY.factory(n), "check_inputs", None)
         if check is not None:

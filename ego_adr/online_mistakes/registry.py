@@ -76,3 +76,16 @@ def unavailable(name: str) -> str | None:
     except UserError as e:
         return str(e)
     return None
+
+
+def not_runnable(monitor: str, names: list[str], has_model: bool) -> dict[str, str]:
+    """The monitors of ``names`` that will not run, each with why: one that needs a model when no ``--model`` is
+    given, one whose package is missing (:func:`unavailable`). ``--monitor all`` lists them as not run; a
+    monitor named alone (``monitor`` is not ``all``) whose package is missing stops with the reason (exit 2)."""
+    from ego_adr.errors import UserError
+
+    why = {n: "needs --model" for n in names if REGISTRY.get(n).needs_model and not has_model}
+    missing = {n: r for n in names if n not in why and (r := unavailable(n))}
+    if missing and monitor != "all":
+        raise UserError(f"--monitor {monitor} {next(iter(missing.values()))}")
+    return why | missing

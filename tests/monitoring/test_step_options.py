@@ -104,21 +104,19 @@ def test_a_stream_file_with_a_video_twice_is_one_line(online_root, cli, tmp_path
 def test_a_monitor_whose_package_is_missing_is_left_out_of_all_and_named_alone_is_one_line(monkeypatch):
     """ngram-text needs MiniLM (the real-models extra): without it, ``--monitor all`` lists it as not run with the
     install line, and ``--monitor ngram-text`` stops with that line (exit 2) before any work."""
-    from types import SimpleNamespace
 
     from ego_adr.errors import UserError
-    from ego_adr.online_mistakes import evaluate as E
     from ego_adr.online_mistakes.monitors.ngram_text import NGramTextMonitor
-    from ego_adr.online_mistakes.registry import REGISTRY, unavailable
+    from ego_adr.online_mistakes.registry import REGISTRY, not_runnable, unavailable
 
-    names = list(REGISTRY.names())
-    assert unavailable("ngram-text") is None and E._unavailable(SimpleNamespace(monitor="all"), names) == {}
+    names = [n for n in REGISTRY.names() if not REGISTRY.get(n).needs_model]
+    assert unavailable("ngram-text") is None and not_runnable("all", names, False) == {}
 
     def missing():
         raise UserError("needs sentence-transformers: pip install -e '.[real-models]'")
 
     monkeypatch.setattr(NGramTextMonitor, "check_available", staticmethod(missing))
-    assert E._unavailable(SimpleNamespace(monitor="all"), names) == {
-        "ngram-text": "needs sentence-transformers: pip install -e '.[real-models]'"}
+    assert not_runnable("all", [*names, "prego"], False) == {
+        "prego": "needs --model", "ngram-text": "needs sentence-transformers: pip install -e '.[real-models]'"}
     with pytest.raises(UserError, match=r"--monitor ngram-text needs sentence-transformers: pip install"):
-        E._unavailable(SimpleNamespace(monitor="ngram-text"), ["ngram-text"])
+        not_runnable("ngram-text", ["ngram-text"], False)
