@@ -89,6 +89,9 @@ def _evaluate_parser(sub) -> None:
     e.add_argument("--max-new-tokens", type=int, default=None,
                    help="prego: tokens per reply (default: the --decoding's, PREGO's 4 numeric / 8 sampled)")
     e.add_argument("--cache-dir", default=None, help="prego: folder of the stage cache (default: the ego_adr cache)")
+    e.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="--monitor all: processes for the fits (default: $EGO_ADR_JOBS, else the CPUs available); "
+                        "every N writes the same bytes")
     e.add_argument("--quiet", action="store_true")
     e.set_defaults(fn=_evaluate)
 

@@ -63,6 +63,7 @@ class MonitorSpec:
     needs_model: bool = False  # --model NAME through ego_adr.models.load_model
     seeds: bool = False  # averaged over several seeds (a random monitor)
     options: tuple[MonitorOption, ...] = ()  # what --monitor-option may set (beside the factory's OPTIONS)
+    fits_with: str = ""  # monitors of one name here reuse each other's fits (an in-process memo): one process
 
 
 class Registry(SharedRegistry[MonitorSpec]):

@@ -14,8 +14,10 @@ when one is needed; only then the output folder is claimed and written (:class:`
 
 The monitor chosen without the test (:func:`chosen_without_test`) is the cut benchmark's choice on the same training
 set; issue 34's nested selection, which fits every candidate once per outer fold, is kept under the cache root
-(``online_mistakes/selection/<key>.json``, the key covering the training set, the monitors, this code and the
-library versions), so it is paid once per training set, not once per run; ``summary.json`` says when it was read.
+(:func:`ego_adr.online_mistakes.selection.record`: ``online_mistakes/selection/<key>.json``, the key covering the
+training set, the monitors and their options, this code and the library versions), so it is paid once per training
+set, not once per run; ``summary.json`` says when it was read. With ``--monitor all`` the fits (each monitor's and
+the selection's) run on ``--jobs`` processes (:mod:`.workers`).
 
 A monitor folder holds ``steps.jsonl`` (per step: the monitoring layer's fields, ``episode`` the video and the
 recording's truth included, then ``video``, ``step_id``, ``step_name``, ``source_label`` (correct, mistake,
@@ -27,7 +29,6 @@ monitor's selection, the benchmark's rules and options) and ``report.md``; ``--m
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -46,7 +47,7 @@ from ego_adr.online_mistakes import evaluate as E
 from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder
 from ego_adr.online_mistakes.registry import REGISTRY, not_runnable
 from ego_adr.online_mistakes.types import StepContext
-from ego_adr.store import cache_root, write_json, write_text
+from ego_adr.store import write_json, write_text
 
 COMPLETE_VERSION = "2"  # bump when what a complete-trial folder holds changes
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
@@ -131,10 +132,33 @@ def _one(a, name, train, stream, cut, out: Path, ident: dict, model, extra: dict
         res = result(a, name, train, stream, rows, cut_rows, monitor, extra)
         res["seconds"] = round(time.perf_counter() - t0, 3)
         write_folder(out, rows, res, CR.monitor_report(res), getattr(monitor, "files", None))
+    return res
+
+
+def _said(a, res: dict, out: Path) -> dict:
     if not getattr(a, "quiet", False):
-        print(f"{name:<18} macro F1 {res['macro_f1']:.3f} (cut {res['cut']['macro_f1']:.3f})  AUROC "
+        print(f"{res['monitor']:<18} macro F1 {res['macro_f1']:.3f} (cut {res['cut']['macro_f1']:.3f})  AUROC "
               f"{res['auroc']:.3f} (cut {res['cut']['auroc']:.3f})  -> {out}")
     return res
+
+
+def _group(a, group: list[str], train, stream, cut, out: Path, idents: dict, extra: dict) -> list[dict]:
+    """A :mod:`.workers` task: the monitors of one group (they share fits in this process), each into its folder."""
+    return [_one(a, n, train, stream, cut, out / n, idents[n], None, extra) for n in group]
+
+
+def _run_all(a, names: list[str], train, stream, cut, out: Path, fingerprint: dict, model, extra):
+    """Every monitor of ``names`` into ``out/<monitor>/`` and the cut benchmarks' nested selection on the same
+    training set, as the cut command runs them (:func:`ego_adr.online_mistakes.evaluate`'s ``--jobs``): the
+    monitors that need no model and the selection's fits (unless cached) on worker processes, the others here."""
+    from ego_adr.online_mistakes import selection, workers
+
+    idents = {n: _identity(a, stream, fingerprint, n) for n in names}
+    by, sel = selection.run_beside(
+        train, names, getattr(a, "options", None) or {}, a.jobs,
+        lambda n: _one(a, n, train, stream, cut, out / n, idents[n], model, extra),
+        lambda g: (_group, (workers.plain(a), g, train, stream, cut, out, idents, extra)))
+    return [_said(a, by[n], out / n) for n in names], sel
 
 
 def _checked_flags(a) -> list[str]:
@@ -145,6 +169,7 @@ def _checked_flags(a) -> list[str]:
     names = E._check_flags(cut_args)
     a.prego_settings = getattr(cut_args, "prego_settings", None)
     a.options = getattr(cut_args, "options", {})
+    a.jobs = cut_args.jobs
     if a.stream != "oracle" and (a.stream in D.STREAMS or not Path(a.stream).is_file()):
         raise UserError(f"--stream {a.stream!r}: {a.benchmark} takes oracle or a predictions file covering whole "
                         f"recordings ({', '.join(s for s in D.STREAMS if s != 'oracle')} hold only the cut sequences)")
@@ -168,12 +193,12 @@ def evaluate_complete(a) -> int:
         print(f"note: {note}")
     out = Path(a.out)
     if a.monitor != "all":
-        _one(a, names[0], train, stream, cut, out, _identity(a, stream, fingerprint, names[0]), model, extra)
+        _said(a, _one(a, names[0], train, stream, cut, out, _identity(a, stream, fingerprint, names[0]), model,
+                      extra), out)
         return 0
     with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
-        results = [_one(a, n, train, stream, cut, out / n, _identity(a, stream, fingerprint, n), model, extra)
-                   for n in names]
-        chosen, how = chosen_without_test(train, results)
+        results, how = _run_all(a, names, train, stream, cut, out, fingerprint, model, extra)
+        chosen = how["chosen"]
         summary = CR.summary(results, a.benchmark, stream, [f"{n} ({why[n]})" for n in skipped], chosen, how)
         write_text(out / "summary.md", CR.summary_markdown(results, summary))
         write_json(out / "summary.json", summary)
@@ -184,30 +209,13 @@ def evaluate_complete(a) -> int:
     return 0
 
 
-def chosen_without_test(train, results: list[dict]) -> tuple[str | None, dict]:
+def chosen_without_test(train, results: list[dict], options: dict | None = None) -> tuple[str | None, dict]:
     """The monitor chosen without the test, by the cut benchmarks' own rule on the same training set: issue 34's
-    nested cross-validation (``selection.record``), cached on disk by what it depends on. Never a test number."""
-    names = [m["monitor"] for m in results]
-    path = cache_root() / "online_mistakes" / "selection" / f"{_selection_key(train, names)}.json"
-    if path.is_file():
-        return (sel := json.loads(path.read_text(encoding="utf-8")))["chosen"], sel | {"cached": str(path)}
+    nested cross-validation (``selection.record``, kept under the cache root). Never a test number."""
     from ego_adr.online_mistakes import selection
 
-    sel = selection.record(train, names)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, sel)
+    sel = selection.record(train, [m["monitor"] for m in results], options)
     return sel["chosen"], sel
-
-
-def _selection_key(train, names: list[str]) -> str:
-    """What the nested selection depends on: the training set, the monitors, the code of the step-stream
-    benchmarks and the monitoring layer, and the library versions (a learned monitor's weights follow torch)."""
-    h = hashlib.sha256(json.dumps([train.benchmark, [list(x) for x in train.sequences], list(train.videos),
-                                   sorted(train.taxonomy.items()), names, runtime_versions()]).encode())
-    pkg = Path(__file__).resolve().parents[1]
-    for f in sorted([*(pkg / "online_mistakes").rglob("*.py"), *(pkg / "monitoring").rglob("*.py")]):
-        h.update(f.read_bytes())
-    return h.hexdigest()[:32]
 
 
 def read_summary(folder: str | Path) -> dict:

@@ -114,6 +114,14 @@ def _check_flags(a) -> list[str]:
                         "offline)")
     if a.partial and a.stream in D.STREAMS:
         raise UserError(f"--partial is for a --stream FILE that covers some test videos; {a.stream} covers all")
+    from ego_adr.online_mistakes.workers import default_jobs
+
+    if getattr(a, "jobs", None) is not None and a.jobs < 1:
+        raise UserError(f"--jobs {a.jobs}: give 1 or more processes")
+    try:
+        a.jobs = getattr(a, "jobs", None) or default_jobs()
+    except ValueError as e:
+        raise UserError(f"{e}: unset it or give a whole number") from None
     return names
 
 
@@ -172,18 +180,39 @@ def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> di
         res["blind_baselines"] = {b["monitor"]: {k: b[k] for k in ("macro_f1", "balanced_f1")} for b in blind}
         res["position_ceiling"] = {k: {"k": ceiling["k"][k], "value": ceiling[k]} for k in ceiling["k"]}
         write_folder(out, rows, res, monitor_report(res, blind, ceiling), getattr(monitor, "files", None))
-    if not a.quiet:
-        print(f"{name:<16} " + "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS) + f"  -> {out}")
     return res
 
 
-def _summary(a, out: Path, train, stream, results: list[dict], skipped: list[str], ceiling: dict) -> None:
-    """``summary.json`` and ``summary.md`` of ``--monitor all``: the monitor chosen without the test
-    (:mod:`.selection`, on the training recordings alone) leads; every row carries its intervals."""
-    from ego_adr.online_mistakes import selection
+def _said(a, res: dict, out: Path) -> dict:
+    if not a.quiet:
+        print(f"{res['monitor']:<16} " + "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS) + f"  -> {out}")
+    return res
+
+
+def _group(a, group: list[str], train, stream, out: Path, idents: dict, refs) -> list[dict]:
+    """A :mod:`.workers` task: the monitors of one group (they share fits in this process), each into its folder."""
+    return [_one(a, n, train, stream, out / n, idents[n], None, refs) for n in group]
+
+
+def _run_all(a, names: list[str], train, stream, out: Path, fingerprint: dict, model, refs):
+    """Every monitor of ``names`` into ``out/<monitor>/`` and the nested selection: the monitors that need no model
+    and the selection's fits (unless cached) as :mod:`.workers` tasks on ``--jobs`` processes, the others here.
+    (results in ``names``' order, the selection)."""
+    from ego_adr.online_mistakes import selection, workers
+
+    idents = {n: _identity(a, stream, fingerprint, n) for n in names}
+    by, sel = selection.run_beside(
+        train, names, a.options, a.jobs,
+        lambda n: _one(a, n, train, stream, out / n, idents[n], model, refs),
+        lambda g: (_group, (workers.plain(a), g, train, stream, out, idents, refs)))
+    return [_said(a, by[n], out / n) for n in names], sel
+
+
+def _summary(a, out: Path, stream, results: list[dict], skipped: list[str], ceiling: dict, sel: dict) -> None:
+    """``summary.json`` and ``summary.md`` of ``--monitor all``: the monitor chosen without the test (``sel``,
+    :mod:`.selection`, on the training recordings alone) leads; every row carries its intervals."""
     from ego_adr.online_mistakes.goal import goal
 
-    sel = selection.record(train, [m["monitor"] for m in results])
     keys = (*METRIC_KEYS, *RANK_KEYS, *COUNT_KEYS)
     rows = [{"monitor": m["monitor"], "privileged": m["privileged"], "blind": m["monitor"] in BLIND,
              **{k: m[k] for k in keys}, "intervals": m["intervals"]} for m in results]
@@ -225,12 +254,11 @@ def evaluate(a) -> int:
     out = Path(a.out)
     refs = references(train, stream)
     if a.monitor != "all":
-        _one(a, names[0], train, stream, out, _identity(a, stream, fingerprint, names[0]), model, refs)
+        _said(a, _one(a, names[0], train, stream, out, _identity(a, stream, fingerprint, names[0]), model, refs), out)
         return 0
     with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
-        results = [_one(a, n, train, stream, out / n, _identity(a, stream, fingerprint, n), model, refs)
-                   for n in names]
-        _summary(a, out, train, stream, results, [f"{n} ({why[n]})" for n in skipped], refs[1])
+        results, sel = _run_all(a, names, train, stream, out, fingerprint, model, refs)
+        _summary(a, out, stream, results, [f"{n} ({why[n]})" for n in skipped], refs[1], sel)
     if not a.quiet:
         print(f"-> {out}/summary.json, summary.md" + (f" (not run: {', '.join(skipped)})" if skipped else ""))
     return 0

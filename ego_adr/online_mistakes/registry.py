@@ -39,26 +39,26 @@ REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
                 "mistake (--model NAME)", (TAXONOMY, TRAINING, PREFIX, TASK), trains=True, needs_model=True),
     MonitorSpec("egoadr-graph", f"{_M}.graph:GraphMonitor",
                 "Ego-ADR's progress logic (unknown, repeated, out-of-order, skipped step) over a task graph learned "
-                "from the correct sequences", (TAXONOMY, TRAINING, PREFIX), trains=True),
+                "from the correct sequences", (TAXONOMY, TRAINING, PREFIX), trains=True, fits_with="stacked"),
     MonitorSpec("seq2seq-oneclass", f"{_M}.neural_oneclass:OneClassMonitor",
                 "HelpMeOut's Seq2Seq (GRU) trained one-class: a step unlikely after its prefix is a mistake",
-                (TAXONOMY, TRAINING, PREFIX), (("arch", "gru"),), trains=True),
+                (TAXONOMY, TRAINING, PREFIX), (("arch", "gru"),), trains=True, fits_with="stacked"),
     MonitorSpec("sgt-oneclass", f"{_M}.neural_oneclass:OneClassMonitor",
                 "HelpMeOut's SGT (causal transformer) trained one-class: next-step likelihood",
                 (TAXONOMY, TRAINING, PREFIX), (("arch", "transformer"),), trains=True),
     MonitorSpec("ngram-oneclass", f"{_M}.ngram:NGramMonitor",
                 "Witten-Bell n-gram next-step likelihood (order by held-out likelihood)",
-                (TAXONOMY, TRAINING, PREFIX), trains=True),
+                (TAXONOMY, TRAINING, PREFIX), trains=True, fits_with="stacked"),
     MonitorSpec("ngram-task", f"{_M}.ngram:NGramMonitor",
                 "the n-gram monitor with one model per recording's task (the toy)",
-                (TAXONOMY, TRAINING, PREFIX, TASK), (("task", True),), trains=True),
+                (TAXONOMY, TRAINING, PREFIX, TASK), (("task", True),), trains=True, fits_with="stacked"),
     MonitorSpec("ngram-text", f"{_M}.ngram_text:NGramTextMonitor",
                 "the n-gram monitor plus the step names' MiniLM similarity to the expected next steps (DTGL's "
                 "TGT-text idea, MiniLM in place of EgoVLPv2; used only where cross-validation prefers it)",
-                (TAXONOMY, TRAINING, PREFIX), trains=True),
+                (TAXONOMY, TRAINING, PREFIX), trains=True, fits_with="stacked"),
     MonitorSpec("stacked", f"{_M}.stacked:StackedMonitor",
                 "logistic regression over the graph checks and the one-class scores, features chosen by "
-                "cross-fitting on the training sequences", (TAXONOMY, TRAINING, PREFIX), trains=True),
+                "cross-fitting on the training sequences", (TAXONOMY, TRAINING, PREFIX), trains=True, fits_with="stacked"),
 ))
 
 

@@ -125,6 +125,8 @@ def test_the_selection_is_the_same_when_the_test_labels_are_permuted(tent_all, o
     assert code == 0, err
     a = json.loads((tent_all / "summary.json").read_text())
     b = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert b["selection"] == a["selection"]
+    # the selection is kept per training set (and read back here): nothing of the test is in what it depends on
+    assert {k: v for k, v in b["selection"].items() if k != "cached"} == \
+        {k: v for k, v in a["selection"].items() if k != "cached"}
     assert [g["chosen_on_validation"] for g in b["goal"]] == [g["chosen_on_validation"] for g in a["goal"]]
     assert [r["macro_f1"] for r in b["rows"]] != [r["macro_f1"] for r in a["rows"]]
