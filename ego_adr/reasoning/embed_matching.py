@@ -36,15 +36,23 @@ EMBEDDER_ALIAS = {"minilm": "minilm-l6"}
 class CachedEmbedder:
     """A sentence-transformers model behind an on-disk cache keyed by its weights' fingerprint and the texts.
 
-    ``model``: anything with ``encode(list[str], normalize_embeddings=True)``; ``fingerprint``: what identifies
-    its weights (two models with one fingerprint must give the same vectors)."""
+    ``model``: anything with ``encode(list[str], normalize_embeddings=True)``, or a function that loads it, called
+    only when a text is not in the cache (loading MiniLM costs about a second; the step names of a benchmark are
+    usually cached already); ``fingerprint``: what identifies its weights (two models with one fingerprint must give
+    the same vectors)."""
 
     def __init__(self, model, fingerprint: str, cache_dir: Path | None = None) -> None:
-        self.model = model
+        self._model = model
         self.fingerprint = fingerprint
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.computed = 0  # texts actually encoded (not read from the cache)
         self._memo: dict[str, object] = {}
+
+    @property
+    def model(self):
+        if callable(self._model) and not hasattr(self._model, "encode"):
+            self._model = self._model()
+        return self._model
 
     def _key(self, texts: Sequence[str]) -> str:
         return hashlib.sha256("\x00".join([self.fingerprint, *texts]).encode()).hexdigest()[:24]
@@ -87,7 +95,7 @@ def load_cached_embedder(name: str = "minilm", cache_dir: Path | None = None) ->
     folder = locate(alias)
     weights = folder / "model.safetensors"
     fp = f"{alias}:{file_fingerprint(weights) if weights.exists() else folder.name}"
-    return CachedEmbedder(load_embedder(alias), fp, cache_dir)
+    return CachedEmbedder(lambda: load_embedder(alias), fp, cache_dir)
 
 
 class EmbeddingStepMatcher(KeyStepMatcher):
