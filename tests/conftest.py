@@ -26,6 +26,10 @@ def pytest_configure(config):
         # README's test command runs two workers on CI's two cores: one intra-op thread each (and in the processes
         # they start), so the two do not fight over the cores with two threads apiece
         os.environ.setdefault("OMP_NUM_THREADS", "1")
+        # and the step-stream benchmarks' fits stay in the worker (--jobs defaults to the CPUs available: two
+        # spawned processes per `--monitor all` would only add their start-up to two busy cores);
+        # tests/monitoring/test_workers.py runs --jobs 2 itself
+        os.environ.setdefault("EGO_ADR_JOBS", "1")
     if "EGO_ADR_CACHE" not in os.environ:  # under xdist: the controller, before it starts the workers
         _OWN_CACHE = tempfile.mkdtemp(prefix="ego_adr_test_cache_")
         os.environ["EGO_ADR_CACHE"] = _OWN_CACHE
@@ -104,6 +108,8 @@ SLOWEST_FILES = (
     "tests/test_public_runtime.py",
     "tests/agents/test_public_white_replies.py",
     "tests/integrations/test_lmms_eval_cli.py",
+    "tests/real_models/test_real_text_paths.py",
+    "tests/monitoring/test_steps_cli.py",
     "tests/run/test_launch_ray.py",
     "tests/run/test_user_mistakes.py",
     "tests/run/test_run_kill.py",
