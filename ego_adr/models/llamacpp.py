@@ -13,8 +13,13 @@ writes a line per request) goes to a file, whose tail a failed start quotes.
 
 The served name is the alias (``model_alias``), so :meth:`~ego_adr.models.openai_api.OpenAIChatModel.check_served`
 can tell a server of another model from the right one (llama.cpp answers whatever name a request carries).
-The server listens on a free loopback port; ``threads`` sets both generation and prompt threads (a shared 2-core
-machine: 2).
+The server listens on a free loopback port unless ``port`` names one: the endpoint is part of every cache key
+(:attr:`~ego_adr.models.openai_api.OpenAIChatModel.fingerprint`), so a benchmark that must resume from its stage
+cache serves on the same port each run. ``threads`` sets both generation and prompt threads (a shared 2-core
+machine: 2; 1 when other jobs hold the cores, since llama.cpp's threads wait on each other). ``swa_full`` keeps a
+full-size cache for sliding-window layers (llama.cpp's ``--swa-full``): without it a model with such layers (Gemma
+3) recomputes the whole prompt on every request, even when it repeats the last one's prefix (HelpMeOut's monitor
+asks once per step on a growing prefix).
 """
 
 from __future__ import annotations
@@ -30,18 +35,19 @@ from pathlib import Path
 
 from ego_adr.errors import UserError
 
-# what the child runs: argv = gguf, alias, threads, n_ctx, parallel
+# what the child runs: argv = gguf, alias, threads, n_ctx, parallel, port, swa_full (0/1)
 _CHILD = """
 import sys
 import xllamacpp
 
-gguf, alias, threads, n_ctx, parallel = sys.argv[1:6]
+gguf, alias, threads, n_ctx, parallel, port, swa_full = sys.argv[1:8]
 p = xllamacpp.CommonParams()
 p.model.path = gguf
 p.model_alias = {alias}
 p.n_ctx, p.n_parallel = int(n_ctx), int(parallel)
 p.cpuparams.n_threads = p.cpuparams_batch.n_threads = int(threads)
-p.port, p.hostnames = 0, ["127.0.0.1"]
+p.port, p.hostnames = int(port), ["127.0.0.1"]
+p.swa_full = swa_full == "1"
 server = xllamacpp.Server(p)
 print(server.listening_address, flush=True)
 sys.stdin.read()  # until the parent closes it (or dies)
@@ -52,14 +58,15 @@ class LlamaCppServer:
     """``with LlamaCppServer(path, alias) as srv: srv.base_url`` (``http://127.0.0.1:PORT/v1``)."""
 
     def __init__(self, gguf: str | Path, alias: str, *, threads: int = 2, n_ctx: int = 4096, parallel: int = 1,
-                 start_timeout: float = 180.0):
+                 port: int = 0, swa_full: bool = False, start_timeout: float = 180.0):
         if importlib.util.find_spec("xllamacpp") is None:
             raise UserError("a llama.cpp server needs xllamacpp: pip install -e '.[real-models]'")
         from ego_adr.models.packaged import check_gguf
 
         check_gguf(gguf)
         self.alias, self.gguf = alias, Path(gguf)
-        self._argv = [str(gguf), alias, str(int(threads)), str(int(n_ctx)), str(int(parallel))]
+        self._argv = [str(gguf), alias, str(int(threads)), str(int(n_ctx)), str(int(parallel)), str(int(port)),
+                      "1" if swa_full else "0"]
         self.start_timeout = float(start_timeout)
         self._proc: subprocess.Popen | None = None
         self._address: str | None = None
