@@ -5,7 +5,7 @@ What the tiny run measures is the backend's own overhead (processor, padding, ge
 speed: the tiny model has 2 layers of width 64. Prints a markdown table; nothing is asserted.
 
 ``--real smollm2-135m`` (or ``gemma3-270m``; docs/real_models.md) times the same text requests, greedy, three
-ways on the same GGUF file: llama.cpp's own numbers (xllamacpp's server called in process: its ``timings``), our
+ways on the same GGUF file: llama.cpp's own numbers (its server's ``timings``, one bare HTTP request each), our
 OpenAI backend over HTTP to that server (a fresh server, so neither path reuses the other's prompt cache), and
 our HF backend (transformers dequantises the GGUF to fp32). Generated tokens are the server's count for both
 server paths (greedy on one server: the same replies) and the tokenizer's count of the reply for the HF path.

@@ -89,7 +89,7 @@ def main(a) -> None:
               f"{load} when it started\n")
         print("| path | generated tokens | seconds | tokens/s | note |")
         print("|---|---:|---:|---:|---|")
-        print(f"| llama.cpp itself (xllamacpp, in process) | {total} | {cpp['wall']:.1f} | "
+        print(f"| llama.cpp itself (its server, one bare HTTP request each) | {total} | {cpp['wall']:.1f} | "
               f"{total / cpp['wall']:.1f} | its own timings: {cpp['gen_tps']:.1f} tokens/s generating, "
               f"{cpp['prompt_tps']:.1f} prompt tokens/s |")
         print(f"| our OpenAI backend -> llama.cpp server | {total} | {api_wall:.1f} | {total / api_wall:.1f} | "
