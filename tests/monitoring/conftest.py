@@ -41,12 +41,16 @@ def cli(capsys):
 
 
 @pytest.fixture(scope="session")
-def tent_all(online_root, tmp_path_factory) -> Path:
+def tent_all(online_root) -> Path:
     """``evaluate --monitor all`` on EPIC-Tent-O's oracle stream, run once for every test that reads it (the
-    learned monitors' fits and the nested selection take tens of seconds)."""
+    learned monitors' fits and the nested selection take tens of seconds), into the session's cache folder, which
+    both xdist workers share (:func:`ego_adr.store.build_once`: the second worker finds the first one's folder);
+    read only."""
     from ego_adr.monitoring.__main__ import main
+    from ego_adr.store import build_once, cache_root
 
-    out = tmp_path_factory.mktemp("tent") / "all"
-    assert main(["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
-                 "--data-root", str(online_root), "--out", str(out), "--quiet"]) == 0
-    return out
+    def build(out: Path) -> None:
+        assert main(["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
+                     "--data-root", str(online_root), "--out", str(out), "--quiet"]) == 0
+
+    return build_once(cache_root() / "tests" / "tent-all", build, lambda p: (p / "summary.json").is_file())

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_two_processes_write_the_folders_of_one_and_read_the_kept_selection(online_root, cli, tent_all, tmp_path):
-    """``tent_all`` ran in this process (EGO_ADR_JOBS=1 under the suite) with the session's cache root."""
+    """``tent_all`` ran with one process (EGO_ADR_JOBS=1 under the suite) into the session's cache root."""
     code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
                        "--data-root", online_root, "--out", tmp_path / "two", "--jobs", "2", "--quiet")
     assert code == 0, err
