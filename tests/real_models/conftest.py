@@ -28,7 +28,9 @@ def _server(alias: str, missing_environment):
     from ego_adr.models.llamacpp import LlamaCppServer
     from ego_adr.models.packaged import locate
 
-    return LlamaCppServer(locate(alias), alias, threads=2, n_ctx=8192)
+    # one thread: under README's two xdist workers the other worker holds the second core, and llama.cpp's threads
+    # wait on each other, so a second thread on a busy core slows every request down
+    return LlamaCppServer(locate(alias), alias, threads=1, n_ctx=8192)
 
 
 @pytest.fixture(scope="session")
