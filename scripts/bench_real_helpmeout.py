@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import docs_tables
@@ -118,7 +117,7 @@ def _run_llm(a, alias: str, port: int, test: Path, val: Path, evals: Path, cache
                 "--cache-dir", str(cache), "--quiet"]
         if a.threshold is not None:
             args += ["--threshold", str(a.threshold)]
-        with LlamaCppServer(locate(alias), alias, n_ctx=8192, threads=a.threads, port=port) as srv:
+        with LlamaCppServer(locate(alias), alias, n_ctx=8192, threads=a.threads, port=port, swa_full=True) as srv:
             _cli([*args, "--base-url", srv.base_url])
         m = json.loads((folder / "metrics.json").read_text())
     return m, folder
@@ -152,7 +151,7 @@ def _deviations(a, n_eps: int) -> list[str]:
     return dev
 
 
-def _print(a, lines: list[str], llm: dict, blind: dict, n_eps: int, seconds: float) -> str:
+def _print(a, lines: list[str], llm: dict, blind: dict, n_eps: int) -> str:
     from ego_adr.helpmeout.evaluation.paper_results import PAPER_T17_LLM
 
     with docs_tables.Printed() as table:
@@ -160,15 +159,17 @@ def _print(a, lines: list[str], llm: dict, blind: dict, n_eps: int, seconds: flo
         print("Settings: greedy, llama.cpp server in process (`--backend openai`, "
               f"{a.threads} thread{'s' if a.threads > 1 else ''}); "
               + ("deviations from the paper: " + "; ".join(dev) if dev else "the paper's settings") + ".")
-        print(f"{time.strftime('%Y-%m-%d')}: {seconds:.0f} s in all, on a 2-core machine shared with other jobs "
-              "(a niced PREGO run and tests): times are slower than the machine's nominal speed.\n")
+        spent = sum(m.get("seconds", 0) for m, _ in llm.values()) + sum(m.get("seconds", 0) for m in blind.values())
+        print(f"The evaluate runs took {spent:.0f} s (their own `seconds`), on a 2-core machine shared with other jobs "
+              "(a niced PREGO run, tests and the two models side by side): times are slower than the machine's "
+              "nominal speed.\n")
         print("| Model / monitor | M1 | M2 | M2-end | M2-mid | M4 | note |")
         print("|---|---|---|---|---|---:|---|")
         for alias, (m, _) in llm.items():
             st = m.get("model_stats") or {}
             print(_row(f"LLM monitor, {alias} (llama.cpp)", m,
-                       f"{st.get('calls')} calls, {st.get('unparseable')} unparseable, {st.get('failed')} failed; "
-                       f"{m.get('seconds', 0):.0f} s"))
+                       f"{st.get('calls')} calls ({st.get('cache_hits')} from the stage cache of an earlier run), "
+                       f"{st.get('unparseable')} unparseable, {st.get('failed')} failed; {m.get('seconds', 0):.0f} s"))
         for mon, m in blind.items():
             print(_row(f"{mon} (blind)", _view(m), "same episodes"))
         for p in PAPER_T17_LLM:
@@ -204,7 +205,7 @@ def main() -> None:
     docs_tables.check(a, ["helpmeout-real"])
     if not 1 <= a.per_class <= 30 or a.max_new_tokens < 1:
         raise SystemExit("--per-class takes 1..30 and --max-new-tokens at least 1")
-    out, t0 = Path(a.out), time.perf_counter()
+    out = Path(a.out)
     rel = _release(a, out)
     test, val = _subset_files(rel, out, a.per_class)
     tag = f"{'subset-60' if a.per_class >= 30 else test.parent.name}-mnt{a.max_new_tokens}" + ("" if a.threshold is None else f"-thr{a.threshold}")
@@ -219,7 +220,7 @@ def main() -> None:
     lines.append(f"blind rows: `--out`/{(evals / 'blind').relative_to(out)}/<monitor>/steps.jsonl; "
                  f"the stage cache of every call: `--out`/cache")
     n_eps = _view(next(iter(blind.values())))["episodes"]
-    text = _print(a, lines, llm, blind, n_eps, time.perf_counter() - t0)
+    text = _print(a, lines, llm, blind, n_eps)
     docs_tables.publish(a, {"helpmeout-real": text})
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import time
 from pathlib import Path
 
@@ -72,8 +73,11 @@ def judge(a: argparse.Namespace, rows: list[dict], out: Path) -> list[dict]:
         models = {j: OpenAIChatModel(j, base_url=s.base_url, concurrency=1, max_retries=1)
                   for j, s in zip(a.judges, servers, strict=True)}
         config = GenerationConfig(max_new_tokens=a.max_new_tokens, do_sample=False)
-        got = judge_rows(rows, models, JsonlStore(out / "judgements.jsonl"),
-                         StageCache(out / "cache" / "stage_cache.sqlite"), config=config, progress=False)
+        store, t0 = JsonlStore(out / "judgements.jsonl"), time.perf_counter()
+        before = len(store.rows())
+        got = judge_rows(rows, models, store, StageCache(out / "cache" / "stage_cache.sqlite"), config=config,
+                         progress=False)
+        _add_seconds(out, time.perf_counter() - t0, len(got) - before)
         for m in models.values():
             m.close()
     finally:
@@ -81,6 +85,19 @@ def judge(a: argparse.Namespace, rows: list[dict], out: Path) -> list[dict]:
             s.stop()
     wanted = {(r["sample_id"], r["qa_index"]) for r in rows}
     return [r for r in got if (r["sample_id"], r["qa_index"]) in wanted]
+
+
+def _add_seconds(out: Path, seconds: float, judged: int) -> None:
+    """Judging time summed over the runs that judged something (a resumed run reads stored judgements)."""
+    if judged:
+        f = out / "seconds.json"
+        t = json.loads(f.read_text()) if f.is_file() else {"seconds": 0.0, "answers": 0}
+        f.write_text(json.dumps({"seconds": t["seconds"] + seconds, "answers": t["answers"] + judged}) + "\n")
+
+
+def judging_seconds(out: Path) -> float:
+    f = out / "seconds.json"
+    return json.loads(f.read_text())["seconds"] if f.is_file() else 0.0
 
 
 def _mean(xs: list[float]) -> str:
@@ -119,7 +136,8 @@ def _f(v) -> str:
     return "–" if v is None else v if isinstance(v, str) else f"{v:.2f}"
 
 
-def report(a: argparse.Namespace, rows: list[dict], out: Path, seconds: float) -> str:
+def report(a: argparse.Namespace, rows: list[dict], out: Path) -> str:
+    seconds = judging_seconds(out)
     with docs_tables.Printed() as table:
         dev = "" if a.max_new_tokens == 256 else (f"; deviation: {a.max_new_tokens} new tokens per reply "
                                                   "(paper: 256, Appendix H)")
@@ -127,7 +145,7 @@ def report(a: argparse.Namespace, rows: list[dict], out: Path, seconds: float) -
         print(f"The paper's judge prompt and strict parsing, greedy{dev}. {len(rows)} answers: {n_q} questions of "
               f"the developer split ({a.per_source} per source, the first by sha256 of their sample id, one QA "
               "pair each), each answered by its own reference and by another question's. "
-              f"{seconds:.0f} s in all, llama.cpp with {a.threads} thread(s) per judge on a 2-core machine shared "
+              f"Judging took {seconds:.0f} s, llama.cpp with {a.threads} thread(s) per judge on a 2-core machine shared "
               "with other jobs (slower than its nominal speed).\n")
         print("| judge | calls | parse rate | mean score | mean: reference | mean: other question's reference |"
               " unparsed (why) |")
@@ -138,12 +156,16 @@ def report(a: argparse.Namespace, rows: list[dict], out: Path, seconds: float) -
             kinds = {k: [r["judges"][j]["score"] for r in rows if r["method"] == k
                          and r["judges"][j]["score"] is not None] for k in KINDS}
             why: dict[str, int] = {}
+            cut = 0
             for p in per:
                 if p["score"] is None:
                     why[p["method"]] = why.get(p["method"], 0) + 1
+                    raw = (p["raw"] or "").strip()
+                    cut += raw.startswith("{") and "}" not in raw  # a JSON object the token limit cut off
             print(f"| {j} | {len(per)} | {len(scored) / len(per):.0%} | {_mean(scored)} | "
                   f"{_mean(kinds[KINDS[0]])} | {_mean(kinds[KINDS[1]])} | "
-                  f"{', '.join(f'{k} {v}' for k, v in sorted(why.items())) or '–'} |")
+                  f"{', '.join(f'{k} {v}' for k, v in sorted(why.items())) or '–'}"
+                  f"{f' ({cut} a JSON object cut off by the token limit)' if cut else ''} |")
         ag = agreement(rows, *a.judges[:2])
         print(f"\n| between {a.judges[0]} and {a.judges[1]} | n (both scored) | exact agreement | Cohen's kappa | "
               "kappa, quadratic weights | Spearman's rho |")
@@ -174,10 +196,9 @@ def main() -> None:
         raise SystemExit("--per-source must be at least 2 (an answer is another question's reference)")
     if not Path(a.data_root, "procedure.json").is_file():
         raise SystemExit(f"--data-root {a.data_root} holds no EgoErrorVQA annotations (procedure.json)")
-    t0 = time.perf_counter()
     out = Path(a.out) / f"per{a.per_source}-mnt{a.max_new_tokens}"
     rows = judge(a, answer_rows(a.data_root, a.per_source), out)
-    docs_tables.publish(a, {"judges-real": report(a, rows, out, time.perf_counter() - t0)})
+    docs_tables.publish(a, {"judges-real": report(a, rows, out)})
 
 
 if __name__ == "__main__":

@@ -10,7 +10,10 @@ can tell a server of another model from the right one (llama.cpp answers whateve
 The server listens on a free loopback port unless ``port`` names one: the endpoint is part of every cache key
 (:attr:`~ego_adr.models.openai_api.OpenAIChatModel.fingerprint`), so a benchmark that must resume from its stage
 cache serves on the same port each run. ``threads`` sets both generation and prompt threads (a shared 2-core
-machine: 2; 1 when other jobs hold the cores, since llama.cpp's threads wait on each other).
+machine: 2; 1 when other jobs hold the cores, since llama.cpp's threads wait on each other). ``swa_full`` keeps a
+full-size cache for sliding-window layers (llama.cpp's ``--swa-full``): without it a model with such layers (Gemma
+3) recomputes the whole prompt on every request, even when it repeats the last one's prefix (HelpMeOut's monitor
+asks once per step on a growing prefix).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ class LlamaCppServer:
     """``with LlamaCppServer(path, alias) as srv: srv.base_url`` (``http://127.0.0.1:PORT/v1``)."""
 
     def __init__(self, gguf: str | Path, alias: str, *, threads: int = 2, n_ctx: int = 4096, parallel: int = 1,
-                 port: int = 0):
+                 port: int = 0, swa_full: bool = False):
         try:
             import xllamacpp
         except ImportError:
@@ -38,6 +41,7 @@ class LlamaCppServer:
         p.n_ctx, p.n_parallel = int(n_ctx), int(parallel)
         p.cpuparams.n_threads = p.cpuparams_batch.n_threads = int(threads)
         p.port, p.hostnames = int(port), ["127.0.0.1"]
+        p.swa_full = bool(swa_full)
         self.alias, self.gguf, self._params, self._server = alias, Path(gguf), p, None
 
     def start(self) -> LlamaCppServer:
