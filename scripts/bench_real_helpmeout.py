@@ -13,6 +13,9 @@ about 1,000 per split per model), so a smaller run is three named options, each 
 ``--max-new-tokens N`` (the reply asked for is three short lines), ``--per-class K`` (the first K correct and the
 first K errorful episodes of the 60-episode subset, by id; the blind rows are scored on the same episodes) and
 ``--threshold X`` (fix the M3 threshold: no validation pass; of the printed columns only M4 depends on it).
+Measured first on two episodes (llama.cpp, 2 threads, the machine busy): SmolLM2 never stops before 512 tokens (it
+repeats its three lines) and took about 50 s per call, some 14 hours per model for the subset; at 32 tokens the
+three lines fit and a call took 2-11 s. The docs' run used ``--max-new-tokens 32 --per-class 10 --threshold 0.5``.
 
 Resuming: every call goes through a stage cache in ``OUT/cache`` whose keys name the endpoint, so each model is
 served on a fixed loopback port (``--port``, then ``--port`` + 1, ...); a finished evaluate folder is read back,
