@@ -15,7 +15,8 @@ first K errorful episodes of the 60-episode subset, by id; the blind rows are sc
 ``--threshold X`` (fix the M3 threshold: no validation pass; of the printed columns only M4 depends on it).
 Measured first on two episodes (llama.cpp, 2 threads, the machine busy): SmolLM2 never stops before 512 tokens (it
 repeats its three lines) and took about 50 s per call, some 14 hours per model for the subset; at 32 tokens the
-three lines fit and a call took 2-11 s. The docs' run used ``--max-new-tokens 32 --per-class 10 --threshold 0.5``.
+three lines fit and a call took 2-11 s. The docs' run used ``--max-new-tokens 32 --threshold 0.5`` (about half an
+hour per model, the two side by side).
 
 Resuming: every call goes through a stage cache in ``OUT/cache`` whose keys name the endpoint, so each model is
 served on a fixed loopback port (``--port``, then ``--port`` + 1, ...); a finished evaluate folder is read back,
