@@ -40,6 +40,14 @@ def test_parse_reply_is_strict():
     assert parse_reply("error_probability: 7") is None
 
 
+def test_a_real_replys_fractional_onset_is_no_step():
+    # SmolLM2-135M-Instruct's reply to the monitor prompt behind llama.cpp (scripts/bench_real_helpmeout.py): a
+    # probability on the onset line and repeated lines; the first probability counts, the onset is none, not 0
+    real = "error_probability: 0.01\nonset_step: 0.01\nerror_type: 1\nerror_type: 1\nerror_probability: 0"
+    assert parse_reply(real) == {"prob": 0.01, "onset": None, "category": None}
+    assert parse_reply("error_probability: 0.4\nonset_step: 12\nerror_type: omission")["onset"] == 12
+
+
 def test_one_call_per_step_on_the_prefix_only_and_cached(test_split, tmp_path):
     ep = test_split[0]
     model = ScriptedModelDouble("error_probability: 0.25\nonset_step: none\nerror_type: none")

@@ -7,9 +7,10 @@ steps), greedy, at most 512 new tokens (Table 16). Every call goes through the s
 (:class:`ego_adr.models.cache.CachedModel`), so a re-run or re-score asks nobody again.
 
 A reply is parsed strictly: ``error_probability: X`` with 0 <= X <= 1 (a percentage ``X%`` is read as X/100),
-``onset_step: N|none``, ``error_type: <category>|none``. An unparseable reply or a failed call is recorded in the
-step's evidence and counted; the step keeps the last parsed probability (0 before the first), so a silent model
-is never read as confident either way. ``unparseable`` and ``failed`` counts land in the monitor's outputs.
+``onset_step: N|none``, ``error_type: <category>|none``; the first line of each kind counts (real small models
+repeat lines). An onset that is no whole number (SmolLM2 writes ``onset_step: 0.01``) is read as no onset. An
+unparseable reply or a failed call is recorded in the step's evidence and counted; the step keeps the last
+parsed probability (0 before the first), so a silent model is never read as confident either way. ``unparseable`` and ``failed`` counts land in the monitor's outputs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from ego_adr.helpmeout.monitors.base import EpisodeContext, Monitor, StepOutput
 
 MAX_NEW_TOKENS = 512  # Table 16
 _PROB = re.compile(r"error_probability\s*[:=]\s*(-?\d+(?:\.\d+)?)\s*(%?)", re.I)
-_ONSET = re.compile(r"onset_step\s*[:=]\s*(\d+|none)", re.I)
+# a step number is a whole number: SmolLM2 answers "onset_step: 0.01" (a probability in the wrong line), which is no
+# step, not step 0
+_ONSET = re.compile(r"onset_step\s*[:=]\s*(\d+(?![.\d])|none)", re.I)
 _TYPE = re.compile(r"error_type\s*[:=]\s*([a-z_ ]+)", re.I)
 
 
