@@ -105,7 +105,7 @@ def fold_rows(train: TrainingSet, j: int, group: Sequence[str], options: dict) -
 
 
 def tasks(train: TrainingSet, names: Sequence[str], options: dict | None = None) -> list[tuple]:
-    """The nested selection as :mod:`.workers` tasks, one per (monitor group, outer fold), largest groups first;
+    """The nested selection as :mod:`.workers` tasks, one per (monitor group, outer fold), costly groups first;
     :func:`from_tasks` turns their results into :func:`nested_scores`."""
     names = [n for n in names if not REGISTRY.get(n).needs_model]
     opts = {n: dict((options or {}).get(n, {})) for n in names}
@@ -185,9 +185,13 @@ def run_beside(train: TrainingSet, names: Sequence[str], options: dict, jobs: in
     own = [n for n in names if REGISTRY.get(n).needs_model]
     by = {n: here(n) for n in own}
     _, sel = cached(train, names, options)
-    mine = [group_task(g) for g in groups([n for n in names if n not in own])]
-    sel_tasks = [] if sel is not None else tasks(train, names, options)
-    done = workers.run(mine + sel_tasks, jobs)
-    by |= {res["monitor"]: res for rs in done[: len(mine)] for res in rs}
-    scores = from_tasks(names, done[len(mine):]) if sel_tasks else None
+    folds = 0 if sel is not None else OUTER_FOLDS
+    opts = {n: dict(options.get(n, {})) for n in names if n not in own}
+    # group by group, the group's own run then its outer folds: the costly groups first (workers.groups), so
+    # the tasks left for the end are the cheap ones and neither process waits long for the other
+    work = [t for g in groups(list(opts)) for t in
+            [("own", group_task(g)), *(("fold", (fold_rows, (train, j, g, opts))) for j in range(folds))]]
+    done = workers.run([t for _, t in work], jobs)
+    by |= {res["monitor"]: res for (kind, _), rs in zip(work, done) if kind == "own" for res in rs}
+    scores = from_tasks(names, [r for (kind, _), r in zip(work, done) if kind == "fold"]) if folds else None
     return by, record(train, names, options, scores)

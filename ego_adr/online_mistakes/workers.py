@@ -43,12 +43,14 @@ def default_jobs() -> int:
 
 def groups(names: Sequence[str]) -> list[list[str]]:
     """``names`` in groups that must share a process (same ``fits_with``; a monitor without one is alone), the
-    largest group first, then registry order: a big task started first leaves small ones for the tail."""
+    costly first, so that the tasks left for the end are cheap: more monitors that train first, then the later in
+    the registry first (a rough rule: the registry lists the blind and counting monitors before the learned ones,
+    the one-class nets last among those alone)."""
     by: dict[str, list[str]] = {}
     for n in names:
         by.setdefault(REGISTRY.get(n).fits_with or n, []).append(n)
-    out = list(by.values())
-    return sorted(out, key=lambda g: -len(g))
+    order = {n: i for i, n in enumerate(REGISTRY.names())}
+    return sorted(by.values(), key=lambda g: (-sum(REGISTRY.get(n).trains for n in g), -max(order[n] for n in g)))
 
 
 def plain(a):
