@@ -160,7 +160,7 @@ def _print(a, lines: list[str], llm: dict, blind: dict, n_eps: int) -> str:
 
     with docs_tables.Printed() as table:
         dev = _deviations(a, n_eps)
-        print("Settings: greedy, llama.cpp server in process (`--backend openai`, "
+        print("Settings: greedy, llama.cpp's server (`--backend openai`, "
               f"{a.threads} thread{'s' if a.threads > 1 else ''}); "
               + ("deviations from the paper: " + "; ".join(dev) if dev else "the paper's settings") + ".")
         spent = sum(m.get("seconds", 0) for m, _ in llm.values()) + sum(m.get("seconds", 0) for m in blind.values())
