@@ -51,6 +51,7 @@ RULE = ("the candidate (reads only the task input, not a blind baseline, needs n
         "(its own tuning included) on the outer fit recordings only and scored on constructed mistakes of the "
         "held-out ones; objective = mean of macro F1 (at its macro-F1 operating point) and F1b (at its F1b point)")
 
+
 def candidates(names: Sequence[str]) -> list[str]:
     """The monitors of ``names`` the rule may choose (module docstring)."""
     return [n for n in names if n in REGISTRY and not REGISTRY.privileged(REGISTRY.get(n)) and n not in BLIND
