@@ -284,6 +284,19 @@ def logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iters: int = 100) -
     return w
 
 
+def cross_fitted(x: np.ndarray, y: np.ndarray, fold: np.ndarray, l2: float) -> np.ndarray:
+    """Out-of-fold logit of :func:`logistic` for every row: the regression for fold ``j``'s rows is fitted (on
+    columns standardised by the other folds) on the other folds' rows only, so an objective that chooses features
+    or a penalty on these scores is never measured on the rows it was fitted on (``stacked``, ``ngram-text``)."""
+    out = np.zeros(len(y))
+    for j in np.unique(fold):
+        tr = fold != j
+        mu, sd = x[tr].mean(axis=0), x[tr].std(axis=0) + 1e-9
+        w = logistic((x[tr] - mu) / sd, y[tr], l2)
+        out[~tr] = np.c_[(x[~tr] - mu) / sd, np.ones((~tr).sum())] @ w
+    return out
+
+
 def calibrate(labels, scores, l2: float = 1e-3) -> tuple[float, float]:
     """(a, b) of ``P(mistake) = sigmoid(a * score + b)`` fitted on the pooled validation steps: the probability a
     monitor reports is calibrated on constructed mistakes, whose rate per step is close to the benchmarks' (one

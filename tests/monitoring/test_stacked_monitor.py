@@ -28,7 +28,7 @@ def test_cross_fitting_never_scores_a_step_with_a_regression_fitted_on_it():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(200, 30)), rng.integers(0, 2, 200)
     fold = np.arange(200) % 5
-    oof = S._cross_fitted(x, y, fold, 1e-4)
+    oof = cv.cross_fitted(x, y, fold, 1e-4)
     in_sample = np.c_[x, np.ones(200)] @ cv.logistic(x, y, 1e-4)
     acc = lambda s: float(((s > 0) == y).mean())  # noqa: E731
     assert acc(in_sample) > 0.6 and abs(acc(oof) - 0.5) < 0.12

@@ -56,16 +56,6 @@ def text_feature(model: N.NGramModel, logp: np.ndarray, step: int, sims: dict[tu
     return float((w * cos).sum() / w.sum())
 
 
-def _cross_fitted(x: np.ndarray, y: np.ndarray, fold: np.ndarray, l2: float) -> np.ndarray:
-    out = np.zeros(len(y))
-    for j in np.unique(fold):
-        tr = fold != j
-        mu, sd = x[tr].mean(axis=0), x[tr].std(axis=0) + 1e-9
-        w = cv.logistic((x[tr] - mu) / sd, y[tr], l2)
-        out[~tr] = np.c_[(x[~tr] - mu) / sd, np.ones((~tr).sum())] @ w
-    return out
-
-
 class NGramTextMonitor(Monitor):
     name = "ngram-text"
 
@@ -108,13 +98,13 @@ class NGramTextMonitor(Monitor):
         for feats in FEATURE_SETS:
             cols = x[:, :1] if feats == "ngram" else x
             for l2 in PENALTIES:
-                thr, score = cv.best_threshold(y, _cross_fitted(cols, y, fold, l2))
+                thr, score = cv.best_threshold(y, cv.cross_fitted(cols, y, fold, l2))
                 table.append(({"features": feats, "l2": l2}, thr, score))
         best = max(range(len(table)), key=lambda i: (table[i][2]["objective"], -i))
         chosen, self.threshold, cv_score = table[best]
         self.cols = 1 if chosen["features"] == "ngram" else 2
         cols = x[:, : self.cols]
-        points = cv.operating_points(y, _cross_fitted(cols, y, fold, chosen["l2"]))
+        points = cv.operating_points(y, cv.cross_fitted(cols, y, fold, chosen["l2"]))
         self.points = {k: t for k, (t, _) in points.items()}
         self.cap = float(np.max(x[:, 0])) + 1.0
         self.mu, self.sd = cols.mean(axis=0), cols.std(axis=0) + 1e-9

@@ -66,16 +66,6 @@ def _mask(features: str) -> np.ndarray:
     return np.array([f in keep for f in FEATURES])
 
 
-def _cross_fitted(x: np.ndarray, y: np.ndarray, fold: np.ndarray, l2: float) -> np.ndarray:
-    out = np.zeros(len(y))
-    for j in np.unique(fold):
-        tr = fold != j
-        mu, sd = x[tr].mean(axis=0), x[tr].std(axis=0) + 1e-9
-        w = cv.logistic((x[tr] - mu) / sd, y[tr], l2)
-        out[~tr] = np.c_[(x[~tr] - mu) / sd, np.ones((~tr).sum())] @ w
-    return out
-
-
 class StackedMonitor(Monitor):
     name = "stacked"
 
@@ -100,14 +90,14 @@ class StackedMonitor(Monitor):
                 x = _design(strengths[m], lm.oof, ng.oof)
                 x = np.minimum(x, _caps(x))[:, _mask(feats)]
                 for l2 in PENALTIES:
-                    thr, score = cv.best_threshold(y, _cross_fitted(x, y, fold, l2))
+                    thr, score = cv.best_threshold(y, cv.cross_fitted(x, y, fold, l2))
                     table.append(({"features": feats, "support": m, "l2": l2}, thr, score))
         best = max(range(len(table)), key=lambda i: (table[i][2]["objective"], -i))
         chosen, self.threshold, cv_score = table[best]
         keep = _mask(chosen["features"])
         x = _design(strengths[chosen["support"]], lm.oof, ng.oof)
         # the threshold of each metric on the chosen regression's cross-fitted scores (issue 34 item 4)
-        points = cv.operating_points(y, _cross_fitted(np.minimum(x, _caps(x))[:, keep], y, fold, chosen["l2"]))
+        points = cv.operating_points(y, cv.cross_fitted(np.minimum(x, _caps(x))[:, keep], y, fold, chosen["l2"]))
         self.points = {k: t for k, (t, _) in points.items()}
         self.cap = _caps(x)
         x = np.minimum(x, self.cap)
