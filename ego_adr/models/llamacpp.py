@@ -88,8 +88,8 @@ class LlamaCppServer:
                     break  # the child closed its output: it is exiting
         sel.close()
         if not line.startswith("http"):
-            self.stop()
             tail = self.log.read_text(errors="replace").strip().splitlines()[-3:] if self.log.exists() else []
+            self.stop()
             raise RuntimeError(f"llama.cpp's server for {self.gguf.name} did not start within "
                                f"{self.start_timeout:.0f} s: " + (" | ".join(tail) or "no log"))
         self._address = line.rstrip("/")
@@ -122,11 +122,11 @@ class LlamaCppServer:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+        if self.log is not None:  # started and stopped by hand or by ``with``: the log goes with the server
+            self.log.unlink(missing_ok=True)
 
     def __enter__(self) -> LlamaCppServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
-        if self.log is not None:
-            self.log.unlink(missing_ok=True)
