@@ -107,7 +107,7 @@ ENTRY_POINTS: Registry[EntryPoint] = Registry("command", (
     # `monitoring evaluate` walks the bad-input table above; its second subcommand is listed:
     EntryPoint("monitoring download", "ego_adr.monitoring.__main__:main", ("download", "--out", "{out}"),
                about="fetch the step-stream benchmark files (Assembly101-O, EPIC-Tent-O) at pinned commits"),
-    EntryPoint("models.planner", "ego_adr.models.planner:main", ("--model", "qwen2.5-vl"),
+    EntryPoint("models.memory_planner", "ego_adr.models.memory_planner:main", ("--model", "qwen2.5-vl"),
                about="the memory planner: frames x pixels x batch that fit a GPU, per model family"),
     EntryPoint("integrations.lmms_eval", "ego_adr.integrations.lmms_eval.__main__", (),
                about="prints the EgoErrorVQA task folder for `lmms-eval --include_path` (docs/lmms_eval.md); "
