@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--stride", type=seconds, default=4.0, help="seconds between observations (default 4s)")
     a("--frames", type=int, default=8, help="frames per window (default 8)")
     a("--threshold", type=float, default=0.5, help="alert when P(error) reaches this (default 0.5)")
-    a("--narration-source", default="model", choices=list(NARRATION_SOURCES),
+    a("--narration-source", default="model", choices=NARRATION_SOURCES.names(),
       help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
     a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the tiny models (random weights)")
     add_out_argument(p, "output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
