@@ -1,6 +1,6 @@
 """HelpMeOut through the one monitoring command (issue 43): folders written by the former ``helpmeout evaluate``
 resume, the former command still runs (and says what it is now), ``--monitor a,b`` writes one folder per monitor
-and the paper's tables with the same bytes for any ``--jobs``; and issue 46's item 5."""
+and the paper's tables with the same bytes for any ``--jobs``; and issue 46's items 5 and 8."""
 
 import json
 import shutil
@@ -93,3 +93,19 @@ def test_llm_is_one_folder_with_and_without_subset(release, tmp_path, capsys):
     (former / "identity.json").write_text(json.dumps(ident | {"subset": False}, indent=1))
     assert monitoring(_evaluate(release, former, *flags)) == 0
     assert json.loads((former / "identity.json").read_text())["subset"] is True
+
+
+def test_a_summary_of_one_llm_folder_prints_only_what_it_holds(release, tmp_path, capsys):
+    """Issue 46 item 8: no bare headers of the test-split tables, and every table valid markdown."""
+    out = tmp_path / "llm"
+    assert monitoring(_evaluate(release, out, "--monitor", "llm", "--model", "tiny", "--max-new-tokens", "2",
+                                "--limit", "6", "--threshold", "0.5", "--bootstrap", "10")) == 0
+    assert helpmeout(["summarize", str(out), "--out", str(tmp_path / "summary")]) == 0
+    text = (tmp_path / "summary" / "summary.md").read_text()
+    assert "Table 17" in text and "llm (tiny)" in text
+    for absent in ("Table 13", "Table 14", "Table 15", "Tables 11-12", "episodes 0"):
+        assert absent not in text
+    lines = text.splitlines()
+    for k, line in enumerate(lines[:-1]):  # a header row's cells = its delimiter row's cells
+        if lines[k + 1].startswith("|---"):
+            assert line.count("|") == lines[k + 1].count("|"), line
