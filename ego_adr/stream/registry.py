@@ -1,7 +1,7 @@
 """The video stream's monitors, a registry of the monitoring layer (:mod:`ego_adr.monitoring.registry`).
 
-``python -m ego_adr.stream --evaluate`` always runs ``egoadr``; ``--baselines`` names the others. What each
-reads: the video windows watched so far and the procedure text are the task input (Ego-ADR online's setting: no
+``python -m ego_adr.monitoring evaluate --benchmark egoadr-stream --monitor NAME|a,b|all`` runs them (the former
+``python -m ego_adr.stream --evaluate --baselines a,b`` always added ``egoadr``, and still does). What each reads: the video windows watched so far and the procedure text are the task input (Ego-ADR online's setting: no
 pre-cut clip, no step name); none of the three reads more, so none is privileged.
 """
 
@@ -12,7 +12,7 @@ from ego_adr.monitoring.registry import MonitorSpec, Registry
 WINDOWS, PROCEDURE = "video windows so far", "procedure text"
 STREAM_INPUT = (WINDOWS, PROCEDURE)
 
-REGISTRY = Registry("stream", STREAM_INPUT, (
+REGISTRY = Registry("egoadr-stream", STREAM_INPUT, (
     MonitorSpec("egoadr", "ego_adr.reasoning.online:OnlineMonitor",
                 "Ego-ADR online: narrate each window, localise the step, track progress, classify", STREAM_INPUT,
                 needs_model=True),
