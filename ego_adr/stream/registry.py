@@ -1,8 +1,9 @@
 """The video stream's monitors, a registry of the monitoring layer (:mod:`ego_adr.monitoring.registry`).
 
 ``python -m ego_adr.monitoring evaluate --benchmark egoadr-stream --monitor NAME|a,b|all`` runs them (the former
-``python -m ego_adr.stream --evaluate --baselines a,b`` always added ``egoadr``, and still does). What each reads: the video windows watched so far and the procedure text are the task input (Ego-ADR online's setting: no
-pre-cut clip, no step name); none of the three reads more, so none is privileged.
+``python -m ego_adr.stream --evaluate --baselines a,b`` always added ``egoadr``, and still does). What each reads:
+the video windows watched so far and the procedure text are the task input (Ego-ADR online's setting: no pre-cut
+clip, no step name); none of the three reads more, so none is privileged.
 """
 
 from __future__ import annotations
