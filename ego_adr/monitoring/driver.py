@@ -53,7 +53,8 @@ class Benchmark:
 
     # -- the command line -----------------------------------------------------------------------------------------
     def add_arguments(self, parser) -> None:
-        """Its own flags (the harness adds the shared ones: :func:`ego_adr.monitoring.settings.add_common_arguments`)."""
+        """Its own flags (the harness adds the shared ones:
+        :func:`ego_adr.monitoring.settings.add_common_arguments`)."""
 
     def out_required(self) -> bool:
         return True

@@ -17,10 +17,10 @@ says what it holds before any costly step:
 5. with several monitors, the benchmark's summary.
 
 A benchmark gives the harness a :class:`~ego_adr.monitoring.driver.Benchmark` (its spec's ``driver``): its flags
-and their typed settings, its checks, its splits, its identity, how one monitor runs on it and its summary. Two folder layouts exist:
-``folder_per_monitor`` (``OUT/`` for one monitor, ``OUT/<monitor>/`` each for ``all``: what HelpMeOut and the step
-streams write) and one folder for all the monitors of a run (the video stream: one model, one identity).
-``--jobs`` spreads the monitors that need no model over processes (:mod:`.workers`).
+and their typed settings, its checks, its splits, its identity, how one monitor runs on it and its summary. Two
+folder layouts exist: ``folder_per_monitor`` (``OUT/`` for one monitor, ``OUT/<monitor>/`` each for ``all``: what
+HelpMeOut and the step streams write) and one folder for all the monitors of a run (the video stream: one model,
+one identity). ``--jobs`` spreads the monitors that need no model over processes (:mod:`.workers`).
 """
 
 from __future__ import annotations

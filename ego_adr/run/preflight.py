@@ -6,8 +6,8 @@ window after the end of its video, a frame count the model ignores, a memory pla
 VLMEvalKit users keep discovering these after the run. The dry run reads only the annotations and the videos'
 container headers (no decoding), applies the run's own selection (``--sources``, ``--limit``, shards) and its own
 window rule and sampling policy (:mod:`ego_adr.data.window`, :mod:`ego_adr.video.policies`), and asks the memory planner
-(:func:`ego_adr.models.memory_planner.arch_for` and :func:`~ego_adr.models.memory_planner.plan`) for the chosen family and
-``--gpu-memory``. The family is read from the alias, the hub id or a folder's ``config.json``; no weights are
+(:func:`ego_adr.models.memory_planner.arch_for` and :func:`~ego_adr.models.memory_planner.plan`) for the chosen
+family and ``--gpu-memory``. The family is read from the alias, the hub id or a folder's ``config.json``; no weights are
 needed.
 
 It prints, per source and in total: samples, videos found/missing (with example missing paths), records that
@@ -136,7 +136,8 @@ def _memory(cfg) -> tuple[object | None, str]:
         from ego_adr.run.config import ConfigError
 
         raise ConfigError(f"--gpu-memory: {e}") from None
-    return (arch, memory_planner.plan(name, arch, gpu, cfg.frames, cfg.batch_size or 1, pixels=cfg.max_pixels_per_frame)), ""
+    plan = memory_planner.plan(name, arch, gpu, cfg.frames, cfg.batch_size or 1, pixels=cfg.max_pixels_per_frame)
+    return (arch, plan), ""
 
 
 def _visual_tokens(arch, pixels_budget: int | None, frames: int, size: tuple[int, int] | None) -> int | None:

@@ -98,8 +98,8 @@ def run_one(args) -> int:
     reference = args.narration_source == "reference"
     if reference and segments is None:
         raise UserError("--narration-source reference needs annotated segments: leave out --video (the embedded "
-                        "recording) or score annotated recordings with `python -m ego_adr.monitoring evaluate --benchmark "
-                        "egoadr-stream --data-root DIR`")
+                        "recording) or score annotated recordings with `python -m ego_adr.monitoring evaluate "
+                        "--benchmark egoadr-stream --data-root DIR`")
     settings = StreamSettings(args.window, args.stride, args.frames)
     choice = _choice(args)
     early = {"video": str(Path(video).resolve()), "task_id": task_id, "procedure": procedure,

@@ -200,7 +200,8 @@ def _report(results: dict, notes: list[str]) -> tuple[str, str]:
     full = {n: r["fully_annotated"] for n, r in results.items() if r["fully_annotated"]}
     if full and any(f["episodes"] != results[n]["all"]["episodes"] for n, f in full.items()):
         table += "\n\nFully annotated recordings only:\n\n" + metrics_table(full)
-    return table, "# Ego-ADR online: streaming evaluation\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    bullets = "\n".join(f"- {n}" for n in notes)
+    return table, "# Ego-ADR online: streaming evaluation\n\n" + table + "\n\n" + bullets + "\n"
 
 
 class EgoADRStream(Benchmark):

@@ -61,8 +61,9 @@ def test_the_former_command_runs_and_prints_the_new_one(release, tmp_path, capsy
 def test_several_monitors_write_the_same_bytes_for_any_jobs_and_the_tables(release, tmp_path, capsys):
     one, two = tmp_path / "one", tmp_path / "two"
     names = "random,precondition,cusum"
-    assert monitoring(_evaluate(release, one, "--monitor", names, "--seeds", "2", "--bootstrap", "50", "--jobs", "1")) == 0
-    assert monitoring(_evaluate(release, two, "--monitor", names, "--seeds", "2", "--bootstrap", "50", "--jobs", "2")) == 0
+    flags = ["--monitor", names, "--seeds", "2", "--bootstrap", "50"]
+    assert monitoring(_evaluate(release, one, *flags, "--jobs", "1")) == 0
+    assert monitoring(_evaluate(release, two, *flags, "--jobs", "2")) == 0
     for name in names.split(","):
         for f in ("steps.jsonl", "outputs.jsonl", "report.md", "identity.json"):
             assert (one / name / f).read_bytes() == (two / name / f).read_bytes(), (name, f)
