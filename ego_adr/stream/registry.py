@@ -22,7 +22,6 @@ REGISTRY = Registry("egoadr-stream", STREAM_INPUT, (
     MonitorSpec("direct", "ego_adr.stream.baselines:DirectStreamMonitor",
                 "the one-pass direct prompt on every window, the same end check", STREAM_INPUT, needs_model=True),
 ))
-BASELINES = tuple(n for n in REGISTRY.names() if n != "egoadr")
 
 
 def build_monitors(names: list[str], pipe, threshold: float, seed: int) -> dict:
