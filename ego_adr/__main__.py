@@ -80,7 +80,7 @@ ENTRY_POINTS: Registry[EntryPoint] = Registry("command", (
                ("build", "--annotations", "{text}", "--out", "{out}", "--model", "tiny"),
                {"out": "--out", "cache": "--cache-dir", "device": "--device", "model": "--model",
                 "text": "--annotations"}, {"text": "{annotations}"}),
-    EntryPoint("monitoring evaluate", "ego_adr.monitoring.__main__:main", ("evaluate", "--benchmark", "epic-tent-o",
+    EntryPoint("monitoring evaluate", "ego_adr.monitoring.cli:main", ("evaluate", "--benchmark", "epic-tent-o",
                "--monitor", "count-based", "--data-root", "{root}", "--out", "{out}"), {"out": "--out", "cache":
                "--cache-dir", "device": "--device", "model": "--model", "text": "--stream"}),
     EntryPoint("benchmark_builder", "ego_adr.benchmark_builder.__main__:main",
@@ -105,9 +105,11 @@ ENTRY_POINTS: Registry[EntryPoint] = Registry("command", (
     EntryPoint("benchmark_builder merge", "ego_adr.benchmark_builder.__main__:main", ("merge", "{out}", "{text}"),
                about="merge the reviewers' sheets into the data root (docs/build.md)"),
     # `monitoring evaluate` walks the bad-input table above; its second subcommand is listed:
-    EntryPoint("monitoring download", "ego_adr.monitoring.__main__:main", ("download", "--out", "{out}"),
-               about="fetch the step-stream benchmark files (Assembly101-O, EPIC-Tent-O) at pinned commits"),
-    EntryPoint("models.planner", "ego_adr.models.planner:main", ("--model", "qwen2.5-vl"),
+    EntryPoint("monitoring download", "ego_adr.monitoring.cli:main", ("download", "--out", "{out}"),
+               about="fetch the files the benchmarks read (the step streams') at pinned commits"),
+    EntryPoint("monitoring list", "ego_adr.monitoring.cli:main", ("list",),
+               about="every online benchmark and its monitors, with what each reads (privileged ones marked)"),
+    EntryPoint("models.memory_planner", "ego_adr.models.memory_planner:main", ("--model", "qwen2.5-vl"),
                about="the memory planner: frames x pixels x batch that fit a GPU, per model family"),
     EntryPoint("integrations.lmms_eval", "ego_adr.integrations.lmms_eval.__main__", (),
                about="prints the EgoErrorVQA task folder for `lmms-eval --include_path` (docs/lmms_eval.md); "
@@ -128,7 +130,7 @@ _ABOUT = {  # the commands that walk the bad-input table say what they do here, 
     "stream": "online monitoring of one video against a procedure",
     "check": "a verdict on one clip (or a CSV/JSONL of clips), with the evidence",
     "helpmeout generate": "generate the HelpMeOut episodes (train/val/test)",
-    "helpmeout evaluate": "stream a monitor over HelpMeOut episodes and score M1-M4",
+    "helpmeout evaluate": "now monitoring evaluate --benchmark helpmeout (still runs, and says so)",
     "helpmeout summarize": "the HelpMeOut paper tables from evaluate folders",
     "eval score": "score a predictions file (the public evaluator's rule) -> metrics.json, report.md",
     "eval merge": "merge shard predictions files into one",
@@ -140,8 +142,8 @@ _ABOUT = {  # the commands that walk the bad-input table say what they do here, 
     "data stats": "Table 2 of the paper for any data root",
     "data build": "a benchmark from error-annotated recordings (docs/build.md)",
     "benchmark_builder": "the same as data build, from its own layer",
-    "monitoring evaluate": "online mistake detection on Assembly101-O / EPIC-Tent-O step streams, beside the "
-                           "published rows (docs/online_mistakes.md)",
+    "monitoring evaluate": "every online benchmark (HelpMeOut, the Ego-ADR video stream, the step streams): "
+                           "monitors streamed and scored (docs/monitoring.md)",
 }
 
 

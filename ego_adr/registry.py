@@ -54,6 +54,22 @@ def load_plugins() -> None:
             raise PluginError(f"{PLUGINS_ENV} names {name!r}, which cannot be imported ({e})") from e
 
 
+def discover(module: str, skip: str = "") -> list:
+    """The modules named ``module`` in the packages of ``ego_adr`` (``ego_adr/<package>/<module>.py``, found on
+    disk, packages in name order; ``skip``: a package to leave out, the caller's own), imported.
+
+    Why: a layer must not import the rooms above it, yet some of its registries are filled by them (the online
+    benchmarks of ``monitoring/``, the ``build`` subcommand that ``python -m ego_adr.data`` offers on behalf of
+    ``benchmark_builder/``). The lower layer names a module, never a package; each room that has such a module
+    declares itself there, as lmms-eval's task index finds the task folders under its tasks directory.
+    ``tests/test_layout.py`` checks that every room found this way sits above the layer that looks for it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    found = sorted(p.parent.name for p in root.glob(f"*/{module}.py") if p.parent.name != skip)
+    return [importlib.import_module(f"{root.name}.{pkg}.{module}") for pkg in found]
+
+
 def _exact(name: str) -> str:
     return name
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from ego_adr.store import cache_root  # noqa: E402
 from ego_adr.video.policies import bin_centre  # noqa: E402
-from ego_adr.video.readers import _READERS  # noqa: E402
+from ego_adr.video.readers import open_reader  # noqa: E402
 from ego_adr.video.sampler import FrameSampler, available_backends, plan_indices  # noqa: E402
 from ego_adr.video.synth import make_test_video, read_frame_index  # noqa: E402
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     methods = {name: run_sampler(fs) for name, fs in samplers.items()}
     # The auto backend's own reader called directly, with no window rule, no honest-frames checks and no
     # assembly: the difference to the first row is what the sampler's checks cost.
-    bare = _READERS[auto_backend](str(path))
+    bare = open_reader(auto_backend, str(path))
 
     def run_bare(s, e, n):
         return _read_plan(bare, s, e, n)
@@ -124,8 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     methods[f"{labels[auto_backend]} reader alone (no checks)"] = run_bare
     before = None
     if "pyav" in available_backends():  # the PyAV reader as it was before issue 28: FFmpeg picks its threads
-        before = _READERS["pyav"](str(path))
-        before._st.codec_context.thread_count = 0  # the codec is not open yet: this takes effect
+        before = open_reader("pyav", str(path), ffmpeg_threads=0)
         methods["PyAV reader, FFmpeg's own thread count (before)"] = lambda s, e, n: _read_plan(before, s, e, n)
     if "decord" in available_backends():
         methods["decord reopen per sample (public agent)"] = lambda s, e, n: decord_reopen(path, s, e, n)

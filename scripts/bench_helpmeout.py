@@ -49,15 +49,15 @@ def bench_generate(a: argparse.Namespace) -> None:
 
 
 def bench_monitors(a: argparse.Namespace) -> None:
-    from ego_adr.helpmeout.cli import main as cli
     from ego_adr.helpmeout.monitors import MONITORS
+    from ego_adr.monitoring.cli import main as cli
 
     rel, out = Path(a.release), Path(a.out)
     names = [n for n, s in MONITORS.items() if not s.needs_model] if not a.only else a.only.split(",")
     rows, dirs = [], []
     for n in names:
         d = out / n
-        argv = ["evaluate", "--monitor", n, "--episodes", str(rel / "test.jsonl"), "--out", str(d), "--quiet",
+        argv = ["evaluate", "--benchmark", "helpmeout", "--monitor", n, "--episodes", str(rel / "test.jsonl"), "--out", str(d), "--quiet",
                 "--bootstrap", str(a.bootstrap)]
         if cli(argv) != 0:
             raise SystemExit(f"evaluate {n} failed")

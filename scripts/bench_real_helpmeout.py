@@ -1,5 +1,5 @@
 """HelpMeOut's LLM monitor with the real small LMs (docs/real_models.md, block ``helpmeout-real``): ``python -m
-ego_adr.helpmeout evaluate --monitor llm`` with SmolLM2-135M-Instruct and Gemma 3 270M, each behind llama.cpp's
+ego_adr.monitoring evaluate --benchmark helpmeout --monitor llm`` with SmolLM2-135M-Instruct and Gemma 3 270M, each behind llama.cpp's
 server (``--backend openai``), on the 60-episode subset of a release, beside the paper's Table 17 LLM rows and the
 blind rows (random, CUSUM, precondition check) re-scored on the same episodes by the same command. Numbers as
 they come: small models are weak monitors.
@@ -37,11 +37,13 @@ SETTINGS = ("episodes", "max_new_tokens", "threshold", "model", "backend", "moni
 
 
 def _cli(args: list[str]) -> None:
-    from ego_adr.helpmeout.cli import main
+    """``python -m ego_adr.monitoring evaluate --benchmark helpmeout`` with ``args`` (they start with evaluate)."""
+    from ego_adr.monitoring.cli import main
 
+    args = [args[0], "--benchmark", "helpmeout", *args[1:]]
     rc = main(args)
     if rc != 0:
-        raise SystemExit(f"python -m ego_adr.helpmeout {' '.join(args)} exited {rc}")
+        raise SystemExit(f"python -m ego_adr.monitoring {' '.join(args)} exited {rc}")
 
 
 def _release(a: argparse.Namespace, out: Path) -> Path:

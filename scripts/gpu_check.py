@@ -34,7 +34,7 @@ def check_family(arch: str, root: Path, new_tokens: int, device: str = "cuda") -
 
     from ego_adr.models import Frames, GenerationConfig, Message, Request, load_model
     from ego_adr.models.families import FAMILIES
-    from ego_adr.models.planner import arch_from_folder, estimate
+    from ego_adr.models.memory_planner import arch_from_folder, estimate
     from ego_adr.models.tiny import build_tiny
 
     fam = FAMILIES[arch]

@@ -8,7 +8,8 @@ enough to cover every window annotated on it, so the whole pipeline can be exerc
 
 The selection (sources, --limit spread over the sources) is the runner's own, so the two commands agree.
 With ``--whole-recordings`` the limit counts recordings per source instead (the streaming evaluation's
-selection, ``python -m ego_adr.stream --evaluate --limit N``) and each video covers every segment annotated on it.
+selection, ``python -m ego_adr.monitoring evaluate --benchmark egoadr-stream --limit N``) and each video covers
+every segment annotated on it.
 """
 
 import argparse
@@ -27,7 +28,7 @@ def main() -> None:
     p.add_argument("--task", default="multiple-choice", choices=["multiple-choice", "open-end"])
     p.add_argument("--fps", type=float, default=1.0)
     p.add_argument("--whole-recordings", action="store_true",
-                   help="--limit counts recordings per source (as python -m ego_adr.stream --evaluate does)")
+                   help="--limit counts recordings per source (as monitoring evaluate --benchmark egoadr-stream does)")
     args = p.parse_args()
     import os
 

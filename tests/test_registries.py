@@ -112,14 +112,18 @@ def _registries():
     from ego_adr.helpmeout.monitors.registry import REGISTRY as HELPMEOUT
     from ego_adr.models.backends import REGISTRY as BACKEND_REGISTRY
     from ego_adr.models.families import REGISTRY as FAMILY_REGISTRY
+    from ego_adr.models.registry import ALIASES
+    from ego_adr.monitoring.benchmarks import BENCHMARKS
     from ego_adr.online_mistakes.registry import REGISTRY as STEP_STREAMS
+    from ego_adr.reasoning.config import NARRATION_SOURCES
     from ego_adr.reasoning.modes import REGISTRY as MODE_REGISTRY
     from ego_adr.reasoning.protocol import PRESETS
     from ego_adr.stream.registry import REGISTRY as VIDEO_STREAM
 
     return {"sources": sources.REGISTRY, "backends": BACKEND_REGISTRY, "families": FAMILY_REGISTRY,
             "modes": MODE_REGISTRY, "protocols": PRESETS, "helpmeout monitors": HELPMEOUT,
-            "stream monitors": VIDEO_STREAM, "step-stream monitors": STEP_STREAMS, "entry points": ENTRY_POINTS}
+            "stream monitors": VIDEO_STREAM, "step-stream monitors": STEP_STREAMS, "entry points": ENTRY_POINTS,
+            "online benchmarks": BENCHMARKS, "model aliases": ALIASES, "narration sources": NARRATION_SOURCES}
 
 
 REGISTRIES = tuple(_registries())

@@ -7,9 +7,9 @@ Subcommands
   build review DIR / build merge DIR SHEET.csv ...             the people-in-the-loop steps (docs/build.md)
 
 This module is an entry point, like ``python -m ego_adr.run``: the ``build`` subcommands call an LLM, so they live
-in :mod:`ego_adr.benchmark_builder` (above ``models/``) and are imported from here only when asked for -- the one upward
-import of ``data/``, kept for the command name users are given; nothing in ``data/`` imports this module, and
-``python -m ego_adr.benchmark_builder`` runs the same commands from their own layer.
+in :mod:`ego_adr.benchmark_builder` (above ``models/``), which offers them here in its ``data_commands.py`` (found on
+disk by :func:`ego_adr.registry.discover`: ``data/`` names no package above it, issue 43); the command name users
+are given stays, and ``python -m ego_adr.benchmark_builder`` runs the same commands from their own layer.
 
 Exit status 2 for a wrong flag or unusable input (one line), 3 when a model or the machine failed.
 """
@@ -68,14 +68,18 @@ def _convert(argv: list[str]) -> int:
     return convert_main(argv)
 
 
-def _build(argv: list[str]) -> int:
-    # above models/: imported only for this subcommand
-    from ego_adr.benchmark_builder.cli import main as build_main
-
-    return build_main(argv)
+#: The subcommands a room above offers here (``data_commands.py``, found by :func:`ego_adr.registry.discover`):
+#: ``build`` is :mod:`ego_adr.benchmark_builder`'s, which calls a model and so sits above ``models/``.
+OFFERED = "data_commands"
 
 
-COMMANDS = {"stats": _stats, "convert": _convert, "build": _build}
+COMMANDS = {"stats": _stats, "convert": _convert}  # this package's own; build comes from _commands()
+
+
+def _commands() -> dict:
+    from ego_adr.registry import discover
+
+    return {**COMMANDS, **{name: fn for mod in discover(OFFERED) for name, fn in mod.COMMANDS.items()}}
 #: What ``--help`` prints: the commands, not the notes on this module's place in the layers (issue 28, item 9).
 HELP = __doc__.split("\n\nThis module is an entry point")[0].replace(
     "Subcommands", "usage: python -m ego_adr.data COMMAND [ARGS]   (each COMMAND takes --help)\n\nSubcommands", 1) + (
@@ -92,9 +96,10 @@ def _main(argv: list[str] | None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(HELP)
         return 0 if argv else 2
-    cmd = COMMANDS.get(argv[0])
+    commands = _commands()
+    cmd = commands.get(argv[0])
     if cmd is None:
-        raise UserError(f"unknown subcommand {argv[0]!r}; expected one of {', '.join(COMMANDS)}")
+        raise UserError(f"unknown subcommand {argv[0]!r}; expected one of {', '.join(commands)}")
     return cmd(argv[1:])
 
 

@@ -46,7 +46,7 @@ def load_model(
     ``backend="hf"``: transformers on this machine (bf16 on GPU, float32 on CPU). ``gpu_memory`` (e.g. "24GB")
     with no explicit ``max_pixels_per_frame`` lets the memory planner cap the per-frame pixel budget at the
     largest that fits ``frames`` frames (keyword, default 32, the paper's largest setting) at this batch size,
-    or refuse up front with the reason (:class:`ego_adr.models.planner.MemoryPlanError`). ``"openai"`` / ``"vllm"`` are forwarded to their backends.
+    or refuse up front with the reason (:class:`ego_adr.models.memory_planner.MemoryPlanError`). ``"openai"`` / ``"vllm"`` are forwarded to their backends.
     """
     from ego_adr.models.backends import get
 

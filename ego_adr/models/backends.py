@@ -37,7 +37,7 @@ def _load_hf(name_or_path: str, *, device="auto", dtype=None, batch_size=1, max_
     path, spec = resolve(name_or_path)
     planned = None
     if gpu_memory is not None and max_pixels_per_frame is None:
-        from ego_adr.models.planner import plan_for_load
+        from ego_adr.models.memory_planner import plan_for_load
 
         planned = plan_for_load(name_or_path, path, gpu_memory, frames=int(frames), batch_size=batch_size,
                                 device=device)

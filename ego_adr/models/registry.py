@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ego_adr.registry import Registry
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -41,7 +43,14 @@ def _aliases() -> dict[str, ModelSpec]:
     return out
 
 
-ALIASES: dict[str, ModelSpec] = _aliases()
+def _alias_key(name: str) -> str:
+    return name.strip().lower()
+
+
+#: alias -> spec, in the order of ``--help`` lists (a :class:`ego_adr.registry.Registry`: case-insensitive lookup,
+#: ``find`` None for a name that is no alias, ``get`` one line listing them all)
+ALIASES: Registry[ModelSpec] = Registry("model alias", _aliases(), normalise=_alias_key,
+                                       describe=lambda s: s.notes or s.hub_id)
 
 
 def _text_only_families() -> set[str]:
@@ -83,7 +92,7 @@ def video_aliases() -> list[str]:
 
 
 def _by_hub_id(hub_id: str) -> ModelSpec | None:
-    for spec in ALIASES.values():
+    for spec in ALIASES:
         if spec.hub_id.lower() == hub_id.lower():
             return spec
     return None
@@ -91,7 +100,7 @@ def _by_hub_id(hub_id: str) -> ModelSpec | None:
 
 def known_spec(name: str) -> ModelSpec | None:
     """The spec of an alias or a known hub id (case ignored), None for anything else (a folder, an unknown id)."""
-    return ALIASES.get(name.strip().lower()) or _by_hub_id(name.strip())
+    return ALIASES.find(name) or _by_hub_id(name.strip())
 
 
 def resolve(name: str) -> tuple[str, ModelSpec | None]:
@@ -101,7 +110,7 @@ def resolve(name: str) -> tuple[str, ModelSpec | None]:
     use, offline). No network is touched here.
     """
     key = name.strip()
-    spec = ALIASES.get(key.lower())
+    spec = ALIASES.find(key)
     if spec is not None:
         if spec.tiny:
             from ego_adr.models.tiny import ensure_tiny
@@ -133,7 +142,7 @@ def tiny_alias_for(name: str) -> str:
 
 def is_tiny(name: str | None) -> bool:
     """The embedded demo model (``None``) or a ``tiny*`` alias: random weights, numbers mean nothing."""
-    spec = ALIASES.get((name or "").strip().lower())
+    spec = ALIASES.find(name or "")
     return name is None or bool(spec and spec.tiny)
 
 
@@ -155,7 +164,7 @@ def unknown_model_message(name: str, known: bool = False) -> str:
     return (
         f"Unknown model {name!r}: it is not an alias, not an existing local folder, and not a hub id available "
         "offline (HF_HUB_OFFLINE is set or the hub cache has no copy of it). Use one of the aliases "
-        f"{', '.join(ALIASES)}; or pass a local folder holding a Hugging Face model (config.json, weights, "
+        f"{', '.join(ALIASES.names())}; or pass a local folder holding a Hugging Face model (config.json, weights, "
         "processor files); or download it first with network access (e.g. `hf download <hub_id>`) and run "
         "again. For an offline demo use `tiny`."
     )

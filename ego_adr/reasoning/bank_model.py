@@ -28,8 +28,8 @@ def resolve_bank_model(bank_model: str | None, model: str | None, injected: bool
     if choice not in SPECIAL and model is not None:
         from ego_adr.models.registry import ALIASES
 
-        same = {model, getattr(ALIASES.get(model), "hub_id", None)}
-        if choice in same or getattr(ALIASES.get(choice), "hub_id", choice) in same:
+        same = {model, getattr(ALIASES.find(model), "hub_id", None)}
+        if choice in same or getattr(ALIASES.find(choice), "hub_id", choice) in same:
             return "evaluated"
     return choice
 

@@ -13,9 +13,24 @@ from ego_adr.reasoning.banks import BANK_MAX_NEW_TOKENS
 from ego_adr.reasoning.embed_matching import DEFAULT_MATCHER, MATCHERS
 from ego_adr.reasoning.matching import TAU
 from ego_adr.reasoning.modes import MODES as MODE_SPECS
+from ego_adr.registry import Registry
 
 MODES = tuple(MODE_SPECS)
-NARRATION_SOURCES = ("model", "reference")
+
+
+@dataclass(frozen=True)
+class NarrationSource:
+    name: str
+    description: str
+
+
+#: What ``--narration-source`` takes (run, stream, the video-stream benchmark): a registry, so its choices, help and
+#: refusal come from one place
+NARRATION_SOURCES: Registry[NarrationSource] = Registry("narration source", (
+    NarrationSource("model", "the model narrates each window (the method)"),
+    NarrationSource("reference", "a diagnostic: each window narrated from the annotations, so the stages after "
+                    "narration are measured with a perfect narrator (annotated data only)"),
+))
 
 
 @dataclass
@@ -47,7 +62,7 @@ class PipelineConfig:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.narration_source not in NARRATION_SOURCES:
-            raise ValueError(f"narration_source must be one of {NARRATION_SOURCES}")
+            raise ValueError(f"narration_source must be one of {', '.join(NARRATION_SOURCES.names())}")
         if self.matcher not in MATCHERS:
             raise ValueError(f"matcher must be one of {MATCHERS}, got {self.matcher!r}")
         if self.bank_builder not in ("auto", "rule", "model"):

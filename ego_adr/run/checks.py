@@ -102,7 +102,7 @@ _in_hub_cache = loading.in_hub_cache  # run/open_end checks its judges with it
 def check_memory(gpu_memory: str | None) -> None:
     if gpu_memory is None:
         return
-    from ego_adr.models.planner import parse_memory
+    from ego_adr.models.memory_planner import parse_memory
 
     try:
         if parse_memory(str(gpu_memory)) <= 0:
@@ -141,7 +141,7 @@ def frames_note(cfg) -> str | None:
     if cfg.backend == "openai":
         return None
     try:
-        from ego_adr.models.planner import arch_for
+        from ego_adr.models.memory_planner import arch_for
 
         arch = arch_for(cfg.model or "tiny")
     except Exception:  # noqa: BLE001 -- an unknown architecture: nothing to say

@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--frames", type=int, help="uniformly sampled frames per clip: 8/16/24/32 in the paper (default 8)")
     a("--match", type=_bool, help="key-step matching on/off (Table 6 ablation; default on)")
     a("--narration", type=_bool, help="video narration on/off (Table 6 ablation; default on)")
-    a("--narration-source", choices=list(NARRATION_SOURCES),
+    a("--narration-source", choices=NARRATION_SOURCES.names(),
       help="'reference' replaces the model's narration by the annotations' descriptions (diagnostic)")
     a("--matcher", choices=["tfidf", "minilm"],
       help="key-step matcher: tfidf (the paper's TF-IDF, difflib below 0.25; default) or minilm (all-MiniLM-L6-v2 "

@@ -82,7 +82,7 @@ class RunConfig:
         if self.backend not in backend_names():
             raise ConfigError(f"--backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.narration_source not in NARRATION_SOURCES:
-            raise ConfigError(f"--narration-source must be one of {NARRATION_SOURCES}")
+            raise ConfigError(f"--narration-source must be one of {', '.join(NARRATION_SOURCES.names())}")
         from ego_adr.reasoning.embed_matching import MATCHERS
 
         if self.matcher not in MATCHERS:

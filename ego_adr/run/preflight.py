@@ -6,8 +6,8 @@ window after the end of its video, a frame count the model ignores, a memory pla
 VLMEvalKit users keep discovering these after the run. The dry run reads only the annotations and the videos'
 container headers (no decoding), applies the run's own selection (``--sources``, ``--limit``, shards) and its own
 window rule and sampling policy (:mod:`ego_adr.data.window`, :mod:`ego_adr.video.policies`), and asks the memory planner
-(:func:`ego_adr.models.planner.arch_for` and :func:`~ego_adr.models.planner.plan`) for the chosen family and
-``--gpu-memory``. The family is read from the alias, the hub id or a folder's ``config.json``; no weights are
+(:func:`ego_adr.models.memory_planner.arch_for` and :func:`~ego_adr.models.memory_planner.plan`) for the chosen
+family and ``--gpu-memory``. The family is read from the alias, the hub id or a folder's ``config.json``; no weights are
 needed.
 
 It prints, per source and in total: samples, videos found/missing (with example missing paths), records that
@@ -80,7 +80,7 @@ def _model_check(cfg) -> tuple[str | None, str | None]:
     try:
         check_model_name(cfg.model, cfg.backend)
     except (ConfigError, InfrastructureError) as e:  # not cached, and offline or the hub unreachable
-        spec = ALIASES.get((cfg.model or "").strip().lower())
+        spec = ALIASES.find(cfg.model or "")
         return (None, str(e)) if spec is not None and not spec.tiny else (str(e), None)
     return None, None
 
@@ -113,35 +113,36 @@ def _memory(cfg) -> tuple[object | None, str]:
     spec = BACKENDS[cfg.backend]
     if not spec.plans_memory:
         return None, f"backend {cfg.backend}: {spec.memory_note}"
-    from ego_adr.models import planner
+    from ego_adr.models import memory_planner
     from ego_adr.models.registry import ALIASES
 
     name = cfg.model or "tiny"
-    spec = ALIASES.get(name.lower())
+    spec = ALIASES.find(name)
     if spec is not None and spec.tiny:  # the tiny model's own config, if it was ever built (never built here)
         from ego_adr.models.tiny import tiny_folder_name
         from ego_adr.store import cache_root
 
         folder = cache_root() / tiny_folder_name(spec.family)
-        arch = planner.arch_from_folder(folder) if (folder / "config.json").is_file() else None
+        arch = memory_planner.arch_from_folder(folder) if (folder / "config.json").is_file() else None
         if arch is None:
             return None, f"{name}: a random tiny model, not built yet (it is built on the first run)"
     else:
-        arch = planner.arch_for(name)
+        arch = memory_planner.arch_for(name)
     if arch is None:
         return None, f"no architecture numbers for {name!r}: the run skips the memory plan too"
     try:
-        gpu = planner.parse_memory(cfg.gpu_memory or "24GB")
+        gpu = memory_planner.parse_memory(cfg.gpu_memory or "24GB")
     except ValueError as e:
         from ego_adr.run.config import ConfigError
 
         raise ConfigError(f"--gpu-memory: {e}") from None
-    return (arch, planner.plan(name, arch, gpu, cfg.frames, cfg.batch_size or 1, pixels=cfg.max_pixels_per_frame)), ""
+    plan = memory_planner.plan(name, arch, gpu, cfg.frames, cfg.batch_size or 1, pixels=cfg.max_pixels_per_frame)
+    return (arch, plan), ""
 
 
 def _visual_tokens(arch, pixels_budget: int | None, frames: int, size: tuple[int, int] | None) -> int | None:
     """Visual tokens of one request for frames of ``size`` (never upscaled past their own pixels)."""
-    from ego_adr.models import planner
+    from ego_adr.models import memory_planner
 
     if arch is None:
         return None
@@ -149,7 +150,7 @@ def _visual_tokens(arch, pixels_budget: int | None, frames: int, size: tuple[int
     if size and arch.dynamic:
         own = size[0] * size[1]
         px = min(px, own) if px else own
-    return planner.estimate(arch, frames, px).visual_tokens
+    return memory_planner.estimate(arch, frames, px).visual_tokens
 
 
 def preflight(cfg) -> dict:
@@ -301,7 +302,7 @@ def render(rep: dict) -> str:
     if plan is None:
         out.append(f"\nMemory plan: {rep['memory_note']}")
     else:
-        from ego_adr.models.planner import format_plans
+        from ego_adr.models.memory_planner import format_plans
 
         out.append(f"\nMemory plan for {plan.model} on {cfg.gpu_memory}{rep['memory_note']}:")
         out.append(format_plans([plan]))

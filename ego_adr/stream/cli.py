@@ -5,17 +5,18 @@ and the embedded tiny model (random weights, offline). Alerts are printed as the
 timeline to ``runs/stream-.../`` (alerts.jsonl, ticks.jsonl, timeline.png, timeline.html, run.json).
 
     python -m ego_adr.stream --video REC.mp4 --procedure "First ... then ..." [--model M] [--window 8s --stride 4s --frames 8]
-    python -m ego_adr.stream --evaluate --data-root DIR --video-root V --model tiny
 
 A rerun into the same folder resumes where a killed run stopped (finished ticks are replayed, not recomputed);
-other settings refuse in one line naming each setting that differs (``--fresh`` discards the folder's results).
+other settings refuse in one line naming each setting that differs (``--fresh`` discards the folder's results),
+before the model is loaded when ``--out`` names the folder. Scoring every annotated recording is
+``python -m ego_adr.monitoring evaluate --benchmark egoadr-stream`` (``--evaluate`` here still runs it, and says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -26,22 +27,13 @@ from ego_adr.reasoning.modes import MODES
 from ego_adr.reasoning.pipeline import NARRATION_SOURCES
 from ego_adr.store import write_json
 from ego_adr.stream.common import (
+    PipelineChoice,
     UserError,
     check_identity,
+    late_keys,
     load_pipeline,
-    model_label,
-    narration_tag,
+    seconds,
 )
-
-
-def seconds(text: str) -> float:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min)?\s*", str(text))
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 8s, 0.5m, 4)")
-    v = float(m.group(1)) * (60.0 if (m.group(2) or "s").startswith("m") else 1.0)
-    if v <= 0:
-        raise argparse.ArgumentTypeError("a duration must be positive")
-    return v
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--stride", type=seconds, default=4.0, help="seconds between observations (default 4s)")
     a("--frames", type=int, default=8, help="frames per window (default 8)")
     a("--threshold", type=float, default=0.5, help="alert when P(error) reaches this (default 0.5)")
-    a("--narration-source", default="model", choices=list(NARRATION_SOURCES),
+    a("--narration-source", default="model", choices=NARRATION_SOURCES.names(),
       help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
     a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the tiny models (random weights)")
     add_out_argument(p, "output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
@@ -67,19 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--cache-dir", help="stage cache, probe results, demo recordings (default ~/.cache/ego_adr)")
     a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
     a("--quiet", action="store_true", help="do not print alerts")
-    e = p.add_argument_group("evaluation on annotated recordings (--evaluate)")
-    e.add_argument("--evaluate", action="store_true", help="score every annotated recording (M1-M4, delay, RTF)")
-    e.add_argument("--data-root", help="EgoErrorVQA annotations (default: the embedded synthetic recordings)")
-    e.add_argument("--video-root", help="videos at the public layout paths")
-    e.add_argument("--sources", help="comma-separated (default: captaincook4d,epic_tent,assembly101,egooops)")
-    e.add_argument("--limit", type=int, help="first N recordings per source (a quick look; not every recording)")
-    from ego_adr.stream.registry import BASELINES
-
-    e.add_argument("--baselines", default=",".join(BASELINES),
-                   help=f"comma-separated: {', '.join(BASELINES)}, or none (default: all)")
-    e.add_argument("--tolerance", type=seconds, help="M3 and point of error: an alarm up to this long after "
-                                                     "an error is due is on target (default: the window)")
-    e.add_argument("--seed", type=int, default=0, help="random baseline")
+    a("--data-root", help="a data root whose procedure.json names --procedure's task_id")
     return p
 
 
@@ -118,20 +98,40 @@ def run_one(args) -> int:
     reference = args.narration_source == "reference"
     if reference and segments is None:
         raise UserError("--narration-source reference needs annotated segments: leave out --video (the embedded "
-                        "recording) or use --evaluate with --data-root")
+                        "recording) or score annotated recordings with `python -m ego_adr.monitoring evaluate "
+                        "--benchmark egoadr-stream --data-root DIR`")
     settings = StreamSettings(args.window, args.stride, args.frames)
-    pipe, model, mnt = load_pipeline(args)
-    out = Path(args.out or f"runs/stream-{model_label(args)}-{pipe.route}-{settings.tag()}{narration_tag(args)}"
-                           f"-{Path(video).stem}")
-    identity = {"video": str(Path(video).resolve()), "task_id": task_id, "procedure": procedure,
-                "settings": settings.__dict__, "model": model.fingerprint, "route": pipe.route,
-                "threshold": args.threshold, "max_new_tokens": mnt, "narration_source": args.narration_source}
+    choice = _choice(args)
+    early = {"video": str(Path(video).resolve()), "task_id": task_id, "procedure": procedure,
+             "settings": settings.__dict__, "threshold": args.threshold, "max_new_tokens": choice.tokens,
+             "narration_source": args.narration_source}
+    from ego_adr.monitoring.harness import confirm_late
     from ego_adr.stream.common import folder_lock
 
-    with folder_lock(out):
-        check_identity(out, identity, fresh=args.fresh)
+    with contextlib.ExitStack() as held:
+        if args.out:  # the folder is named: its identity is checked before the model is loaded (issue 46 item 6)
+            out = Path(args.out)
+            held.enter_context(folder_lock(out))
+            check_identity(out, early, fresh=args.fresh)
+        pipe, model, _ = load_pipeline(choice)
+        late = late_keys(pipe, model)
+        at = list(early).index("settings") + 1
+        identity = {k: (early | late)[k] for k in [*list(early)[:at], *late, *list(early)[at:]]}
+        if not args.out:  # the default folder's name holds the route the probe chose
+            out = Path(f"runs/stream-{choice.label}-{pipe.route}-{settings.tag()}{choice.narration_tag}"
+                       f"-{Path(video).stem}")
+            held.enter_context(folder_lock(out))
+            check_identity(out, identity, fresh=args.fresh)
+        else:
+            confirm_late(out, early, late, identity)
+            write_json(out / "run.json", identity)
         return _watch(args, out, identity, pipe, model, video, task_id, procedure, settings, segments, reference,
                       end_labels)
+
+
+def _choice(args) -> PipelineChoice:
+    return PipelineChoice(args.model, args.backend, args.device, args.base_url, args.cache_dir, not args.no_cache,
+                          args.mode, args.frames, args.max_new_tokens, args.narration_source)
 
 
 def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings, segments, reference,
@@ -191,8 +191,32 @@ def _watch(args, out, identity, pipe, model, video, task_id, procedure, settings
     return 0
 
 
+def evaluate_alias(argv: list[str]) -> int:
+    """``--evaluate`` (and ``--baselines a,b``, which always added ``egoadr``) as the one monitoring command."""
+    rest, monitors, k = [], "all", 0
+    while k < len(argv):
+        tok = argv[k]
+        if tok == "--baselines" or tok.startswith("--baselines="):
+            value = tok.partition("=")[2] if "=" in tok else (argv[k + 1] if k + 1 < len(argv) else "")
+            k += 1 if "=" in tok else 2
+            named = [b.strip() for b in value.split(",") if b.strip() and b.strip() != "none"]
+            monitors = ",".join(["egoadr", *named])
+            continue
+        if tok != "--evaluate":
+            rest.append(tok)
+        k += 1
+    from ego_adr.monitoring.cli import alias
+
+    return alias("python -m ego_adr.stream --evaluate",
+                 ["evaluate", "--benchmark", "egoadr-stream", "--monitor", monitors, *rest])
+
+
 def main(argv: list[str] | None = None) -> int:
     from ego_adr.errors import run_cli
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--evaluate" in argv:
+        return evaluate_alias(argv)
 
     def go() -> int:
         args = build_parser().parse_args(argv)
@@ -209,10 +233,6 @@ def main(argv: list[str] | None = None) -> int:
             check_writable_dir(args.cache_dir, "--cache-dir")
         if args.out:  # before the model is loaded (the default folder's name needs the route)
             check_writable_dir(args.out, "--out")
-        if args.evaluate:
-            from ego_adr.stream.evaluate import run_evaluation
-
-            return run_evaluation(args)
         return run_one(args)
 
     return run_cli(go, interrupted="interrupted: rerun the same command to resume",

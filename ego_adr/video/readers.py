@@ -256,6 +256,16 @@ class _OpenCVReader(_Reader):
 _READERS = {"decord": _DecordReader, "pyav": _PyAVReader, "opencv": _OpenCVReader}
 
 
+def open_reader(backend: str, path: str, *, ffmpeg_threads: int | None = None):
+    """One backend's reader of ``path`` on its own, without the sampler's window rule and honest-frame checks (what
+    ``scripts/bench_frames.py`` times against the sampler). ``ffmpeg_threads`` sets PyAV's decoding threads (0:
+    FFmpeg's own choice, what the reader did before issue 28); the codec is not open yet, so it takes effect."""
+    reader = _READERS[backend](path)
+    if ffmpeg_threads is not None and backend == "pyav":
+        reader._st.codec_context.thread_count = ffmpeg_threads
+    return reader
+
+
 def available_backends() -> list[str]:
     """Backends whose library imports here."""
     out = []

@@ -10,9 +10,9 @@ from ego_adr.helpmeout.generator.episodes import validate_episode
 from ego_adr.helpmeout.generator.generator_sites import SITES, Sites, apply_site
 from ego_adr.helpmeout.generator.injection import program, realise
 from ego_adr.helpmeout.monitors import build_monitor, run_monitor
-from ego_adr.helpmeout.world.planner import plan, scene_state
 from ego_adr.helpmeout.world.replay import replay
 from ego_adr.helpmeout.world.templates import instantiate_scene, template_by_name
+from ego_adr.helpmeout.world.trajectory_planner import plan, scene_state
 
 
 @pytest.fixture(scope="module")

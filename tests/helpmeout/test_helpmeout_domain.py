@@ -7,9 +7,9 @@ import pytest
 from ego_adr.helpmeout.world import ontology as onto
 from ego_adr.helpmeout.world.domain import goal_unmet, parse_action, state_from_facts
 from ego_adr.helpmeout.world.operators import OPERATORS, check_action
-from ego_adr.helpmeout.world.planner import plan, scene_state
 from ego_adr.helpmeout.world.replay import replay
 from ego_adr.helpmeout.world.templates import FAMILIES, instantiate_scene, load_templates
+from ego_adr.helpmeout.world.trajectory_planner import plan, scene_state
 
 
 def test_hierarchy_matches_table5_counts():

@@ -14,7 +14,7 @@ import pytest
 
 from ego_adr.models import Frames, GenerationConfig, Message, Request, load_model
 from ego_adr.models.families import FAMILIES
-from ego_adr.models.planner import arch_for, arch_from_folder, estimate, plan
+from ego_adr.models.memory_planner import arch_for, arch_from_folder, estimate, plan
 
 ARCHS = tuple(FAMILIES)
 VLMS = tuple(a for a in ARCHS if FAMILIES[a].kind == "vlm")

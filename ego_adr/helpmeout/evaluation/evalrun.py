@@ -14,7 +14,6 @@ say which rule was used.
 
 from __future__ import annotations
 
-import inspect
 import random
 import time
 
@@ -52,15 +51,6 @@ def youden_threshold(episodes: list[dict], outputs: list[dict]) -> float:
         if j > best_j or (j == best_j and t > best):
             best, best_j = float(t), j
     return best
-
-
-def fit_if_needed(mon, spec, train: list[dict] | None, val: list[dict] | None = None) -> None:
-    """Train a monitor that trains; one whose ``fit`` takes ``val`` selects its checkpoint there (Table 10)."""
-    if spec.trains:
-        if val and "val" in inspect.signature(mon.fit).parameters:
-            mon.fit(train or [], val=val)
-        else:
-            mon.fit(train or [])
 
 
 def _threshold(spec, mon, val: list[dict] | None, threshold: float | None) -> tuple[float, str]:
@@ -102,6 +92,7 @@ def evaluate(
     from ego_adr.helpmeout.monitors.base import run_monitor
     from ego_adr.helpmeout.monitors.registry import extra_reads, privileged
     from ego_adr.monitoring.episode_metrics import mean_metrics
+    from ego_adr.monitoring.harness import fit_monitor
 
     t0 = time.perf_counter()
     seed_list = list(range(seeds)) if spec.seeds else [0]
@@ -111,7 +102,7 @@ def evaluate(
     for seed in seed_list:
         mon = build(seed)
         t1 = time.perf_counter()
-        fit_if_needed(mon, spec, train, val)
+        fit_monitor(mon, spec, train, val)  # the harness's rule: a checkpoint chosen on val (Table 10)
         timing["fit_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
         thr, rule = _threshold(spec, mon, val, threshold)

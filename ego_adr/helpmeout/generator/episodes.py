@@ -31,9 +31,9 @@ from ego_adr.helpmeout.generator.injection import (
 )
 from ego_adr.helpmeout.world.domain import TASK_END, goal_unmet, state_from_facts
 from ego_adr.helpmeout.world.lifting import ground
-from ego_adr.helpmeout.world.planner import PlanError, Step, plan, scene_state
 from ego_adr.helpmeout.world.replay import replay
 from ego_adr.helpmeout.world.templates import Template, instantiate_scene, load_templates
+from ego_adr.helpmeout.world.trajectory_planner import PlanError, Step, plan, scene_state
 
 SPLITS = ("train", "val", "test")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ego_adr.helpmeout.world import ontology as onto
-from ego_adr.helpmeout.world.planner import DEFAULT_TOOLS
 from ego_adr.helpmeout.world.templates import Block, Scene, Template
+from ego_adr.helpmeout.world.trajectory_planner import DEFAULT_TOOLS
 
 TOOL_KEYS = {
     "stirred": "stir",

@@ -62,9 +62,9 @@ from ego_adr.helpmeout.generator.goal_control import (  # noqa: F401 - re-export
     target_shares,
 )
 from ego_adr.helpmeout.world.domain import State, goal_unmet
-from ego_adr.helpmeout.world.planner import PlanError, Planner, Step
 from ego_adr.helpmeout.world.replay import replay
 from ego_adr.helpmeout.world.templates import Scene, Template
+from ego_adr.helpmeout.world.trajectory_planner import PlanError, Planner, Step
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ego_adr.helpmeout.world.domain import TASK_END
 from ego_adr.monitoring.monitor import Monitor as LayerMonitor
-from ego_adr.monitoring.monitor import StepOutput, run_episode
+from ego_adr.monitoring.monitor import StepOutput
 
 __all__ = ["EpisodeContext", "Monitor", "StepOutput", "context_of", "run_monitor"]
 
@@ -68,13 +68,14 @@ def context_of(ep: dict, reads: tuple[str, ...] = TASK_INPUT) -> EpisodeContext:
 
 
 def run_monitor(monitor: Monitor, episodes: list[dict], progress: bool = True) -> list[dict]:
-    """Stream every episode through ``monitor`` (the layer's harness: one action at a time, probabilities
+    """Stream every episode through ``monitor`` (the harness's episode loop: one action at a time, probabilities
     checked); one output row per episode."""
-    from tqdm import tqdm
+    from ego_adr.monitoring.harness import episode_outputs
 
     rows = []
-    for ep in tqdm(episodes, disable=not progress, desc=f"monitor {monitor.name}"):
-        outs = run_episode(monitor, ep["id"], context_of(ep, monitor.reads), ep["observed"])
+    for ep, outs in episode_outputs(monitor, episodes, id_of=lambda e: e["id"],
+                                    context_of=lambda e: context_of(e, monitor.reads),
+                                    observations_of=lambda e: e["observed"], progress=progress):
         if ep["observed"][-1] != TASK_END:
             raise ValueError(f"episode {ep['id']} does not end with {TASK_END}")
         rows.append({"id": ep["id"], "probs": [o.prob for o in outs], "categories": [o.category for o in outs],

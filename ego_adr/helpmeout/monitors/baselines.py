@@ -26,7 +26,7 @@ from ego_adr.helpmeout.monitors.knowledge import RoleResolver, grounded_template
 from ego_adr.helpmeout.monitors.rules import guess_category
 from ego_adr.helpmeout.world.domain import TASK_END, goal_unmet, parse_action, state_from_facts
 from ego_adr.helpmeout.world.operators import apply_action, check_action
-from ego_adr.helpmeout.world.planner import PlanError, PlanTimeout, plan_goals
+from ego_adr.helpmeout.world.trajectory_planner import PlanError, PlanTimeout, plan_goals
 
 
 class RandomMonitor(Monitor):

@@ -31,8 +31,8 @@ from ego_adr.helpmeout.monitors.rules import PUTS, REPEATABLE, stranger
 from ego_adr.helpmeout.world import ontology as onto
 from ego_adr.helpmeout.world.domain import TASK_END, Action, goal_unmet, parse_action, state_from_facts
 from ego_adr.helpmeout.world.operators import ACTION_CONFUSIONS, apply_action, check_action
-from ego_adr.helpmeout.world.planner import PlanError, plan
 from ego_adr.helpmeout.world.templates import Scene
+from ego_adr.helpmeout.world.trajectory_planner import PlanError, plan
 
 
 class EgoADRPrivilegedMonitor(EgoADRBase):

@@ -7,7 +7,7 @@ afresh, so the goal of an episode is not the template's text:
 - **which object of a subclass**: a food / thing / receptacle role takes another member of its subclass with the
   same affordances (so every operator still applies: a cuttable fruit stays cuttable, a liquid stays a liquid);
 - **which tool among confusable ones**: a tool role takes another tool that can do the same jobs
-  (:data:`ego_adr.helpmeout.world.planner.DEFAULT_TOOLS` groups: spoon / teaspoon / tablespoon for stirring);
+  (:data:`ego_adr.helpmeout.world.trajectory_planner.DEFAULT_TOOLS` groups: spoon / teaspoon / tablespoon for stirring);
 - **which location**: a goal location takes a look-alike with the same relation and affordances (serve on the
   kitchen island instead of the table, store in the pantry instead of the cabinet);
 - **where things start**: an item stored in a closed cupboard or drawer may instead start out on the work
@@ -59,7 +59,7 @@ def signature(name: str) -> tuple[bool, ...]:
 
 
 def _tool_groups() -> dict[str, frozenset[str]]:
-    from ego_adr.helpmeout.world.planner import DEFAULT_TOOLS
+    from ego_adr.helpmeout.world.trajectory_planner import DEFAULT_TOOLS
 
     out: dict[str, frozenset[str]] = {}
     for group in DEFAULT_TOOLS.values():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ego_adr.models.planner import (
+from ego_adr.models.memory_planner import (
     KNOWN,
     MAX_CELLS,
     MemoryPlanError,
@@ -110,7 +110,7 @@ def test_load_model_refuses_before_loading_and_caps_the_budget(tmp_path):
 def test_a_cpu_load_prints_no_gpu_table_but_keeps_the_plans_frame_size(capsys, tmp_path):
     """Issue 38: the demo printed a 24 GB GPU plan for a 1 MB model on a CPU. On the CPU the same pixel budget is
     returned (a CPU run sees a GPU run's frames), with one line instead of the GPU table."""
-    from ego_adr.models.planner import plan_for_load
+    from ego_adr.models.memory_planner import plan_for_load
     from ego_adr.models.tiny import build_tiny
 
     folder = str(build_tiny(tmp_path / "t"))

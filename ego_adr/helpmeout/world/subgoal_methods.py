@@ -1,7 +1,7 @@
-"""The planner's subgoal methods: one per subgoal predicate, each decomposing it into primitive operators.
+"""The trajectory planner's subgoal methods: one per subgoal predicate, each decomposing it into primitive operators.
 
-Split out of :mod:`.planner` (which keeps the primitives -- fetch, bring, open/close what it opened -- and the
-block loop). :meth:`SubgoalMethods.achieve` dispatches on the predicate through :data:`_METHODS`; every method
+Split out of :mod:`.trajectory_planner` (which keeps the primitives -- fetch, bring, open/close what it opened --
+and the block loop). :meth:`SubgoalMethods.achieve` dispatches on the predicate through :data:`_METHODS`; every method
 reads the current state, so the same subgoal yields different actions from different scenes (Figure 5).
 """
 
@@ -20,7 +20,8 @@ class PlanError(RuntimeError):
 
 
 class SubgoalMethods:
-    """Mixed into :class:`ego_adr.helpmeout.world.planner.Planner`, which provides ``st``, ``do`` and the primitives."""
+    """Mixed into :class:`ego_adr.helpmeout.world.trajectory_planner.Planner`, which provides ``st``, ``do`` and the
+    primitives."""
 
     def achieve(self, fact: Sequence[str], block: Block, force: bool = False) -> None:
         """Reach one subgoal; ``force`` repeats its final action even when it already holds (perseveration)."""

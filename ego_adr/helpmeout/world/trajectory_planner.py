@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ego_adr.helpmeout.world import ontology as onto
 from ego_adr.helpmeout.world.domain import Action, State, format_action, initial_state
 from ego_adr.helpmeout.world.operators import apply_action, check_action
-from ego_adr.helpmeout.world.planner_methods import PlanError, SubgoalMethods
+from ego_adr.helpmeout.world.subgoal_methods import PlanError, SubgoalMethods
 from ego_adr.helpmeout.world.templates import Block, Scene, Template
 
 DEFAULT_TOOLS = {

@@ -1,8 +1,9 @@
 """The monitoring layer's episode metrics (M1-M4 as HelpMeOut defines them) against values computed by hand on a
 small per-step file, and the per-step file itself: what it refuses, and that a run's metrics come back from it.
 
-These test ``ego_adr.monitoring.episode_metrics`` / ``per_step`` (the layer under HelpMeOut and the video stream);
-they live with HelpMeOut's tests because HelpMeOut is the benchmark whose definitions they are.
+These test ``ego_adr.monitoring.episode_metrics`` / ``per_step`` (the layer under HelpMeOut and the video stream),
+so they live with the layer's tests (``tests/`` mirrors the package); HelpMeOut is the benchmark whose definitions
+they are.
 """
 
 import json

@@ -21,7 +21,7 @@ The estimate is analytic (no GPU needed), from the architecture's numbers:
 The numbers are estimates, not measurements (this project's CI has no GPU); the HF backend logs the measured
 peak (``torch.cuda.max_memory_allocated``) per batch on CUDA so the two can be compared.
 
-    python -m ego_adr.models.planner --model qwen2.5-vl --gpu-memory 24GB --frames 8 16 24 32
+    python -m ego_adr.models.memory_planner --model qwen2.5-vl --gpu-memory 24GB --frames 8 16 24 32
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def arch_for(name: str, path: str | None = None) -> Arch | None:
     """Known numbers for an alias / hub id, else read from a local folder's config.json."""
     from ego_adr.models.registry import ALIASES
 
-    spec = ALIASES.get(name.lower())
+    spec = ALIASES.find(name)
     if spec is not None and spec.tiny and path is None:  # a tiny alias: its numbers are in its (built) folder
         from ego_adr.models.tiny import ensure_tiny
 
@@ -240,7 +240,7 @@ def plan_for_load(name: str, path: str, gpu_memory: str, *, frames: int = 32, ba
         print(f"device cpu: no GPU memory plan; frames are sized as on a {gpu_memory} GPU "
               f"(up to {_side(p.estimate.pixels_per_frame)} pixels per frame)", file=sys.stderr)
     else:
-        print(f"memory plan for {name} on {gpu_memory} (estimate; see ego_adr.models.planner):\n"
+        print(f"memory plan for {name} on {gpu_memory} (estimate; see ego_adr.models.memory_planner):\n"
               f"{format_plans([p])}", file=sys.stderr)
     return p.estimate.pixels_per_frame
 
@@ -267,7 +267,7 @@ def format_plans(plans: list[Plan]) -> str:
 def main(argv: list[str] | None = None) -> int:
     from ego_adr.models.families import model_help
 
-    ap = OneLineParser(prog="python -m ego_adr.models.planner", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python -m ego_adr.models.memory_planner", description=__doc__.split("\n\n")[0])
     # --model as every command has it (models/arguments.py), without the backend and device a plan does not use
     ap.add_argument("--model", default="qwen2.5-vl", metavar="MODEL",
                     help=model_help("qwen2.5-vl", "the model to plan for (a hub id needs known numbers): "))
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 def _aliases() -> list[str]:
     from ego_adr.models.registry import ALIASES
 
-    return list(ALIASES)
+    return ALIASES.names()
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 recordings: build (with the subsample and the LLM labelling pass) -> the same build again -> review -> merge, from
 the command line. Its text is random: the procedures fall back to the rule, its labels are noise, and unparseable
 replies are recorded as such, never turned into pairs or labels; what is tested is the machinery (the stage cache,
-the records and provenance, the sheet)."""
+the records and provenance, the sheet). The commands are ``ego_adr.benchmark_builder``'s, run by the name users are
+given (``python -m ego_adr.data build``, which finds them in ``benchmark_builder/data_commands.py``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,135 @@
+"""What a benchmark room gives the harness (:mod:`ego_adr.monitoring.harness`): a :class:`Benchmark` subclass, named
+by its spec's ``driver``, and the :class:`MonitorResult` of each monitor it runs.
+
+Why hooks and not a harness per benchmark: the order of work (checks before data, the folder's identity before the
+model, fit on training only, one observation at a time, ``steps.jsonl`` then ``metrics.json``, resume, workers) is
+the same for every benchmark and is where the bugs were (a video-stream folder of other settings was resumed as
+the new settings'; a model was loaded before a refusal), so it exists once; what differs (flags, splits, identity,
+how a monitor is scored, the summary) is a room's, in its hooks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ego_adr.monitoring.settings import EvalSettings, NoSettings
+
+METRICS = "metrics.json"
+
+
+@dataclass
+class MonitorResult:
+    """What one monitor's run leaves: its metrics, its per-step rows, its report and any other files."""
+
+    name: str
+    metrics: dict
+    steps: list[dict] | None = None  # None: read back from a finished folder
+    report: str | None = None
+    files: dict[str, str] = field(default_factory=dict)  # file name -> text, written before metrics.json
+    seconds: float | None = None
+    done_before: bool = False
+
+
+class Benchmark:
+    """What a benchmark gives the harness; one subclass per benchmark room (its spec's ``driver``).
+
+    The hooks in the order the harness calls them: :meth:`add_arguments` (its flags; their ``dest`` names are
+    the fields of :attr:`Settings`), :meth:`check` (flags that need no data), :meth:`load` (its splits),
+    :meth:`not_run` (monitors left out, each with why), :meth:`identity`, :meth:`prepare` (the model, once),
+    :meth:`late_identity`, :meth:`run_monitor`, :meth:`said` and :meth:`finish`."""
+
+    Settings: type = NoSettings
+    folder_per_monitor = True
+    ways: str | None = None  # the ways out of a refusal (None: folders' default)
+    written: tuple[str, ...] = ()  # what --fresh may discard (a benchmark that takes --fresh)
+    summary_files: tuple[str, ...] = ("summary.json", "summary.md")  # the results of several monitors' folder
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+        self.registry = spec.monitor_registry()
+
+    # -- the command line -----------------------------------------------------------------------------------------
+    def add_arguments(self, parser) -> None:
+        """Its own flags (the harness adds the shared ones:
+        :func:`ego_adr.monitoring.settings.add_common_arguments`)."""
+
+    def out_required(self) -> bool:
+        return True
+
+    # -- before any data ------------------------------------------------------------------------------------------
+    def check(self, s: EvalSettings, names: list[str], options: dict[str, dict]) -> None:
+        """Every check that needs no data (a :class:`~ego_adr.errors.UserError`: one line, exit 2)."""
+
+    def load(self, s: EvalSettings) -> Any:
+        """Its splits (episodes to fit on, to choose on, to score on), checked."""
+
+    def not_run(self, s: EvalSettings, names: list[str]) -> dict[str, str]:
+        """Monitors of ``names`` that will not run, each with why (``all`` lists them as not run)."""
+        return {n: "needs --model" for n in names if self.registry.get(n).needs_model and not s.model.model}
+
+    # -- the folder ------------------------------------------------------------------------------------------------
+    def identity(self, s: EvalSettings, data: Any, monitor: str | list[str], options: dict[str, dict]) -> dict:
+        """What a folder holds: one monitor's results (``monitor`` its name) or several (the list); ``options``
+        are the resolved ``--monitor-option``s of each monitor (part of what the folder holds)."""
+        raise NotImplementedError
+
+    def former_identities(self, s: EvalSettings, data: Any, monitor: str | list[str],
+                          options: dict[str, dict]) -> list[dict]:
+        """Older spellings of the same run's identity (a folder written so resumes and is re-labelled)."""
+        return []
+
+    def result_files(self, names: list[str]) -> tuple[str, ...]:
+        """Files whose presence means a folder holds results of these monitors."""
+        return ("steps.jsonl", METRICS)
+
+    def default_out(self, s: EvalSettings, data: Any, prepared: Any) -> Path | None:
+        """The folder when ``--out`` is not given (None: not known until ``prepared``)."""
+        return None
+
+    # -- the run ---------------------------------------------------------------------------------------------------
+    def prepare(self, s: EvalSettings, data: Any, names: list[str]) -> Any:
+        """What the monitors share and is costly (a model), once; called only after the folder is claimed."""
+
+    def late_identity(self, prepared: Any) -> dict:
+        """Identity keys known only once ``prepared`` (checked against the folder right after)."""
+        return {}
+
+    def full_identity(self, early: dict, late: dict) -> dict:
+        """The identity with its late keys, in the order this benchmark has always written it."""
+        return early | late
+
+    def opened(self, out: Path, identity: dict) -> None:
+        """The folder is claimed for ``identity`` (a benchmark that records its settings at once does it here)."""
+
+    def run_monitor(self, s: EvalSettings, data: Any, name: str, options: dict, prepared: Any,
+                    out: Path) -> MonitorResult:
+        raise NotImplementedError
+
+    def metrics_text(self, metrics: dict) -> str:
+        """``metrics.json`` as this benchmark has always written it."""
+        return json.dumps(metrics, indent=1, ensure_ascii=False, default=str)
+
+    def said(self, s: EvalSettings, result: MonitorResult, out: Path) -> None:
+        """What the command prints for one monitor."""
+
+    def groups(self, names: list[str]) -> list[list[str]]:
+        """The monitors that must share a process (they reuse each other's fits), costly groups first; one task
+        each under ``--jobs``. Default: each monitor alone, in order."""
+        return [[n] for n in names]
+
+    def beside(self, s: EvalSettings, data: Any, names: list[str], options: dict) -> list[tuple]:
+        """Worker tasks of the benchmark's own to run beside the monitors' (e.g. a selection's fits); their
+        results reach :meth:`finish` as ``beside``."""
+        return []
+
+    def finish(self, s: EvalSettings, data: Any, results: list[MonitorResult], out: Path, not_run: list[str],
+               prepared: Any, beside: list | None = None) -> None:
+        """The summary of several monitors (``all``, or a benchmark that runs several into one folder)."""
+
+    def evaluate(self, s: EvalSettings) -> int | None:
+        """None: the harness runs this benchmark. A benchmark not yet on the harness runs itself here and returns
+        its exit code (the step streams' stage-1 adapter)."""
+        return None
