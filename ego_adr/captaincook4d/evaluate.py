@@ -56,7 +56,8 @@ def registry_of(name: str):
 
 
 def group(name: str) -> str:
-    """How a row is read: blind, reference, supervised, official graph, learned graph, or no graph."""
+    """How a row is read: blind, reference, supervised, official graph, learned graph, or no graph given (the
+    registered step-stream monitors: given no graph, some learn their own from the training sequences)."""
     if name in OR.BLIND:
         return "blind"
     if name in CR.REFERENCE:
@@ -67,7 +68,7 @@ def group(name: str) -> str:
         return "official graph"
     if name in (CR.LEARNED_GRAPH,):
         return "learned graph"
-    return "no graph (registered step-stream monitor)"
+    return "no graph given"
 
 
 def truth(rec: B.Recording) -> dict:
@@ -88,7 +89,8 @@ def feed(monitor, train: B.Training, stream: B.Stream) -> list[dict]:
             row = step_row(rec.video, t, rec.labels[t], stable(out.prob), tr, flagged=flagged,
                            category=out.category, onset=out.onset, evidence=out.evidence)
             rows.append(row | {"video": rec.video, "step_id": rec.steps[t], "step_name": rec.names[t],
-                               "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]), "scored": True})
+                               "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]), "scored": True,
+                               "omitted": [train.taxonomy[s] for s, i in rec.skipped if i == t]})
     return rows
 
 
@@ -121,41 +123,90 @@ def _fitted(name: str, train: B.Training, options: dict):
     return mon, time.process_time() - t0
 
 
-def run_one(name: str, data: B.Data) -> dict:
-    """One monitor through the three steps of the module docstring: its result and its test rows."""
-    choices = CM.CHOICES if registry_of(name) is CR.REGISTRY and name.startswith("procedure") else {}
-    options = [{k: v} for k, vs in choices.items() for v in vs] or [{}]
-    tried = []
-    for opt in options:
-        mon, fit_s = _fitted(name, data.train, opt)
-        val = feed(mon, data.train, data.val)
-        points = None if name in FIXED else choose(val)
-        val = apply(val, points)
-        tried.append((_objective(val), -len(tried), opt, mon, points, val, fit_s))
-    obj, _, opt, mon, points, val, fit_s = max(tried, key=lambda x: (x[0], x[1]))
+def _scored(name: str, mon, data: B.Data, points, val: list[dict], obj: float, tried: dict) -> dict:
     test = apply(feed(mon, data.train, data.test), points)
-    spec = registry_of(name).get(name)
-    return {"monitor": name, "group": group(name), "reads": list(spec.reads), "options": opt,
-            "validation": {"objective": round(obj, 4), "choices": {",".join(map(str, o.values())) or "-": round(t[0], 4)
-                                                                  for o, t in zip(options, tried)},
+    return {"monitor": name, "group": group(name), "reads": list(registry_of(name).get(name).reads),
+            "validation": {"objective": round(obj, 4), "choices": tried,
                            "points": {k: {"threshold": round(v[0], 6), **v[1]} for k, v in (points or {}).items()},
                            "macro_f1": round(CMX.step_block(val)["macro_f1"], 4)},
             "test": CMX.complete_metrics(test), "selection": getattr(mon, "selection", None),
-            "stats": mon.stats() if hasattr(mon, "stats") else {}, "fit_cpu_seconds": round(fit_s, 2),
-            "rows": test}
+            "stats": mon.stats() if hasattr(mon, "stats") else {}, "rows": test, "validation_rows": val}
 
 
-def headline(results: Sequence[dict]) -> str | None:
-    """The candidate of best validation objective (module docstring); ties: registry order."""
-    cands = [r for r in results if r["group"] not in ("blind", "reference")]
+def run_one(name: str, datas: Sequence[B.Data]) -> list[dict]:
+    """One monitor through the three steps of the module docstring on each of ``datas`` (benchmarks that share
+    one training split: it is fitted once per option); a result per benchmark, with its test and validation rows."""
+    choices = CM.CHOICES if registry_of(name) is CR.REGISTRY and name.startswith("procedure") else {}
+    options = [{k: v} for k, vs in choices.items() for v in vs] or [{}]
+    fitted = [_fitted(name, datas[0].train, opt) for opt in options]
+    out = []
+    for data in datas:
+        tried = []
+        for i, (opt, (mon, _)) in enumerate(zip(options, fitted)):
+            val = feed(mon, data.train, data.val)
+            points = None if name in FIXED else choose(val)
+            val = apply(val, points)
+            tried.append((_objective(val), -i, opt, mon, points, val))
+        obj, _, opt, mon, points, val = max(tried, key=lambda x: (x[0], x[1]))
+        res = _scored(name, mon, data, points, val, obj,
+                      {",".join(map(str, t[2].values())) or "-": round(t[0], 4) for t in tried})
+        out.append(res | {"options": opt, "fit_cpu_seconds": round(sum(f for _, f in fitted), 2)})
+    return out
+
+
+def headline(results: Sequence[dict], groups: Sequence[str] | None = None) -> str | None:
+    """The candidate of best validation objective (module docstring; ``groups``: only those); ties: run order."""
+    cands = [r for r in results if r["group"] not in ("blind", "reference") and (not groups or r["group"] in groups)]
     return max(cands, key=lambda r: r["validation"]["objective"])["monitor"] if cands else None
 
 
-def evaluate(data: B.Data, only: Sequence[str] | None = None) -> dict:
-    """Every monitor (or ``only``) on ``data``; the results, the headline and what was not run."""
+def _one(args) -> list[dict]:
+    """A worker's task: one monitor on the benchmarks of ``root`` (each worker reads the data itself), under the
+    caller's cache root (a spawned process does not inherit a :func:`ego_adr.store.cache_scope`)."""
+    from ego_adr.store import cache_scope
+
+    name, root, benchmarks, rule, cache = args
+    with cache_scope(cache):
+        return run_one(name, [B.load(root, b, rule) for b in benchmarks])
+
+
+def evaluate(root, benchmarks: Sequence[str] = B.BENCHMARKS, only: Sequence[str] | None = None, jobs: int = 1,
+             rule: str = "graph") -> dict[str, dict]:
+    """Every monitor (or ``only``) on each benchmark, ``jobs`` monitors at a time (spawned processes; every fit
+    is deterministic, so the same rows for any ``jobs``): {benchmark: results, headline, not run, counts}."""
     run, skipped = names()
     if only:
         run = [n for n in run if n in only]
-    results = [run_one(n, data) for n in run]
-    return {"benchmark": data.benchmark, "results": results, "headline": headline(results), "not_run": skipped,
-            "counts": {"validation": B.counts(data.val), "test": B.counts(data.test)}}
+    from ego_adr.store import cache_root
+
+    tasks = [(n, str(root), tuple(benchmarks), rule, str(cache_root())) for n in run]
+    if jobs > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+            per = list(pool.map(_one, tasks))
+    else:
+        per = [_one(t) for t in tasks]
+    out = {}
+    for i, b in enumerate(benchmarks):
+        data = B.load(root, b, rule)
+        results = [p[i] for p in per]
+        out[b] = {"benchmark": b, "missing_target": rule, "results": results, "headline": headline(results),
+                  "not_run": skipped, "counts": {"validation": B.counts(data.val), "test": B.counts(data.test)}}
+    return out
+
+
+def relabelled(result: dict, val: B.Stream, test: B.Stream) -> dict:
+    """``result`` with its rows labelled by ``val`` and ``test`` (the same observations, other labels: another
+    omission rule), its points chosen again on validation and its test scored again."""
+    def labels(s: B.Stream) -> dict:
+        return {(r.video, i): y for r in s.recordings for i, y in enumerate(r.labels)}
+
+    lv, lt = labels(val), labels(test)
+    v = [r | {"label": lv[(r["video"], r["index"])]} for r in result["validation_rows"]]
+    t = [r | {"label": lt[(r["video"], r["index"])]} for r in result["rows"]]
+    points = None if result["monitor"] in FIXED else choose(v)
+    v, t = apply(v, points), apply(t, points)
+    return result | {"validation": {**result["validation"], "objective": round(_objective(v), 4)},
+                     "test": CMX.complete_metrics(t), "rows": t, "validation_rows": v}

@@ -146,10 +146,26 @@ def graph_sets(recipes: Mapping[str, Recipe]) -> dict[str, dict]:
 
 
 def text_learner(recipes: Mapping[str, Recipe], embedder=None) -> Callable[[Recipe], frozenset]:
-    """``tgml-text`` trained once on every recipe (:mod:`.textgraph`); the learner reads its graph per recipe."""
+    """``tgml-text`` trained once on every recipe (:mod:`.textgraph`); the learner reads its graph per recipe (and
+    holds the trained adjacencies as ``adjacency``)."""
     from ego_adr.captaincook4d import textgraph as TG
 
     tasks = {r: TG.Task(tuple(rec.graph.text[n] for n in range(1, len(rec.graph.text) - 1)),
                         tuple(tuple(s) for s in _node_sequences(rec))) for r, rec in recipes.items()}
     w = TG.train(tasks, embedder)
-    return lambda rec: TG.edges(w[rec.name])
+
+    def learn(rec: Recipe) -> frozenset:
+        return TG.edges(w[rec.name])
+
+    learn.adjacency = w  # type: ignore[attr-defined]
+    return learn
+
+
+def start_shares(recipes: Mapping[str, Recipe], text_adjacency: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """The mean START share of the steps' preconditions (:func:`.textgraph.start_share`) of ``tgml-text`` and of
+    DO (seed 42), over the recipes: how far each fit is from the degenerate solution."""
+    from ego_adr.captaincook4d.textgraph import start_share
+
+    do = [start_share(np.array(L.trained(len(r.graph.text), _node_sequences(r))["w"])) for r in recipes.values()]
+    return {"tgml-text": float(np.mean([start_share(w) for w in text_adjacency.values()])),
+            "dtgl-do": float(np.mean(do))}

@@ -85,12 +85,10 @@ def extract(w: np.ndarray) -> tuple[np.ndarray, list[list[int]]]:
     return e, succ
 
 
-def _has_path(e: np.ndarray, a: int, b: int) -> bool:
+def _has_path(adj: list[set[int]], a: int, b: int) -> bool:
     seen, todo = {a}, [a]
     while todo:
-        u = todo.pop()
-        for v in np.flatnonzero(e[u]):
-            v = int(v)
+        for v in adj[todo.pop()]:
             if v == b:
                 return True
             if v not in seen:
@@ -101,12 +99,15 @@ def _has_path(e: np.ndarray, a: int, b: int) -> bool:
 
 def delete_redundant(e: np.ndarray, succ: list[list[int]]) -> np.ndarray:
     """DTGL's ``delete_redundant_edges`` in its order (module docstring)."""
-    out = e.copy()
+    adj = [set(int(v) for v in np.flatnonzero(row)) for row in e]
     for u in range(len(succ)):
         for v in succ[u]:
-            out[u, v] = False
-            if not _has_path(out, u, v):
-                out[u, v] = True
+            adj[u].discard(v)
+            if not _has_path(adj, u, v):
+                adj[u].add(v)
+    out = np.zeros_like(e)
+    for u, vs in enumerate(adj):
+        out[u, list(vs)] = True
     return out
 
 
