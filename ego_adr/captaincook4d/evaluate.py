@@ -12,8 +12,8 @@ mistakes or on folds of the training recordings. For each monitor:
    step-stream monitors choose theirs on constructed mistakes (:func:`ego_adr.online_mistakes.cv.best_threshold`):
    one for macro F1, one for F1b, and the monitor's own alarm (``flagged``) at the one of the best mean of the
    two. A monitor with a set of checks to choose (:data:`.monitors.CHOICES`) is run once per choice and the choice
-   of the best mean wins. ``flag-all`` and ``never-alarm`` keep their own alarms (a threshold would make one the
-   other);
+   of the best mean wins. ``flag-all``, ``never-alarm`` and the reference rules keep their own alarms (a threshold
+   on a constant or on a rare rule's 0/1 would make one the other, or make a rule flag-all);
 3. it is streamed over the test recordings and scored there, each metric at its point (:mod:`ego_adr.monitoring.
    step_metrics`, with :func:`ego_adr.online_mistakes.complete_metrics.complete_metrics`: 95% bootstrap intervals
    over recordings, per-kind and per-label alarm rates, the first mistake's detection).

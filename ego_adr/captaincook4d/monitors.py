@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 
 from ego_adr.captaincook4d import benchmark as B
@@ -72,6 +74,9 @@ class Procedure(Monitor):
     def fit(self, train: B.Training) -> None:
         self.graphs = dict(train.graphs) if self.graph == "official" else learned_graphs(train, self.seed)
         self.edges = sum(len(g.edges) for g in self.graphs.values())
+        if self.graph != "official":
+            self.selection["hyper_parameters"]["do"] = asdict(L.DoSettings(seed=self.seed))
+            self.deviations = ["DO trained in float64 on one thread (DTGL: float32)"]
 
     def stats(self) -> dict:
         return {"graph": self.graph, "edges": self.edges}

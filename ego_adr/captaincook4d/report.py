@@ -147,4 +147,5 @@ def graph_table(res: Mapping[str, dict], extra: Mapping[str, str] | None = None)
     for name, vals, where in GN.PUBLISHED:
         cells = " | ".join("" if v is None else f"{v:.1f}" for v in vals)
         out.append(f"| {name} [{where}] | {cells} |  | published |")
-    return out
+    return out + ["", "Deviation of ours, named: `dtgl-do` and `tgml-text` train in float64 on one thread with "
+                      "deterministic algorithms (DTGL: float32; `DoSettings(float32=True)` follows it)."]
