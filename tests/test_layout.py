@@ -46,7 +46,7 @@ PKG = Path(__file__).resolve().parents[1] / "ego_adr"
 #: method and the scoring it may call (a model-backed monitor, Ego-ADR's progress logic), below the entry points.
 LAYERS = {"data": 0, "video": 1, "models": 2, "reasoning": 3, "eval": 4, "monitoring": 4.5, "run": 5,
           "agents": 6, "stream": 6, "check": 6, "helpmeout": 6, "integrations": 6, "benchmark_builder": 6,
-          "online_mistakes": 6}
+          "online_mistakes": 6, "captaincook4d": 6}
 SHARED_LEAVES = ("errors", "folders", "registry", "store", "taxonomy")
 #: Entry points that drive runs of another harness and so may import run/: agents/ (the green agent launches
 #: runs) and integrations/ (lmms-eval's model and aggregation call the judge stage and the run's failure rules).

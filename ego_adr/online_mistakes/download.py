@@ -10,7 +10,10 @@ What is fetched (``BASE/<owner>/<repo>/<commit>/<path>``, BASE ``https://raw.git
   of the recordings DTGL's splits name, and its ``LICENSE``;
 - EPIC-Tent's action and error labels and its README (youngkyoonjang/EPIC_Tent2019 @ 1e784a9):
   ``Synchronised_action_label.txt``, ``Synchronised_error_label.txt``, ``README.md`` (the error codes);
-- PREGO (aleflabo/PREGO @ 3078571, MIT): its license, context prompts and MiniRoad predictions.
+- PREGO (aleflabo/PREGO @ 3078571, MIT): its license, context prompts and MiniRoad predictions;
+- CaptainCook4D's annotations (CaptainCook4D/annotations @ a8a920a, MIT: ``annotation_json/``, ``data_splits/``,
+  ``task_graphs/``, ``metadata/``, ``ANNOTATIONS.md``, ``LICENSE``) and DTGL's CaptainCook4D task-graph data
+  (its ``data/captaincook4d/``), which :mod:`ego_adr.captaincook4d` reads.
 
 Every file's sha256 is checked against the value pinned here (the CSVs as one manifest: the sha256 of their
 ``<name>.csv <sha256>`` lines, sorted); DTGL's json files are then *built* by :mod:`.convert` and must reproduce
@@ -41,8 +44,11 @@ DTGL = ("fpv-iplab/Differentiable-Task-Graph-Learning", "536aaa72fca6b4a16de7ffd
 PREGO = ("aleflabo/PREGO", "3078571f6a827c763a4220e919c4d9b5b8adea07")
 A101 = ("assembly-101/assembly101-mistake-detection", "6f3a953267ffb86cdeabf6751af05a75a011a4f8")
 TENT = ("youngkyoonjang/EPIC_Tent2019", "1e784a97ca0a1669988a8ba05d0a73ad812a204a")
-#: where each dataset's own annotation files go (read by the complete-trial benchmarks, :mod:`.complete_sources`)
-SOURCES = {A101: "sources/assembly101-mistake-detection", TENT: "sources/EPIC_Tent2019"}
+CC4D = ("CaptainCook4D/annotations", "a8a920a3293c4db27099a20ddbe3a3a9be1283e3")
+#: where each dataset's own annotation files go (read by the complete-trial benchmarks, :mod:`.complete_sources`,
+#: and by :mod:`ego_adr.captaincook4d`)
+SOURCES = {A101: "sources/assembly101-mistake-detection", TENT: "sources/EPIC_Tent2019",
+           CC4D: "sources/CaptainCook4D-annotations"}
 _CTX, _PRED = "step_anticipation/data/context_prompt", "step_anticipation/data/predictions"
 
 #: (repository, path there, where it goes in the layout or None for a build input, sha256)
@@ -86,6 +92,103 @@ FILES: tuple[tuple[tuple[str, str], str, str | None, str], ...] = (
     (PREGO, f"{_PRED}/output_miniROAD_Epic-tent-O.json", "prego/predictions/output_miniROAD_Epic-tent-O.json",
      "7bd862319f19ee11e9a1357b5c5c03e406bc141a1470083ae3202dd06067ab2b"),
 )
+#: CaptainCook4D's files and DTGL's CaptainCook4D data, as ``sha256sum`` lines under a line naming their folder
+_CC4D_SHA256 = """
+./
+d807139b26a726b2626f19743f731ab97fddc9c957fe932f5825bf1d67c8452f ANNOTATIONS.md
+0cf0cdd477d245de93184b3f6f5190d21e004a760a752ceb1e520ff2d8c338a4 LICENSE
+annotation_json/
+8a77faf9f4dca1eb68e18fd0f3b25dd3635bbce4937755ac87bfb767999af53d activity_idx_step_idx.json
+54d274416ab4ad5c78edb748c758de0a7374f5b7cb2b58f3434cde82529e131b complete_step_annotations.json
+52a9c304a32bb7f01aebe0b9c28ed5b93ad291487ee4b15f6c057023e6cacc53 error_annotations.json
+795d967f0955ad0ce7557688367c589b85e96dc927a01d4a1445ccd61556ce99 error_category_idx.json
+264e06d06e7c33441368b013062363e487490765b6568551c0f34737549d2e13 recording_id_step_idx.json
+c9f3050b7f7487bbcf5f798f22a232a1030c92b8825da26b2dc08c889bb182cf step_annotations.json
+7ed55839dc515b20993cf04fdcb908dcaeb40f0d925c7a8bc09facaedc719e4f step_idx_description.json
+data_splits/
+8be510c34a2546a2d97e90d718138a0168333a339d42eeb0b33ef3c28b2a0f87 environment_data_split_combined.json
+b5b1f134a62608b6722487544b31aed31b471adacb9431a3c03f25c58f0f3258 environment_data_split_normal.json
+1ccb06b475871948946411205ace77e34081fa49f45fdd1ea62c24acdb42ea96 person_data_split_combined.json
+bd1d0042163f8e1de4e419724c78a77ed2a0c62cddb5c1d7fc5b2ffe33698061 person_data_split_normal.json
+7e5e53bf6a639dd32a4fe55a49fc52eb0fcf9f1308ea20438092652679628851 recipes_data_split_combined.json
+7e5e53bf6a639dd32a4fe55a49fc52eb0fcf9f1308ea20438092652679628851 recipes_data_split_normal.json
+83240f4c9da1d2eb248c4bacc01deb7ccb34071cbb5fa0358934fa5a0993d89b recordings_data_split_combined.json
+aa6871e45cce8b72c88ba97550f846c5ccc472dedf693ea6da91e058ee0d539e recordings_data_split_normal.json
+metadata/
+a936f1c91abd865dfe61cb49b6a85f71951901ea860ad0b377e6608851772b71 average_segment_length.csv
+51febe466df9d336eaca8c5a467475bc3909b9d597208861316be78f4dd50138 video_information.csv
+task_graphs/
+96cc982ee9f87de9cdd79ccdb9d7d9b2fe2882def2b0682084760aaa80dbfc6c blenderbananapancakes.json
+33a6d4c5218f4c18a4fb964dae26e1fbaa56c640a7fc75a03f2855521a6fd0eb breakfastburritos.json
+f369391732ee5c4bb69186086f7917c6d9b1602c23e273097f0d8505c8d9cef0 broccolistirfry.json
+97271ae8a5532323abee7f50d0420a38a1cc42e0bc83408fd8cd4b7580bfb328 buttercorncup.json
+de865497623d3134aaac5e0338d3634b51f6ab1c9daa0f700347c8f50574beb8 capresebruschetta.json
+e171ccba4057ed084122242e45a637f90a70aaafce53e5b46e631725d52c80e9 cheesepimiento.json
+dd07fc88b145f5930aa0f94c8d1d37adb073f28c05b4dbe50c209b8bdef6cb43 coffee.json
+eb4b7d5ec22a5b15acadad28bd1db14d08f4a2bab86c3bcef0c0027b549cd5bc cucumberraita.json
+4e62abeff58833d2693e84bdab6a39d8974ce41fbbee3e6f2d79836bf4d284a5 dressedupmeatballs.json
+5c50b23d0580b2c4452caea58bc82fe4b45b760c8500dae505889f33198300a6 herbomeletwithfriedtomatoes.json
+43581e60fa783dc5fb8541c013121abefd00cb186edfd54142fb215e355bf7b7 microwaveeggsandwich.json
+4147418c0f0794855aaa54312aac2afb2ff4bc1e6ba5d4b48de3770eb5a6d92b microwavefrenchtoast.json
+8943e25726ba600e82b8395272adca64583a0943a524cb9ad1a7eff44bbbd912 microwavemugpizza.json
+60ac7eadb62b806d4012d915391d17497f8efed1a86e12383656472e70c3147c mugcake.json
+d8ec7af8fc1c5632aa3c1d6eb4d37306f11b672ab47d90b3b31085a3364b3376 panfriedtofu.json
+657b8a1a8f41305eeed944b21f18835ddc23be952bde7c833ad57960f3c7f5df pinwheels.json
+b668706275f5afcc63e37825263f4bf834dcac4d170cd759488c82427276a419 ramen.json
+c5386b2e15c4f5298b315c0ca4406903bd224b1ea95eab2d3ddf0ee4f5ab738a sautedmushrooms.json
+2da72a2d0f683d3aa5b47eb0e8f85f5b08546843f1196418eafbdc2147ae9689 scrambledeggs.json
+06fdf99acfb85378c923f4ac845fa87409c25b980a00d589a0295a274577038e spicedhotchocolate.json
+7417b423054b266c04c8aae8352dea8adb5787b67842f5078c1954411fb1396f spicytunaavocadowraps.json
+8e41558656484d0ad7b68c7cbbfeef07e0f16b5610fd55a8310bba1fa83fc527 tomatochutney.json
+5aadd8668a3d9d281e8aeb900fc3bf62a39507670d0a0a2a2be8a32cf9e3833e tomatomozzarellasalad.json
+e7470275f189647ce0feed10ab8bddf4110425613c0b1a9fd8a17b59296a6479 zoodles.json
+"""
+_DTGL_CC4D_SHA256 = """
+ground_truth_task_graphs/
+96cc982ee9f87de9cdd79ccdb9d7d9b2fe2882def2b0682084760aaa80dbfc6c blenderbananapancakes.json
+33a6d4c5218f4c18a4fb964dae26e1fbaa56c640a7fc75a03f2855521a6fd0eb breakfastburritos.json
+f369391732ee5c4bb69186086f7917c6d9b1602c23e273097f0d8505c8d9cef0 broccolistirfry.json
+5c0727fa860743231048b59cc71fdae81a556d1d87a619620766aca54e7a93f1 buttercorncup.json
+de865497623d3134aaac5e0338d3634b51f6ab1c9daa0f700347c8f50574beb8 capresebruschetta.json
+e171ccba4057ed084122242e45a637f90a70aaafce53e5b46e631725d52c80e9 cheesepimiento.json
+dd07fc88b145f5930aa0f94c8d1d37adb073f28c05b4dbe50c209b8bdef6cb43 coffee.json
+eb4b7d5ec22a5b15acadad28bd1db14d08f4a2bab86c3bcef0c0027b549cd5bc cucumberraita.json
+e24581f0d84cf2daa6042b3831669ffce3338e9756b2d836e086eb648f7821b5 dressedupmeatballs.json
+5c50b23d0580b2c4452caea58bc82fe4b45b760c8500dae505889f33198300a6 herbomeletwithfriedtomatoes.json
+43581e60fa783dc5fb8541c013121abefd00cb186edfd54142fb215e355bf7b7 microwaveeggsandwich.json
+00f0455ae5eed2be21c9cd955caaebf9f6137e094a62124648359f96d5452c57 microwavefrenchtoast.json
+8943e25726ba600e82b8395272adca64583a0943a524cb9ad1a7eff44bbbd912 microwavemugpizza.json
+60ac7eadb62b806d4012d915391d17497f8efed1a86e12383656472e70c3147c mugcake.json
+d8ec7af8fc1c5632aa3c1d6eb4d37306f11b672ab47d90b3b31085a3364b3376 panfriedtofu.json
+90eca5600448a8f9c2ccca22f38a655f0cf6b1e273f6b6a9417c968dcc8e339a pinwheels.json
+b668706275f5afcc63e37825263f4bf834dcac4d170cd759488c82427276a419 ramen.json
+04d2a03a4626191b332acd74f2ac7a32e83e9a3f6d28efe7c9bbf9f5ea6f682f sautedmushrooms.json
+2da72a2d0f683d3aa5b47eb0e8f85f5b08546843f1196418eafbdc2147ae9689 scrambledeggs.json
+86dd464438dbad3fc38ea8d2c8ceb9095f5b7f7468eb441b2bffc179d219b59c spicedhotchocolate.json
+7417b423054b266c04c8aae8352dea8adb5787b67842f5078c1954411fb1396f spicytunaavocadowraps.json
+8e41558656484d0ad7b68c7cbbfeef07e0f16b5610fd55a8310bba1fa83fc527 tomatochutney.json
+5aadd8668a3d9d281e8aeb900fc3bf62a39507670d0a0a2a2be8a32cf9e3833e tomatomozzarellasalad.json
+e7470275f189647ce0feed10ab8bddf4110425613c0b1a9fd8a17b59296a6479 zoodles.json
+./
+712a78bf63dd1b2a11b2b7a2417f3429586c3d8bca47adf6d2adb630fa50f07e task_graph_generation_annotations.json
+"""
+
+
+def _manifest(text: str) -> dict[str, str]:
+    """path -> sha256 of a manifest above (a line ending in ``/`` names the folder of the lines after it)."""
+    out, folder = {}, ""
+    for line in text.split("\n"):
+        if line.endswith("/"):
+            folder = "" if line == "./" else line
+        elif line.strip():
+            digest, name = line.split(" ", 1)
+            out[folder + name] = digest
+    return out
+
+
+FILES += tuple((CC4D, p, f"{SOURCES[CC4D]}/{p}", h) for p, h in _manifest(_CC4D_SHA256).items())
+FILES += tuple((DTGL, f"data/captaincook4d/{p}", f"dtgl/captaincook4d/{p}", h)
+               for p, h in _manifest(_DTGL_CC4D_SHA256).items())
 #: sha256 of the sorted "<name>.csv <sha256>" lines of the 317 Assembly101 CSVs DTGL's splits name
 A101_MANIFEST = "5bb0ccaa26a17b7fb7baf227c2987aed9137879ad9e1e3066d18f201114f1a64"
 

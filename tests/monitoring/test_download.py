@@ -170,7 +170,7 @@ def test_the_downloader_lays_out_the_shared_files_from_a_served_copy(online_root
     out = tmp_path / "data"
     written = dl.download(out, url, pins=pins, timeout=10)
     csvs = [r for r in written if r.startswith(f"{dl.SOURCES[dl.A101]}/annots/")]
-    assert len(written) - len(csvs) == 22 and len(csvs) == 317  # 18 files as published, 4 built; the CSVs
+    assert len(written) - len(csvs) == 90 and len(csvs) == 317  # 86 files as published (68 CaptainCook4D), 4 built
     for rel in written:
         repo = next((r for r, d in dl.SOURCES.items() if rel.startswith(d + "/")), None)
         served = root / repo[0] / repo[1] / rel[len(dl.SOURCES[repo]) + 1:] if repo else online_root / rel

@@ -1,0 +1,30 @@
+"""Fixtures of the CaptainCook4D tests: the data root (``../shared/online-mistakes`` next to the checkout, or
+``$EGO_ADR_ONLINE_MISTAKES``), with CaptainCook4D's annotations and DTGL's CaptainCook4D files in it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "online-mistakes"
+
+
+@pytest.fixture(scope="session")
+def cc4d_root() -> Path:
+    root = Path(os.environ.get("EGO_ADR_ONLINE_MISTAKES") or SHARED)
+    if not (root / "sources" / "CaptainCook4D-annotations" / "annotation_json" / "error_annotations.json").is_file():
+        pytest.skip(f"CaptainCook4D's annotation files are not at {root} (../shared/online-mistakes, or set "
+                    "EGO_ADR_ONLINE_MISTAKES); `python -m ego_adr.monitoring download --out DIR` fetches them")
+    return root
+
+
+@pytest.fixture
+def root_copy(cc4d_root, tmp_path) -> Path:
+    """A writable copy of the CaptainCook4D parts of the data root (to plant bad input in)."""
+    out = tmp_path / "root"
+    for rel in ("sources/CaptainCook4D-annotations", "dtgl/captaincook4d"):
+        shutil.copytree(cc4d_root / rel, out / rel)
+    return out
