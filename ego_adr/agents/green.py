@@ -55,6 +55,17 @@ log = logging.getLogger("ego_adr.agents.green")
 
 PUBLIC_DATASETS = list(source_registry.names(public_only=True))
 
+#: The command an evaluation folder's identity records (:data:`ego_adr.folders.COMMAND_KEY`), and what the green
+#: agent writes there: what ``python -m ego_adr.agents launch --fresh`` may remove, and nothing else.
+KIND = "agents.green"
+WRITTEN = ("predictions.jsonl", "judgements.jsonl", "metrics.json", "report.md", "confusion_matrix.png",
+           "per_type_accuracy.png", "identity.json")
+
+
+def is_legacy_evaluation(identity: dict) -> bool:
+    """An evaluation folder written before identities named their command: the green agent's own tag."""
+    return identity.get("evaluator") == "ego_adr green agent"
+
 
 @dataclass
 class EvalConfig:
@@ -202,7 +213,8 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
                      "video_root": str(cfg.video_root)}
             try:
                 lock.acquire()
-                claim(out, ident, ways="use another output_dir in the eval_config")  # the green agent's way out
+                claim(out, ident, ways="use another output_dir in the eval_config",  # the green agent's way out
+                      kind=KIND, written=WRITTEN)
             except ConfigError as e:
                 raise ProtocolError(str(e)) from None
             store = JsonlStore(out / "predictions.jsonl")

@@ -69,7 +69,16 @@ def cmd_score(args) -> int:
     _check_output_dir(out)
     with _lock(out):
         _check_score_target(Path(args.predictions), out)
+        if args.fresh:  # the folder is the predictions' run's or holds no run (checked above): score's own files go
+            from ego_adr.folders import discard, said_removed
+
+            said_removed(out, discard(out, SCORE_FILES))
         return _score(args, rows, out)
+
+
+#: What ``eval score`` writes in its folder (multiple choice: all five; open-ended: metrics and report), which
+#: ``--fresh`` removes first, so no plot of an earlier scoring stays beside the new metrics.
+SCORE_FILES = ("metrics.json", "report.md", "confusion_matrix.png", "per_type_accuracy.png", "per_source_f1.png")
 
 
 def _check_score_target(predictions: Path, out: Path) -> None:
@@ -267,7 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("score", help="score a predictions file (multiple-choice or open-ended)")
     s.add_argument("predictions")
-    add_out_argument(s, "output folder (metrics.json, report.md)", required=True)
+    add_out_argument(s, "output folder (metrics.json, report.md)", required=True,
+                     fresh="metrics.json, report.md and the plots; a run's own folder keeps its predictions")
     s.add_argument("--title", help="report title (default: the predictions file's name)")
     s.add_argument("--notes", help="text put under the report title")
     s.add_argument("--frames", help="frames column of the table, e.g. 8f")

@@ -21,7 +21,7 @@ from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import TASKS
 from ego_adr.eval.judges import BACKENDS as JUDGE_BACKENDS
 from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
-from ego_adr.folders import OUT_ALIAS, OUT_FLAG
+from ego_adr.folders import OUT_ALIAS, OUT_FLAG, add_fresh_argument
 from ego_adr.models.arguments import add_model_arguments
 from ego_adr.models.backends import BACKENDS
 from ego_adr.models.wire import TRANSFERS
@@ -115,8 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--dry-run", action="store_true", default=argparse.SUPPRESS,
       help="print samples, videos found/missing, frame indices and the memory plan; load no model (exit 0 the "
            "run would start, 1 it would stop: memory plan refused or model not available)")
-    a("--fresh", action="store_true", help="discard the results already in --out and start over (needed "
-                                           "when the folder holds a run with other settings)")
+    add_fresh_argument(p, "predictions, judgements, metrics, reports, plots, run.json")
     a("--retry-failed", action="store_true", help="rerun the samples whose failure was infrastructure "
                                                   "(connection, timeout, 5xx, out of memory, decoder crash)")
     return p

@@ -307,3 +307,22 @@ def test_compare_names_run_folders_and_refuses_nothing_in_common(tmp_path, capsy
     c = write_jsonl(tmp_path / "other" / "predictions.jsonl", make_rows(n=10, seed=3, prefix="zz"))
     assert main(["compare", str(a), str(c)]) == 2
     assert "no scorable sample in common" in capsys.readouterr().err
+
+
+def test_fresh_removes_what_score_wrote_before_scoring_again(tmp_path, capsys, caplog):
+    """Issue 46, item 1: ``eval score --fresh``. An open-ended file scored into a folder where a multiple-choice
+    one was scored would leave that file's plots beside the new metrics; --fresh removes them first."""
+    import logging
+
+    out = tmp_path / "o"
+    mc = write_jsonl(tmp_path / "predictions.jsonl", make_rows(40))
+    assert main(["score", str(mc), "--out", str(out), "--n-boot", "50"]) == 0
+    (out / "notes.txt").write_text("mine")
+    judged = [{"sample_id": "o1", "qa_index": 0, "source": "egooops", "task": "open-end", "score": 3.0,
+               "judge_scores": {"qwen": 3.0, "deepseek": 3.0}, "failure": None}]
+    oe = write_jsonl(tmp_path / "judgements.jsonl", judged)
+    with caplog.at_level(logging.WARNING, logger="ego_adr.folders"):
+        assert main(["score", str(oe), "--out", str(out), "--fresh"]) == 0
+    assert "--fresh: removed metrics.json, report.md, confusion_matrix.png, per_type_accuracy.png" in caplog.text
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "notes.txt", "report.md"]
+    assert "avg_sim" in json.loads((out / "metrics.json").read_text())
