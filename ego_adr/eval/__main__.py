@@ -28,20 +28,55 @@ class UsageError(UserError):
 
 
 def _load(path: str) -> list[dict]:
-    from ego_adr.eval.mc import load_predictions
+    return _read(path)[0]
 
+
+def _read(path: str) -> tuple[list[dict], str]:
+    """The rows of a predictions file, or one line saying why there are none (issue 46, item 7): a folder, a
+    binary file and a file of no JSON rows are named as such, never as a stream of per-line warnings. Lines that
+    are not rows (a run stopped mid-write cuts the last one) are said once, here, and the note is returned for the
+    summary line (:func:`skipped_note`)."""
+    p = Path(path)
+    if p.is_dir():
+        inside = p / "predictions.jsonl"
+        hint = f"; did you mean {inside}?" if inside.is_file() else "; give the predictions file inside it"
+        raise UsageError(f"{path} is a folder, not a predictions file{hint}")
+    if not p.is_file():
+        raise UsageError(f"predictions file not found: {path}")
     try:
-        rows = load_predictions(path)
-    except FileNotFoundError as e:
-        raise UsageError(str(e)) from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
+        data = p.read_bytes()
+        import codecs
+
+        codecs.getincrementaldecoder("utf-8")().decode(data[:65536], final=False)
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        data = b"\0"
+    if b"\0" in data[:65536]:
+        raise UsageError(f"{path} is not a text predictions file (binary data); give a predictions.jsonl")
+    from ego_adr.store import read_jsonl
+
+    skipped: list = []
+    rows = read_jsonl(p, skipped)
+    last = len(data.rstrip(b"\n").split(b"\n"))
     if not rows:
-        raise UsageError(f"{path} holds no prediction rows")
-    return rows
+        why = f" ({skipped_note(skipped, last)})" if skipped else " (the file is empty)"
+        raise UsageError(f"{path} holds no prediction rows{why}")
+    note = skipped_note(skipped, last) if skipped else ""
+    if note:
+        print(f"note: {path}: {note}; read without {'it' if len(skipped) == 1 else 'them'}", file=sys.stderr)
+    return rows, note
 
 
-def _score_open_end(rows: list[dict], out: Path, title: str) -> int:
+def skipped_note(skipped: list[tuple[int, str]], last: int) -> str:
+    """``[(16, why)]`` -> ``"1 line skipped: line 16 (the last, cut short)"``; several: the first few numbers."""
+    if len(skipped) == 1 and skipped[0][0] == last:
+        return f"1 line skipped: line {last} (the last, cut short: a run stopped mid-write?)"
+    nums = ", ".join(str(n) for n, _ in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+    return f"{len(skipped)} line{'s' if len(skipped) > 1 else ''} skipped, not JSON rows: line {nums}"
+
+
+def _score_open_end(rows: list[dict], out: Path, title: str, skipped: str = "") -> int:
     try:
         from ego_adr.eval import open_end
     except ImportError as e:
@@ -58,13 +93,15 @@ def _score_open_end(rows: list[dict], out: Path, title: str) -> int:
     body = render(metrics) if render else "```json\n" + json.dumps(metrics, indent=2, default=str) + "\n```\n"
     (out / "report.md").write_text(f"# {title}\n\nOpen-ended VQA (paper Section 3.4).\n\n{body}", encoding="utf-8")
     print(body)
+    if skipped:
+        print(f"rows scored: {len(rows)} ({skipped})")
     print(f"wrote {out / 'metrics.json'} and {out / 'report.md'}")
     return 0
 
 
 def cmd_score(args) -> int:
 
-    rows = _load(args.predictions)
+    rows, args.skipped = _read(args.predictions)
     out = Path(args.out)
     _check_output_dir(out)
     with _lock(out):
@@ -102,7 +139,7 @@ def _score(args, rows: list[dict], out: Path) -> int:
         if not all(is_open_row(r) for r in rows):
             raise UsageError(f"{args.predictions} mixes open-ended and multiple-choice rows; score each task's "
                              "file separately")
-        return _score_open_end(rows, out, title)
+        return _score_open_end(rows, out, title, args.skipped)
     sources = None
     if args.sources:  # aliases (epic-tent) name the registered source, as everywhere else
         from ego_adr.data import sources as source_registry
@@ -122,7 +159,8 @@ def _score(args, rows: list[dict], out: Path) -> int:
     o = metrics["overall"]
     print(summary_table(metrics, args.frames))
     print(f"\nscoring: {metrics['scoring']['name']} (the public evaluator's rule)  "
-          f"TP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}  "
+          f"TP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}"
+          + (f" ({args.skipped})" if args.skipped else "") + "  "
           f"not an option {o['n_unparseable']}  no answer {o['n_failed']}  "
           f"duplicates dropped {metrics['n_duplicates_dropped']}")
     len_ = metrics["lenient"]
