@@ -220,8 +220,19 @@ def _run(argv: list[str]) -> int:
         from ego_adr.eval.open_end import render_open_end_report
 
         print(render_open_end_report(metrics))
-    print(f"\nresults in {out}/ (predictions.jsonl, metrics.json, report.md, report.html, run.json)")
+    print(f"\nresults in {out}/ ({', '.join(results_listing(out))}; open report.html in a browser)")
     return _infrastructure_exit(out)
+
+
+def results_listing(out) -> list[str]:
+    """Every file of the run's in ``out`` (:data:`~ego_adr.folders.RUN_FILES`, what a run writes: docs/runs.md),
+    in the order a reader wants them: the "results in" line names them all, not a fixed few (issue 46)."""
+    from pathlib import Path
+
+    from ego_adr.run.identity import RUN_FILES
+
+    order = ("predictions.jsonl", "metrics.json", "report.md", "report.html", "run.json", "identity.json")
+    return [n for n in dict.fromkeys((*order, *RUN_FILES)) if (Path(out) / n).is_file()]
 
 
 def _infrastructure_exit(out) -> int:
