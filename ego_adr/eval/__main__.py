@@ -7,7 +7,7 @@ Subcommands
   compare A.jsonl B.jsonl              paired comparison (B - A) with bootstrap CIs and McNemar's test
   agreement ratings.csv [--humans ..]  Cohen/Fleiss kappa, Pearson/Spearman (paper Table 8 layout)
   merge OUT.jsonl IN.jsonl ...         merge shard outputs (dedup by sample_id, see ego_adr.eval.merge)
-  view RUN_DIR [RUN_DIR ...] --out F   the evidence browser (report.html) of one run or several side by side
+  view RUN_DIR [RUN_DIR ...] [--out F] the evidence browser (report.html) of one run or several side by side
 
 Exit status 2 for wrong arguments, missing files or unusable input, with a message saying what to do.
 """
@@ -280,9 +280,23 @@ def cmd_view(args) -> int:
     for d in args.run_dirs:
         if not (Path(d) / "predictions.jsonl").is_file():
             raise UsageError(f"{d} is not a run folder (no predictions.jsonl in it)")
-    out = write_report_html(args.run_dirs, args.out, thumb_width=args.thumb_width, title=args.title)
+    out = write_report_html(args.run_dirs, args.out or view_default(args.run_dirs), thumb_width=args.thumb_width,
+                            title=args.title)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; open it in a browser, no server needed)")
     return 0
+def view_default(run_dirs: list[str]) -> Path:
+    """Where ``eval view`` writes without ``--out``: one run's own ``report.html``; several runs' page beside the
+    first run (``runs/compare-A-B.html``), never the current folder, which is often a checkout (issue 46)."""
+    first = Path(run_dirs[0]).resolve()
+    if len(run_dirs) == 1:
+        return first / "report.html"
+    names = [Path(d).resolve().name for d in run_dirs]
+    stem = "compare-" + "-".join(names)
+    if len(stem) > 120:
+        stem = f"compare-{names[0]}-and-{len(names) - 1}-more"
+    return first.parent / f"{stem}.html"
+
+
 def _lock(folder: Path):
     """The output folder's run lock (``ego_adr.run.identity.FolderLock``): no two writers at once."""
     from ego_adr.folders import FolderLock
@@ -355,7 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("view", help="the evidence browser: report.html of one run folder, or several side by side")
     v.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    v.add_argument("--out", required=True, help="the HTML file to write")
+    v.add_argument("--out", help="the HTML file to write (default: one run's own report.html; several runs' "
+                                 "page beside the first run, e.g. runs/compare-A-B.html)")
     v.add_argument("--thumb-width", type=int, default=96, help="thumbnail width in pixels (0: no thumbnails)")
     v.add_argument("--title")
     v.set_defaults(func=cmd_view)
