@@ -76,12 +76,12 @@ class _Agent:
 def start_folder_over(out: Path) -> list[str]:
     """``--fresh``: remove what an evaluation wrote in ``out`` (the green agent's files and both agents' logs) once
     its identity shows it is an evaluation's folder (:func:`ego_adr.folders.start_over`); returns the names."""
-    from ego_adr.agents.green import KIND, WRITTEN, is_legacy_evaluation
+    from ego_adr.agents.green import EVALUATOR, KIND, WRITTEN
     from ego_adr.folders import COMMAND_KEY, FolderLock, start_over
 
-    with FolderLock(out):
+    with FolderLock(out):  # an evaluation written before identities named their command: by its evaluator tag
         return start_over(out, {COMMAND_KEY: KIND}, (*WRITTEN, "white.log", "green.log"),
-                          legacy=is_legacy_evaluation)
+                          legacy=lambda stored: stored.get("evaluator") == EVALUATOR)
 
 
 def run_launch(task: str = "multiple-choice", output_dir: str | None = None, frames: int = 8, mode: str = "auto",
