@@ -157,6 +157,8 @@ def describe_difference(out: Path, stored: dict | None, current: dict, ways: str
     kinds = stored.get(COMMAND_KEY), current.get(COMMAND_KEY)
     if None not in kinds and kinds[0] != kinds[1]:
         return f"{out} holds the results of `{kinds[0]}`, not of `{kinds[1]}`; use another {OUT_FLAG}"
+    if kinds[0] is None:  # a folder written before identities named their command: compared on the rest
+        current = {k: v for k, v in current.items() if k != COMMAND_KEY}
     a, b = _flat(stored), _flat(current)
     shown = "; ".join(_change(k, a.get(k), b.get(k)) for k in differences(stored, current))
     return f"{out} holds a run with other settings ({shown}); {ways}"
@@ -167,12 +169,8 @@ def _write(out: Path, ident: dict) -> None:
 
 
 def _present(out: Path, names: tuple[str, ...]) -> list[Path]:
-    """The paths of ``names`` in ``out``; a name with a glob character (``chunk-[0-9]*``) matches what it matches."""
-    found: list[Path] = []
-    for name in names:
-        paths = sorted(out.glob(name)) if any(c in name for c in "*?[") else [out / name]
-        found += [p for p in paths if p.is_file() or (p.is_dir() and not p.is_symlink())]
-    return list(dict.fromkeys(found))
+    """The files and folders (never a link to one) of ``names`` that ``out`` holds."""
+    return [p for p in (out / n for n in dict.fromkeys(names)) if p.is_file() or (p.is_dir() and not p.is_symlink())]
 
 
 def discard(out: Path, names: tuple[str, ...] = RUN_FILES) -> list[str]:
@@ -214,10 +212,9 @@ def check_ours(out: Path, current: dict, written: tuple[str, ...] = RUN_FILES, l
                            f"its own command's files, so nothing was removed: use another {OUT_FLAG}")
     like = legacy(stored) if legacy is not None else 2 * len(set(stored) & set(current)) >= len(stored)
     if theirs is None and not like:
-        raise NotOurFolder(f"--fresh: {out}/{IDENTITY_FILE} records other kinds of settings than {mine}'s "
-                           f"({', '.join(sorted(set(stored) - set(current))) or 'a different set'}), so it is "
-                           "another command's "
-                           f"folder; nothing was removed: use another {OUT_FLAG}")
+        others = ", ".join(sorted(set(stored) - set(current)))
+        raise NotOurFolder(f"--fresh: {out}/{IDENTITY_FILE} records other kinds of settings than {mine}'s ({others}), "
+                           f"so it is another command's folder; nothing was removed: use another {OUT_FLAG}")
 
 
 def start_over(out: str | os.PathLike, current: dict, written: tuple[str, ...] = RUN_FILES,

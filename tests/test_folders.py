@@ -80,6 +80,9 @@ def test_a_folder_written_before_the_command_was_recorded_is_still_its_own(tmp_p
     (legacy / "identity.json").write_text(json.dumps({"mode": "shallow", "frames": 8}))
     _results(legacy)
     assert claim(legacy, {"mode": "shallow", "frames": 8}, kind="run") == "resume"
+    with pytest.raises(IdentityMismatch) as e:  # compared on what it records: the command it lacks is no difference
+        claim(legacy, {"mode": "deep", "frames": 8}, kind="run")
+    assert 'mode "shallow" -> "deep"' in str(e.value) and "command" not in str(e.value)
     with caplog.at_level(logging.WARNING, logger="ego_adr.folders"):
         claim(legacy, {"mode": "direct", "frames": 8}, fresh=True, kind="run")
     assert "removed predictions.jsonl, identity.json" in caplog.text
