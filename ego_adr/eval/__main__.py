@@ -27,10 +27,6 @@ class UsageError(UserError):
     """Bad arguments or input: reported in one line, exit status 2."""
 
 
-def _load(path: str) -> list[dict]:
-    return _read(path)[0]
-
-
 def _read(path: str) -> tuple[list[dict], str]:
     """The rows of a predictions file, or one line saying why there are none (issue 46, item 7): a folder, a
     binary file and a file of no JSON rows are named as such, never as a stream of per-line warnings. Lines that
@@ -45,14 +41,9 @@ def _read(path: str) -> tuple[list[dict], str]:
         raise UsageError(f"predictions file not found: {path}")
     try:
         data = p.read_bytes()
-        import codecs
-
-        codecs.getincrementaldecoder("utf-8")().decode(data[:65536], final=False)
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        data = b"\0"
-    if b"\0" in data[:65536]:
+    if _binary(data[:65536]):
         raise UsageError(f"{path} is not a text predictions file (binary data); give a predictions.jsonl")
     from ego_adr.store import read_jsonl
 
@@ -66,6 +57,17 @@ def _read(path: str) -> tuple[list[dict], str]:
     if note:
         print(f"note: {path}: {note}; read without {'it' if len(skipped) == 1 else 'them'}", file=sys.stderr)
     return rows, note
+
+
+def _binary(head: bytes) -> bool:
+    """NUL bytes, or bytes that are not UTF-8 (a character cut at the end of ``head`` is not held against it)."""
+    import codecs
+
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return True
+    return b"\0" in head
 
 
 def skipped_note(skipped: list[tuple[int, str]], last: int) -> str:
@@ -206,7 +208,7 @@ def _from_lmms_eval(args, rows: list[dict]) -> list[dict]:
 def cmd_compare(args) -> int:
     from ego_adr.eval.compare import compare_runs, format_comparison
 
-    a, b = _load(args.a), _load(args.b)
+    a, b = _read(args.a)[0], _read(args.b)[0]
     try:
         res = compare_runs(a, b, n_boot=args.n_boot, seed=args.seed)
     except ValueError as e:
@@ -284,6 +286,8 @@ def cmd_view(args) -> int:
                             title=args.title)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; open it in a browser, no server needed)")
     return 0
+
+
 def view_default(run_dirs: list[str]) -> Path:
     """Where ``eval view`` writes without ``--out``: one run's own ``report.html``; several runs' page beside the
     first run (``runs/compare-A-B.html``), never the current folder, which is often a checkout (issue 46)."""
