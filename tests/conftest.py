@@ -7,10 +7,12 @@ it: every build into it is atomic (:func:`ego_adr.store.build_once`), so two wor
 once both get one complete folder, and a test that must see what a run writes to the default cache points
 ``$EGO_ADR_CACHE`` at a folder of its own (tests/run/test_cache_and_limit.py).
 
-The user's real cache is guarded too (issue 46, item 9): the controller points ``$XDG_CACHE_HOME`` -- where
-``ego_adr.store.cache_root`` falls back to when ``$EGO_ADR_CACHE`` is not seen -- at an empty folder of the session's,
-which every worker and subprocess inherits, and the session fails at its end if anything was written under
-``ego_adr/`` there: a code path that escapes ``$EGO_ADR_CACHE`` is named instead of filling ``~/.cache/ego_adr``."""
+The session's cache is its own even when the user exports ``$EGO_ADR_CACHE`` (their real cache: the suite used to
+write into it), and the user's default cache is guarded too (issue 46, item 9): the controller points
+``$XDG_CACHE_HOME`` -- where ``ego_adr.store.cache_root`` falls back to when ``$EGO_ADR_CACHE`` is not seen -- at
+an empty folder of the session's, which every worker and subprocess inherits, and the session fails at its end if
+anything was written under ``ego_adr/`` there: a code path that escapes ``$EGO_ADR_CACHE`` is named instead of
+filling ``~/.cache/ego_adr``."""
 
 import os
 import shutil
@@ -37,11 +39,13 @@ def pytest_configure(config):
         # spawned processes per `--monitor all` would only add their start-up to two busy cores);
         # tests/monitoring/test_workers.py runs --jobs 2 itself
         os.environ.setdefault("EGO_ADR_JOBS", "1")
-    if "EGO_ADR_CACHE" not in os.environ:  # under xdist: the controller, before it starts the workers
+    if GUARD_ENV not in os.environ:
+        # the outermost session (under xdist: the controller, before it starts the workers; a pytest that a test
+        # starts inherits both folders): a cache of its own even when the user exports $EGO_ADR_CACHE, which is
+        # then their real cache (issue 46: the suite filled it), and the guard of the user's default cache
         _OWN_CACHE = tempfile.mkdtemp(prefix="ego_adr_test_cache_")
-        os.environ["EGO_ADR_CACHE"] = _OWN_CACHE
-    if GUARD_ENV not in os.environ:  # the outermost session: workers and subprocesses inherit its guard
         _GUARD = tempfile.mkdtemp(prefix="ego_adr_test_user_cache_")
+        os.environ["EGO_ADR_CACHE"] = _OWN_CACHE
         os.environ[GUARD_ENV] = os.environ["XDG_CACHE_HOME"] = _GUARD
 
 

@@ -38,11 +38,16 @@ def test_the_users_cache_root_is_the_sessions_guard_here(monkeypatch):
 
 
 def test_a_session_that_writes_into_the_users_cache_fails_and_names_the_files(tmp_path):
-    """A pytest session of its own (this conftest as its plugin) with one test writing through ``cache_root()`` after
-    losing ``$EGO_ADR_CACHE``: the tests pass, the session fails, and the line names the file."""
+    """A pytest session of its own (this conftest as its plugin), started as a user whose shell exports
+    ``$EGO_ADR_CACHE`` (their real cache): one test writes through ``cache_root()``, another after losing
+    ``$EGO_ADR_CACHE``. The tests pass, the user's cache stays empty (the suite used it as its own), the session
+    fails, and the line names the file that escaped."""
     (tmp_path / "test_probe.py").write_text(PROBE)
+    users = tmp_path / "users-cache"
+    users.mkdir()
     env = {k: v for k, v in os.environ.items()
-           if k not in ("EGO_ADR_CACHE", "EGO_ADR_TEST_CACHE_GUARD", "XDG_CACHE_HOME", "PYTEST_XDIST_WORKER")}
+           if k not in ("EGO_ADR_TEST_CACHE_GUARD", "XDG_CACHE_HOME", "PYTEST_XDIST_WORKER")}
+    env["EGO_ADR_CACHE"] = str(users)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), str(ROOT), env.get("PYTHONPATH", "")])
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest",
                         "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path / "test_probe.py")],
@@ -51,3 +56,4 @@ def test_a_session_that_writes_into_the_users_cache_fails_and_names_the_files(tm
     assert r.returncode == 1, r.stdout
     assert ("the suite wrote 1 file(s) into the user's cache, outside $EGO_ADR_CACHE: tiny-escaped/config.json"
             in r.stdout)
+    assert list(users.iterdir()) == []
