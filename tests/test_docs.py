@@ -65,6 +65,19 @@ def test_the_readme_is_a_front_door():
     assert as_ci in ci.splitlines()
 
 
+def _out_folders(page: Path) -> set[str]:
+    return {m.rstrip("/") for m in re.findall(r"(?:--out|--output-dir)[ =]([^\s`'\"]+)", page.read_text())}
+
+
+def test_the_readmes_folders_do_not_hold_the_docs_runs():
+    """Issue 46, item 11: the README's ``--out runs/om`` put a ``--monitor all`` folder around the docs'
+    ``runs/om/<name>`` runs. No README output folder contains, or lies inside, a folder the docs write."""
+    readme = _out_folders(ROOT / "README.md")
+    docs = set().union(*(_out_folders(p) for p in _pages() if p.name != "README.md"))
+    assert len(readme) >= 4 and len(docs) >= 20
+    assert [(a, b) for a in readme for b in docs if b.startswith(a + "/") or a.startswith(b + "/")] == []
+
+
 def test_every_relative_link_resolves():
     broken = []
     for page in _pages():

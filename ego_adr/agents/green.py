@@ -55,6 +55,11 @@ log = logging.getLogger("ego_adr.agents.green")
 
 PUBLIC_DATASETS = list(source_registry.names(public_only=True))
 
+#: The command an evaluation folder's identity records; what the green agent writes there (`agents launch --fresh`).
+KIND, EVALUATOR = "agents.green", "ego_adr green agent"
+WRITTEN = ("predictions.jsonl", "judgements.jsonl", "metrics.json", "report.md", "confusion_matrix.png",
+           "per_type_accuracy.png", "identity.json")
+
 
 @dataclass
 class EvalConfig:
@@ -195,14 +200,14 @@ async def evaluate(white_url: str, cfg: EvalConfig, progress: bool = False) -> d
     try:
         async with AgentClient(white_url, cfg.white_token, cfg.timeout) as client:
             # the same rule as ego_adr.run: a folder holds one evaluation (issue 11); same identity resumes
-            ident = {"evaluator": "ego_adr green agent", "task": cfg.task_type, "white_agent": client.card_identity,
+            ident = {"evaluator": EVALUATOR, "task": cfg.task_type, "white_agent": client.card_identity,
                      "datasets": list(cfg.datasets), "question_wording": cfg.question_wording, "limit": cfg.limit,
                      "seed": cfg.seed, "qa_selection": None if mc else cfg.qa_selection,
                      "judges": None if mc else cfg.judges, "annotations": samples_digest(samples),
                      "video_root": str(cfg.video_root)}
             try:
                 lock.acquire()
-                claim(out, ident, ways="use another output_dir in the eval_config")  # the green agent's way out
+                claim(out, ident, ways="use another output_dir in the eval_config", kind=KIND, written=WRITTEN)
             except ConfigError as e:
                 raise ProtocolError(str(e)) from None
             store = JsonlStore(out / "predictions.jsonl")
@@ -251,8 +256,7 @@ async def _run_open(client, sem, samples, messages, store, white_url, cfg, progr
                       "task_id": s.task_id, "question": qa.question, "reference": qa.answer, "answer": answer,
                       "error": failure, "failure": failure, "model": white_url, "method": "a2a", "frames": None,
                       "qa_selection": selection, "question_wording": cfg.question_wording,
-                      "white": {"url": white_url,
-                                                           "protocol": getattr(reply, "protocol", None)},
+                      "white": {"url": white_url, "protocol": getattr(reply, "protocol", None)},
                       "timings": {"a2a_s": round(secs, 4)}})
         bar.update(1)
 

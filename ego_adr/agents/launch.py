@@ -73,17 +73,30 @@ class _Agent:
         self.log.close()
 
 
+def start_folder_over(out: Path) -> list[str]:
+    """``--fresh``: remove what an evaluation wrote in ``out`` (the green agent's files and both agents' logs) once
+    its identity shows it is an evaluation's folder (:func:`ego_adr.folders.start_over`); returns the names."""
+    from ego_adr.agents.green import EVALUATOR, KIND, WRITTEN
+    from ego_adr.folders import COMMAND_KEY, FolderLock, start_over
+
+    with FolderLock(out):  # an evaluation written before identities named their command: by its evaluator tag
+        return start_over(out, {COMMAND_KEY: KIND}, (*WRITTEN, "white.log", "green.log"),
+                          legacy=lambda stored: stored.get("evaluator") == EVALUATOR)
+
+
 def run_launch(task: str = "multiple-choice", output_dir: str | None = None, frames: int = 8, mode: str = "auto",
                limit: int | None = None, concurrency: int = 2, model: str = "tiny",
                max_new_tokens: int | None = None, startup_timeout: float = 240.0, question_wording: str | None = None,
                public_evaluator_root: str | None = None, backend: str = "hf", device: str = "cpu",
-               base_url: str | None = None) -> dict:
+               base_url: str | None = None, fresh: bool = False) -> dict:
     """Start white + green on free loopback ports, evaluate the demo set, stop both; return the metrics.
     ``backend``, ``device`` and ``base_url`` go to the white agent as its model arguments.
 
     The tiny random model never emits an end token, so every answer runs to the token limit; with it, answers are
     capped at :data:`TINY_MAX_NEW_TOKENS` to keep the demo short (real models keep Appendix C's 256).
     ``question_wording`` None: the public green agent's questions when its source is found, else ours (said so).
+    ``fresh``: start the folder over first (the green agent's files and the logs, once the folder's identity shows
+    it is an evaluation's; :func:`ego_adr.folders.start_over`).
     """
     from ego_adr.agents.messages import ProtocolError
     from ego_adr.agents.public_mc import find_public_root
@@ -99,6 +112,8 @@ def run_launch(task: str = "multiple-choice", output_dir: str | None = None, fra
             print(f"note: asking with ego_adr's own wording: {e}", file=sys.stderr)
     out = Path(output_dir or Path("runs") / f"a2a-demo-{task}").resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if fresh:  # before the agents start: their logs are among what goes
+        start_folder_over(out)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     py = sys.executable
     white = _Agent("white", [py, "-m", "ego_adr.agents.white", "--model", model, "--mode", mode,

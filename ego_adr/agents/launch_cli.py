@@ -14,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Evaluate the Ego-ADR white agent with the green agent on the "
                                             "embedded demo set, over A2A on loopback; stops both at the end.")
     p.add_argument("--task", choices=["multiple-choice", "open-end"], default="multiple-choice")
-    add_out_argument(p, "the evaluation's folder (default: runs/a2a-demo-<task>)", dest="output_dir")
+    add_out_argument(p, "the evaluation's folder (default: runs/a2a-demo-<task>)", dest="output_dir",
+                     fresh="the green agent's predictions, judgements, metrics, reports and both agents' logs")
     add_model_arguments(p, model="tiny", purpose="the white agent's model: ", device_default="cpu")
     p.add_argument("--mode", default="auto")
     p.add_argument("--frames", type=int, default=8)
@@ -41,5 +42,5 @@ def _launch(a) -> int:
         check_writable_dir(a.output_dir, "--out")
     run_launch(a.task, a.output_dir, a.frames, a.mode, a.limit, a.concurrency, a.model, a.max_new_tokens,
                question_wording=a.question_wording, public_evaluator_root=a.public_evaluator_root,
-               backend=a.backend, device=a.device, base_url=a.base_url)
+               backend=a.backend, device=a.device, base_url=a.base_url, fresh=a.fresh)
     return 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -76,12 +75,28 @@ def identity(annotations, labels, given, fingerprint: str, config, options: Opti
     }
 
 
+def build_files(out: Path) -> tuple[str, ...]:
+    """What a build (and its review and merge) writes in ``out``: what ``--fresh`` removes, nothing else a user
+    keeps there. The sources' files are the ones its ``sources.json`` names."""
+    from ego_adr.data.sources import built
+
+    try:
+        names = [e["name"] for e in json.loads((out / built.MANIFEST).read_text(encoding="utf-8"))["sources"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        names = []
+    own = [f for n in names for f in output.files_of(n).values()]
+    return ("build", "review", "procedure.json", built.MANIFEST, "README.md", *own)
+
+
 def _check_folder(out: Path, ident: dict, fresh: bool) -> None:
     info = out / "build" / "build.json"
     if fresh and out.exists():
         if not info.is_file() and any(out.iterdir()):
-            raise UserError(f"--fresh: {out} is not a build folder; refusing to empty it")
-        shutil.rmtree(out)
+            raise UserError(f"--fresh: {out} is not a build folder (no build/build.json); nothing was removed")
+        from ego_adr.folders import discard, said_removed
+
+        said_removed(out, discard(out, build_files(out)))
+        return  # the build's own files are gone; what a user keeps beside them stays, and the build goes on
     if info.is_file():
         old = json.loads(info.read_text(encoding="utf-8")).get("identity", {})
         diff = [k for k in ident if old.get(k) != ident[k]]

@@ -66,7 +66,9 @@ def _build(argv: list[str]) -> int:
         prog=PROG, description="Build a benchmark data root from an annotation file (CSV/JSONL)."
     )
     p.add_argument("--annotations", required=True, help="the annotation rows (docs/build.md: the schema)")
-    add_out_argument(p, "the data root to write", required=True)
+    add_out_argument(p, "the data root to write", required=True,
+                     fresh="build/, review/ (its review decisions are lost), procedure.json, sources.json, README.md "
+                           "and each source's sample files")
     # the generator runs through transformers here (build/llm.py): hf is its one backend
     add_model_arguments(p, model=DEFAULT_MODEL, purpose="the LLM that writes procedures and QA pairs: ",
                         model_default_text=f"{DEFAULT_MODEL}, the paper's (Section 3.3)", backends=("hf",),
@@ -74,9 +76,6 @@ def _build(argv: list[str]) -> int:
     p.add_argument("--labels", help="mapping of the dataset's own error labels to our options (JSON or CSV)")
     p.add_argument("--procedures", help="given procedure texts (procedure.json format), kept as they are")
     p.add_argument("--cache-dir", help="stage cache folder (default: the cache root)")
-    p.add_argument(
-        "--fresh", action="store_true", help="start the folder over (its review decisions are lost)"
-    )
     _options(p)
     a = p.parse_args(argv)
     _check_up_front(a)

@@ -7,7 +7,7 @@ Subcommands
   compare A.jsonl B.jsonl              paired comparison (B - A) with bootstrap CIs and McNemar's test
   agreement ratings.csv [--humans ..]  Cohen/Fleiss kappa, Pearson/Spearman (paper Table 8 layout)
   merge OUT.jsonl IN.jsonl ...         merge shard outputs (dedup by sample_id, see ego_adr.eval.merge)
-  view RUN_DIR [RUN_DIR ...] --out F   the evidence browser (report.html) of one run or several side by side
+  view RUN_DIR [RUN_DIR ...] [--out F] the evidence browser (report.html) of one run or several side by side
 
 Exit status 2 for wrong arguments, missing files or unusable input, with a message saying what to do.
 """
@@ -27,21 +27,58 @@ class UsageError(UserError):
     """Bad arguments or input: reported in one line, exit status 2."""
 
 
-def _load(path: str) -> list[dict]:
-    from ego_adr.eval.mc import load_predictions
+def _read(path: str) -> tuple[list[dict], str]:
+    """The rows of a predictions file, or one line saying why there are none (issue 46, item 7): a folder, a
+    binary file and a file of no JSON rows are named as such, never as a stream of per-line warnings. Lines that
+    are not rows (a run stopped mid-write cuts the last one) are said once, here, and the note is returned for the
+    summary line (:func:`skipped_note`)."""
+    p = Path(path)
+    if p.is_dir():
+        inside = p / "predictions.jsonl"
+        hint = f"; did you mean {inside}?" if inside.is_file() else "; give the predictions file inside it"
+        raise UsageError(f"{path} is a folder, not a predictions file{hint}")
+    if not p.is_file():
+        raise UsageError(f"predictions file not found: {path}")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    if _binary(data[:65536]):
+        raise UsageError(f"{path} is not a text predictions file (binary data); give a predictions.jsonl")
+    from ego_adr.store import read_jsonl
+
+    skipped: list = []
+    rows = read_jsonl(p, skipped)
+    last = len(data.rstrip(b"\n").split(b"\n"))
+    if not rows:
+        why = f" ({skipped_note(skipped, last)})" if skipped else " (the file is empty)"
+        raise UsageError(f"{path} holds no prediction rows{why}")
+    note = skipped_note(skipped, last) if skipped else ""
+    if note:
+        print(f"note: {path}: {note}; read without {'it' if len(skipped) == 1 else 'them'}", file=sys.stderr)
+    return rows, note
+
+
+def _binary(head: bytes) -> bool:
+    """NUL bytes, or bytes that are not UTF-8 (a character cut at the end of ``head`` is not held against it)."""
+    import codecs
 
     try:
-        rows = load_predictions(path)
-    except FileNotFoundError as e:
-        raise UsageError(str(e)) from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
-    if not rows:
-        raise UsageError(f"{path} holds no prediction rows")
-    return rows
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return True
+    return b"\0" in head
 
 
-def _score_open_end(rows: list[dict], out: Path, title: str) -> int:
+def skipped_note(skipped: list[tuple[int, str]], last: int) -> str:
+    """``[(16, why)]`` -> ``"1 line skipped: line 16 (the last, cut short)"``; several: the first few numbers."""
+    if len(skipped) == 1 and skipped[0][0] == last:
+        return f"1 line skipped: line {last} (the last, cut short: a run stopped mid-write?)"
+    nums = ", ".join(str(n) for n, _ in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+    return f"{len(skipped)} line{'s' if len(skipped) > 1 else ''} skipped, not JSON rows: line {nums}"
+
+
+def _score_open_end(rows: list[dict], out: Path, title: str, skipped: str = "") -> int:
     try:
         from ego_adr.eval import open_end
     except ImportError as e:
@@ -58,18 +95,29 @@ def _score_open_end(rows: list[dict], out: Path, title: str) -> int:
     body = render(metrics) if render else "```json\n" + json.dumps(metrics, indent=2, default=str) + "\n```\n"
     (out / "report.md").write_text(f"# {title}\n\nOpen-ended VQA (paper Section 3.4).\n\n{body}", encoding="utf-8")
     print(body)
+    if skipped:
+        print(f"rows scored: {len(rows)} ({skipped})")
     print(f"wrote {out / 'metrics.json'} and {out / 'report.md'}")
     return 0
 
 
 def cmd_score(args) -> int:
 
-    rows = _load(args.predictions)
+    rows, args.skipped = _read(args.predictions)
     out = Path(args.out)
     _check_output_dir(out)
     with _lock(out):
         _check_score_target(Path(args.predictions), out)
+        if args.fresh:  # the folder is the predictions' run's or holds no run (checked above): score's own files go
+            from ego_adr.folders import discard, said_removed
+
+            said_removed(out, discard(out, SCORE_FILES))
         return _score(args, rows, out)
+
+
+#: What ``eval score`` writes in its folder (multiple choice: all five; open-ended: metrics and report), which
+#: ``--fresh`` removes first, so no plot of an earlier scoring stays beside the new metrics.
+SCORE_FILES = ("metrics.json", "report.md", "confusion_matrix.png", "per_type_accuracy.png", "per_source_f1.png")
 
 
 def _check_score_target(predictions: Path, out: Path) -> None:
@@ -93,7 +141,7 @@ def _score(args, rows: list[dict], out: Path) -> int:
         if not all(is_open_row(r) for r in rows):
             raise UsageError(f"{args.predictions} mixes open-ended and multiple-choice rows; score each task's "
                              "file separately")
-        return _score_open_end(rows, out, title)
+        return _score_open_end(rows, out, title, args.skipped)
     sources = None
     if args.sources:  # aliases (epic-tent) name the registered source, as everywhere else
         from ego_adr.data import sources as source_registry
@@ -113,7 +161,8 @@ def _score(args, rows: list[dict], out: Path) -> int:
     o = metrics["overall"]
     print(summary_table(metrics, args.frames))
     print(f"\nscoring: {metrics['scoring']['name']} (the public evaluator's rule)  "
-          f"TP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}  "
+          f"TP {o['tp']}  FP {o['fp']}  TN {o['tn']}  FN {o['fn']}  n {o['n']}"
+          + (f" ({args.skipped})" if args.skipped else "") + "  "
           f"not an option {o['n_unparseable']}  no answer {o['n_failed']}  "
           f"duplicates dropped {metrics['n_duplicates_dropped']}")
     len_ = metrics["lenient"]
@@ -159,7 +208,7 @@ def _from_lmms_eval(args, rows: list[dict]) -> list[dict]:
 def cmd_compare(args) -> int:
     from ego_adr.eval.compare import compare_runs, format_comparison
 
-    a, b = _load(args.a), _load(args.b)
+    a, b = _read(args.a)[0], _read(args.b)[0]
     try:
         res = compare_runs(a, b, n_boot=args.n_boot, seed=args.seed)
     except ValueError as e:
@@ -233,9 +282,25 @@ def cmd_view(args) -> int:
     for d in args.run_dirs:
         if not (Path(d) / "predictions.jsonl").is_file():
             raise UsageError(f"{d} is not a run folder (no predictions.jsonl in it)")
-    out = write_report_html(args.run_dirs, args.out, thumb_width=args.thumb_width, title=args.title)
+    out = write_report_html(args.run_dirs, args.out or view_default(args.run_dirs), thumb_width=args.thumb_width,
+                            title=args.title)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; open it in a browser, no server needed)")
     return 0
+
+
+def view_default(run_dirs: list[str]) -> Path:
+    """Where ``eval view`` writes without ``--out``: one run's own ``report.html``; several runs' page beside the
+    first run (``runs/compare-A-B.html``), never the current folder, which is often a checkout (issue 46)."""
+    first = Path(run_dirs[0]).resolve()
+    if len(run_dirs) == 1:
+        return first / "report.html"
+    names = [Path(d).resolve().name for d in run_dirs]
+    stem = "compare-" + "-".join(names)
+    if len(stem) > 120:
+        stem = f"compare-{names[0]}-and-{len(names) - 1}-more"
+    return first.parent / f"{stem}.html"
+
+
 def _lock(folder: Path):
     """The output folder's run lock (``ego_adr.run.identity.FolderLock``): no two writers at once."""
     from ego_adr.folders import FolderLock
@@ -267,7 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("score", help="score a predictions file (multiple-choice or open-ended)")
     s.add_argument("predictions")
-    add_out_argument(s, "output folder (metrics.json, report.md)", required=True)
+    add_out_argument(s, "output folder (metrics.json, report.md)", required=True,
+                     fresh="metrics.json, report.md and the plots; a run's own folder keeps its predictions")
     s.add_argument("--title", help="report title (default: the predictions file's name)")
     s.add_argument("--notes", help="text put under the report title")
     s.add_argument("--frames", help="frames column of the table, e.g. 8f")
@@ -307,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("view", help="the evidence browser: report.html of one run folder, or several side by side")
     v.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    v.add_argument("--out", required=True, help="the HTML file to write")
+    v.add_argument("--out", help="the HTML file to write (default: one run's own report.html; several runs' "
+                                 "page beside the first run, e.g. runs/compare-A-B.html)")
     v.add_argument("--thumb-width", type=int, default=96, help="thumbnail width in pixels (0: no thumbnails)")
     v.add_argument("--title")
     v.set_defaults(func=cmd_view)

@@ -26,21 +26,23 @@ COMMON_SETTINGS = ("device", "dtype", "batch_size", "max_pixels_per_frame", "gpu
 _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
-def check_device(device: str, backend: str) -> None:
-    """``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``; a CUDA device must exist when the backend runs here."""
-    absent = device_absent(device, backend)
+def check_device(device: str, backend: str, spell: str = "--device {}") -> None:
+    """``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``; a CUDA device must exist when the backend runs here.
+    ``spell`` is how the user writes the setting, so the message names it as they type it: ``--device {}`` on our
+    command lines, ``device={}`` in lmms-eval's ``--model_args`` (issue 46, item 11)."""
+    absent = device_absent(device, backend, spell)
     if absent:
-        hint = "; use --device cpu (or auto)" if "no usable" in absent else ""
-        raise UserError(f"--device {device} asked for, but {absent}{hint}")
+        hint = f"; use {spell.format('cpu')} (or auto)" if "no usable" in absent else ""
+        raise UserError(f"{spell.format(device)} asked for, but {absent}{hint}")
 
 
-def device_absent(device: str, backend: str) -> str | None:
+def device_absent(device: str, backend: str, spell: str = "--device {}") -> str | None:
     """Why the CUDA device ``device`` names is not on this machine, e.g. "this machine has no usable CUDA GPU"
     (``None``: it is, or the backend runs elsewhere); a string that is not a device is a :class:`UserError`.
     Apart from :func:`check_device` because a dry run plans for the device named -- on a laptop, before renting a
     GPU -- and only reports that it is absent here."""
     if not _DEVICE_RE.match(device or ""):
-        raise UserError(f"--device {device!r} is not a device; use auto, cpu, cuda or cuda:N (e.g. cuda:0)")
+        raise UserError(f"{spell.format(repr(device))} is not a device; use auto, cpu, cuda or cuda:N (e.g. cuda:0)")
     if device.startswith("cuda") and BACKENDS[backend].local_device:
         import torch
 

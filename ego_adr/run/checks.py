@@ -80,10 +80,10 @@ def check_writable_dir(path: str | os.PathLike, flag: str) -> None:
 
 
 # ---- model, device, dtype, memory -----------------------------------------------------------------------------
-def check_device(device: str, backend: str) -> None:
+def check_device(device: str, backend: str, spell: str = "--device {}") -> None:
     """:func:`ego_adr.models.loading.check_device`, as a :class:`ConfigError`."""
     try:
-        loading.check_device(device, backend)
+        loading.check_device(device, backend, spell)
     except UserError as e:
         raise ConfigError(str(e)) from None
 

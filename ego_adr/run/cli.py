@@ -21,7 +21,7 @@ from ego_adr.data import sources as source_registry
 from ego_adr.data.sample import TASKS
 from ego_adr.eval.judges import BACKENDS as JUDGE_BACKENDS
 from ego_adr.eval.judges import DEFAULT_JUDGE_NAMES
-from ego_adr.folders import OUT_ALIAS, OUT_FLAG
+from ego_adr.folders import OUT_ALIAS, OUT_FLAG, add_fresh_argument
 from ego_adr.models.arguments import add_model_arguments
 from ego_adr.models.backends import BACKENDS
 from ego_adr.models.wire import TRANSFERS
@@ -115,8 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--dry-run", action="store_true", default=argparse.SUPPRESS,
       help="print samples, videos found/missing, frame indices and the memory plan; load no model (exit 0 the "
            "run would start, 1 it would stop: memory plan refused or model not available)")
-    a("--fresh", action="store_true", help="discard the results already in --out and start over (needed "
-                                           "when the folder holds a run with other settings)")
+    add_fresh_argument(p, "predictions, judgements, metrics, reports, plots, run.json")
     a("--retry-failed", action="store_true", help="rerun the samples whose failure was infrastructure "
                                                   "(connection, timeout, 5xx, out of memory, decoder crash)")
     return p
@@ -221,8 +220,19 @@ def _run(argv: list[str]) -> int:
         from ego_adr.eval.open_end import render_open_end_report
 
         print(render_open_end_report(metrics))
-    print(f"\nresults in {out}/ (predictions.jsonl, metrics.json, report.md, report.html, run.json)")
+    print(f"\nresults in {out}/ ({', '.join(results_listing(out))}; open report.html in a browser)")
     return _infrastructure_exit(out)
+
+
+def results_listing(out) -> list[str]:
+    """Every file of the run's in ``out`` (:data:`~ego_adr.folders.RUN_FILES`, what a run writes: docs/runs.md),
+    in the order a reader wants them: the "results in" line names them all, not a fixed few (issue 46)."""
+    from pathlib import Path
+
+    from ego_adr.run.identity import RUN_FILES
+
+    order = ("predictions.jsonl", "metrics.json", "report.md", "report.html", "run.json", "identity.json")
+    return [n for n in dict.fromkeys((*order, *RUN_FILES)) if (Path(out) / n).is_file()]
 
 
 def _infrastructure_exit(out) -> int:

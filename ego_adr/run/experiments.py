@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
                                        "interrupted (rerun to resume).")
     if experiment is None:
         p.add_argument("experiment", help="YAML file, e.g. configs/experiments/table6.yaml")
-    add_out_argument(p, "root folder of the cells (default runs/experiments/<name>)")
+    add_out_argument(p, "root folder of the cells (default runs/experiments/<name>)",
+                     fresh="each cell's run files, as `ego_adr.run --fresh` removes them; table.md is rewritten")
     add_model_arguments(p, purpose="the model of every cell instead of its own: ",
                         model_default_text="each cell's own", backend=None, device_default=None, dtype=True)
     p.add_argument("--data-root", help="EgoErrorVQA json folder (default: the embedded demo set)")
@@ -203,7 +204,6 @@ def main(argv: list[str] | None = None, prog: str | None = None, experiment: str
     p.add_argument("--tiny", action="store_true",
                    help="offline: every cell on the tiny random model of its own model's architecture")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--fresh", action="store_true", help="discard the cells' results and start over")
     p.add_argument("--retry-failed", action="store_true", help="rerun samples that failed on infrastructure")
     from ego_adr.errors import run_cli
 

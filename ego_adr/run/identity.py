@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 
 from ego_adr.folders import (  # noqa: F401  (re-exported: the folder rule lives in the shared leaf)
+    COMMAND_KEY,
     IDENTITY_FILE,
     LOCK_FILE,
     RESULT_FILES,
@@ -40,7 +41,9 @@ from ego_adr.folders import (  # noqa: F401  (re-exported: the folder rule lives
     FolderBusy,
     FolderLock,
     IdentityMismatch,
+    NotOurFolder,
     OutputFolder,
+    check_ours,
     claim,
     confirm,
     describe_difference,
@@ -48,6 +51,8 @@ from ego_adr.folders import (  # noqa: F401  (re-exported: the folder rule lives
     discard,
     has_results,
     read_identity,
+    said_removed,
+    start_over,
 )
 
 #: Run settings that are not part of a folder's identity, and why. Every other field of
@@ -71,6 +76,12 @@ NOT_IDENTITY = {
     "protocol_options": "recorded resolved, as protocol_settings",
     "extra": "free-form notes",
 }
+
+
+#: The command a run folder's identity records (:data:`ego_adr.folders.COMMAND_KEY`): ``python -m ego_adr.run``'s,
+#: and the same for a chunked launch (a launch folder is one run; ``launch.json`` tells it from a plain one) and the
+#: cells of an experiment grid, so ``--fresh`` of any of them starts only a run's folder over.
+RUN_KIND = "run"
 
 
 #: Part of the identity of an open-ended run only.

@@ -57,7 +57,7 @@ import sys
 import time
 from pathlib import Path
 
-from ego_adr.folders import OUT_ALIAS, OUT_FLAG
+from ego_adr.folders import OUT_ALIAS, OUT_FLAG, add_fresh_argument
 from ego_adr.run.chunk_runner import RAY_MISSING, LaunchError, run_local, run_ray
 
 DEFAULT_CHUNK_SIZE = 64  # see the module docstring ("Why processes")
@@ -128,15 +128,25 @@ WAYS_OUT = "use another --out after '--', or --fresh before '--' to discard the 
 
 def claim_folder(out: Path, identity: dict, fresh: bool = False) -> None:
     """The launch folder holds one run: refuse a plain run's results (the launcher would replace them) and any
-    other identity; see the module docstring ("One folder, one run"). ``fresh`` discards the launch first."""
-    from ego_adr.run.identity import claim, has_results
+    other identity; see the module docstring ("One folder, one run"). ``fresh`` discards the launch first, once
+    the folder's identity shows it is a run's (:func:`ego_adr.folders.check_ours`), and says what it removed."""
+    from ego_adr.run.identity import (
+        COMMAND_KEY,
+        RUN_FILES,
+        RUN_KIND,
+        check_ours,
+        claim,
+        has_results,
+        said_removed,
+    )
 
     if has_results(out) and not (out / "launch.json").is_file():
         raise LaunchError(f"{out} holds the results of a plain `python -m ego_adr.run` (not a chunked launch); "
                           "give the launch its own folder with --out after '--'")
     if fresh:
-        discard_launch(out)
-    claim(out, identity, ways=WAYS_OUT)
+        check_ours(out, {**identity, COMMAND_KEY: RUN_KIND}, (*RUN_FILES, "launch.json"))
+        said_removed(out, discard_launch(out))
+    claim(out, identity, ways=WAYS_OUT, kind=RUN_KIND)
 
 
 def discard_launch(out: Path) -> list[str]:
@@ -151,7 +161,7 @@ def discard_launch(out: Path) -> list[str]:
     for p in sorted(out.iterdir()) if out.is_dir() else []:
         if re.fullmatch(r"chunk-\d+", p.name) and p.is_dir():
             shutil.rmtree(p)
-        elif re.fullmatch(r"chunk-\d+\.(log|attempts)", p.name) or p.name in ("launch.json", "report.html"):
+        elif re.fullmatch(r"chunk-\d+\.(log|attempts)", p.name) or p.name == "launch.json":
             p.unlink()
         else:
             continue
@@ -209,8 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
       help="--local: chunks at once (default: the number of --devices, else 2)")
     a("--devices", default=None, help="--local: GPU ids, one per running chunk, e.g. 0,1,2,3")
     a("--no-score", action="store_true", help="merge only, do not score")
-    a("--fresh", action="store_true",
-      help="discard the launch already in the output folder (merged results, chunk folders, logs) and start over")
+    add_fresh_argument(p, "the merged run files, chunk folders, their logs and attempt counts, launch.json")
     # test hooks (module docstring), hidden from --help
     a("--test-crash-chunk", type=int, default=None, help=argparse.SUPPRESS)
     a("--test-crash-attempts", type=int, default=1, help=argparse.SUPPRESS)

@@ -271,7 +271,7 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
     """
     from ego_adr.run.checks import check_model_name, check_writable_dir
     from ego_adr.run.failures import drop_retryable
-    from ego_adr.run.identity import FolderLock, claim, run_identity
+    from ego_adr.run.identity import RUN_KIND, FolderLock, claim, run_identity
 
     cfg = cfg.validate()
     if model is None:
@@ -294,7 +294,7 @@ def execute(cfg: RunConfig, progress: bool = True, model=None, fresh: bool = Fal
         if not samples:
             raise ConfigError(f"no samples to run (sources {info['sources']} under {info['data_root']})")
         with FolderLock(out):
-            claim(out, run_identity(cfg, samples, info), fresh=fresh)
+            claim(out, run_identity(cfg, samples, info), fresh=fresh, kind=RUN_KIND)
             if cfg.task == "open-end":
                 from ego_adr.run.open_end import drop_retryable_open_end
 

@@ -221,3 +221,32 @@ def test_green_evaluates_a_03_white_agent(agents, tmp_path):
             proc.kill()
             proc.wait()
         proc.stderr.close()
+
+
+def test_launch_fresh_removes_only_an_evaluations_files(tmp_path, caplog):
+    """Issue 46, item 1: ``python -m ego_adr.agents launch --fresh`` starts its folder over -- the green agent's
+    files and both logs, once the folder's identity shows it is an evaluation's (as the green agent claims it, or
+    as one written before identities named their command) -- and refuses a run's folder."""
+    import logging
+
+    from ego_adr.agents.green import KIND, WRITTEN
+    from ego_adr.agents.launch import start_folder_over
+    from ego_adr.folders import NotOurFolder, claim
+
+    ident = {"evaluator": "ego_adr green agent", "task": "multiple-choice", "limit": 2}
+    for name, kind in (("new", KIND), ("legacy", None)):
+        out = tmp_path / name
+        claim(out, ident, kind=kind, written=WRITTEN)
+        for f in ("predictions.jsonl", "metrics.json", "white.log", "green.log", "notes.txt"):
+            (out / f).write_text("x\n")
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="ego_adr.folders"):
+            removed = start_folder_over(out)
+        assert sorted(removed) == ["green.log", "identity.json", "metrics.json", "predictions.jsonl", "white.log"]
+        assert "--fresh: removed" in caplog.text and [p.name for p in out.iterdir()] == ["notes.txt"]
+    run = tmp_path / "run"
+    claim(run, {"mode": "shallow"}, kind="run")
+    (run / "predictions.jsonl").write_text("x\n")
+    with pytest.raises(NotOurFolder, match="holds the results of `run`, not of `agents.green`"):
+        start_folder_over(run)
+    assert (run / "predictions.jsonl").exists()

@@ -382,3 +382,32 @@ def test_a_folder_holds_one_build(built, tmp_path):
             labels=base / "labels.json",
             model=type("Other", (QAWriterDouble,), {"fingerprint": "x"})(),
         )
+
+
+def test_fresh_rebuilds_removing_only_the_builds_files(built, tmp_path, caplog):
+    """Issue 46, item 1: ``--fresh`` removed the whole folder (a user's notes with it); now only what a build
+    writes goes, and it says which."""
+    import logging
+    import shutil
+
+    from ego_adr.errors import UserError
+
+    base, ann, out, _ = built
+    mine = tmp_path / "mykitchen"
+    shutil.copytree(out, mine)
+    (mine / "notes.txt").write_text("mine")
+    other = type("Other", (QAWriterDouble,), {"fingerprint": "x"})()
+    with caplog.at_level(logging.WARNING, logger="ego_adr.folders"):
+        s = build(ann, mine, labels=base / "labels.json", model=other, cache_dir=tmp_path / "c", fresh=True,
+                  options=Options(llm_labels=False))
+    removed = caplog.text.split("--fresh: removed ")[1].split(" from ")[0].split(", ")
+    assert {"build", "procedure.json", "sources.json", "README.md", "mykitchen_answer.json",
+            "mykitchen_qa_pairs.json"} <= set(removed) and "notes.txt" not in removed
+    assert (mine / "notes.txt").read_text() == "mine" and s["counts"]["llm_made"] > 0
+    assert json.loads((mine / "build" / "build.json").read_text())["identity"]["model"] == "x"
+    plain = tmp_path / "plain"  # a folder no build wrote: refused, nothing removed
+    plain.mkdir()
+    (plain / "README.md").write_text("mine")
+    with pytest.raises(UserError, match="not a build folder"):
+        build(ann, plain, labels=base / "labels.json", model=other, cache_dir=tmp_path / "c", fresh=True)
+    assert (plain / "README.md").read_text() == "mine"

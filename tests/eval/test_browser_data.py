@@ -107,3 +107,22 @@ def test_a_run_keeps_an_unchanged_page_and_rebuilds_a_changed_one(tmp_path):
     _write(run / "predictions.jsonl", rows + [{**rows[0], "sample_id": "b"}])
     assert "<!-- kept -->" not in write_run_report_html(run).read_text()
     assert write_report_html([run], tmp_path / "v.html").is_file()
+
+
+def test_view_without_out_writes_beside_the_runs_never_into_the_current_folder(tmp_path, monkeypatch, capsys):
+    """Issue 46, item 11: ``eval view runs/A runs/B --out compare.html`` (the README's line) left the page in the
+    checkout; without ``--out`` one run's page is its own report.html and several runs' go beside the first."""
+    from ego_adr.eval.__main__ import main
+
+    runs = tmp_path / "runs"
+    for name in ("A", "B"):
+        (runs / name).mkdir(parents=True)
+        _write(runs / name / "predictions.jsonl", [{"sample_id": "a", "source": "demo", "ground_truth": ["correct"],
+                                                    "answer": "correct"}])
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert main(["view", str(runs / "A"), str(runs / "B"), "--thumb-width", "0"]) == 0
+    assert f"wrote {runs / 'compare-A-B.html'}" in capsys.readouterr().out
+    assert main(["view", str(runs / "A"), "--thumb-width", "0"]) == 0
+    assert (runs / "A" / "report.html").is_file() and list(cwd.iterdir()) == []

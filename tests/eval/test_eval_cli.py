@@ -307,3 +307,53 @@ def test_compare_names_run_folders_and_refuses_nothing_in_common(tmp_path, capsy
     c = write_jsonl(tmp_path / "other" / "predictions.jsonl", make_rows(n=10, seed=3, prefix="zz"))
     assert main(["compare", str(a), str(c)]) == 2
     assert "no scorable sample in common" in capsys.readouterr().err
+
+
+def test_bad_files_are_one_line_each_and_a_cut_line_is_said_beside_n(tmp_path, capsys, caplog):
+    """Issue 46, item 7: a binary file printed a warning per line before its error, a folder was "not found", and
+    the cut last line of a stopped run was said once at the top but not in the summary line beside ``n``."""
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"\x89\xd0\x00binary\n" * 11)
+    assert main(["score", str(binary), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "not a text predictions file (binary data)" in err
+    assert not caplog.records and not (tmp_path / "o").exists()  # no per-line warnings, nothing written
+
+    run = tmp_path / "run"
+    run.mkdir()
+    assert main(["score", str(run), "--out", str(tmp_path / "o")]) == 2
+    assert "is a folder, not a predictions file; give the predictions file inside it" in capsys.readouterr().err
+    pred = write_jsonl(run / "predictions.jsonl", make_rows(), torn_tail=True)
+    assert main(["score", str(run), "--out", str(tmp_path / "o")]) == 2
+    assert f"did you mean {pred}?" in capsys.readouterr().err
+
+    text = tmp_path / "notes.jsonl"  # text, but no line of it a JSON row: one line that says so
+    text.write_text("first\nsecond\nthird\n")
+    assert main(["score", str(text), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "holds no prediction rows (3 lines skipped, not JSON rows: line 1, 2, 3)" in err
+
+    assert main(["score", str(pred), "--out", str(tmp_path / "o"), "--n-boot", "50"]) == 0
+    out, err = capsys.readouterr()
+    cut = "1 line skipped: line 121 (the last, cut short: a run stopped mid-write?)"
+    assert err.count(cut) == 1 and not caplog.records  # said once at the top ...
+    assert f"n 120 ({cut})" in out  # ... and again beside n
+
+
+def test_fresh_removes_what_score_wrote_before_scoring_again(tmp_path, capsys, caplog):
+    """Issue 46, item 1: ``eval score --fresh``. An open-ended file scored into a folder where a multiple-choice
+    one was scored would leave that file's plots beside the new metrics; --fresh removes them first."""
+    import logging
+
+    out = tmp_path / "o"
+    mc = write_jsonl(tmp_path / "predictions.jsonl", make_rows(40))
+    assert main(["score", str(mc), "--out", str(out), "--n-boot", "50"]) == 0
+    (out / "notes.txt").write_text("mine")
+    judged = [{"sample_id": "o1", "qa_index": 0, "source": "egooops", "task": "open-end", "score": 3.0,
+               "judge_scores": {"qwen": 3.0, "deepseek": 3.0}, "failure": None}]
+    oe = write_jsonl(tmp_path / "judgements.jsonl", judged)
+    with caplog.at_level(logging.WARNING, logger="ego_adr.folders"):
+        assert main(["score", str(oe), "--out", str(out), "--fresh"]) == 0
+    assert "--fresh: removed metrics.json, report.md, confusion_matrix.png, per_type_accuracy.png" in caplog.text
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "notes.txt", "report.md"]
+    assert "avg_sim" in json.loads((out / "metrics.json").read_text())

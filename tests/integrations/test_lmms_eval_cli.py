@@ -405,6 +405,6 @@ def test_a_model_that_cannot_load_stops_lmms_eval_in_one_line(tmp_path):
     )
     ours = [line for line in p.stderr.splitlines() if line.startswith("error: --model ego_adr:")]
     assert p.returncode == 2, p.stderr[-3000:]
-    assert ours == ["error: --model ego_adr: --device cuda asked for, but this machine has no usable CUDA GPU; use "
-                    "--device cpu (or auto)"]
+    assert ours == ["error: --model ego_adr: device=cuda asked for, but this machine has no usable CUDA GPU; use "
+                    "device=cpu (or auto)"]  # as --model_args spells it (issue 46)
     assert "Traceback" not in p.stderr and not list((tmp_path / "out").rglob("*_results.json"))

@@ -11,7 +11,7 @@ import pytest
 from ego_adr.models.doubles import ScriptedModelDouble
 from ego_adr.run.cli import main
 from ego_adr.run.config import ConfigError, RunConfig
-from ego_adr.run.identity import FolderBusy, FolderLock, IdentityMismatch, claim
+from ego_adr.run.identity import FolderBusy, FolderLock, IdentityMismatch, NotOurFolder, claim
 from ego_adr.run.runner import execute
 
 
@@ -75,9 +75,11 @@ def test_folder_with_results_but_no_identity_is_not_adopted(tmp_path):
     out = tmp_path / "old"
     out.mkdir()
     (out / "predictions.jsonl").write_text('{"sample_id": "a"}\n')
-    with pytest.raises(IdentityMismatch, match="without a run identity"):
+    with pytest.raises(IdentityMismatch, match="holds results but no identity.json"):
         claim(out, {"mode": "auto"})
-    assert claim(out, {"mode": "auto"}, fresh=True) == "new" and not (out / "predictions.jsonl").exists()
+    with pytest.raises(NotOurFolder, match="no identity.json"):  # nor does --fresh take it (issue 46)
+        claim(out, {"mode": "auto"}, fresh=True)
+    assert (out / "predictions.jsonl").exists()
 
 
 def test_a_live_run_locks_its_folder(tmp_path, demo_root):

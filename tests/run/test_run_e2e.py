@@ -29,7 +29,7 @@ def _check_rows(rows, n):
         assert "timings" in r and "stages" in r and r["route"]
 
 
-def test_demo_run_writes_results_and_resumes_without_a_model(tmp_path, tiny_model_dir, demo_root):
+def test_demo_run_writes_results_and_resumes_without_a_model(tmp_path, tiny_model_dir, demo_root, capsys):
     out = tmp_path / "demo"
     _, metrics = execute(RunConfig(output_dir=str(out), **FAST), progress=False)
     for f in ("predictions.jsonl", "metrics.json", "run.json", "report.md", "confusion_matrix.png"):
@@ -57,6 +57,13 @@ def test_demo_run_writes_results_and_resumes_without_a_model(tmp_path, tiny_mode
     assert run3["totals"]["model_calls"] == first["model_calls"] and len(run3["invocations"]) == 3
     assert len(_rows(out)) == n
     assert again["overall"] == metrics["overall"]
+    # issue 46, item 11: the command's "results in" line names every file the run wrote (it named 5 of them)
+    from ego_adr.run.cli import main
+
+    assert main(["--out", str(out), "--max-new-tokens", "24", "--batch-size", "4", "--quiet"]) == 0
+    line = capsys.readouterr().out.split("results in ")[1].splitlines()[0]
+    written = sorted(f.name for f in out.iterdir() if not f.name.startswith("."))
+    assert len(written) >= 8 and all(name in line for name in written), (line, written)
 
 
 @pytest.mark.parametrize("mode", ["deep", "shallow"])

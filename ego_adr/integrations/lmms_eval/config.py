@@ -42,8 +42,14 @@ def run_config(
     gpu_memory=None,
     batch_size=1,
 ):
-    """The :class:`~ego_adr.run.config.RunConfig` of the model, validated (a wrong value stops with one line)."""
+    """The :class:`~ego_adr.run.config.RunConfig` of the model, validated (a wrong value stops with one line; the
+    device named as ``--model_args`` spell it, ``device=cuda``, not as our command lines do)."""
+    from ego_adr.models.backends import BACKENDS
+    from ego_adr.run.checks import check_device
     from ego_adr.run.config import RunConfig
+
+    if str(backend) in BACKENDS:  # an unknown backend is validate()'s to name
+        check_device(str(device), str(backend), spell="device={}")
 
     cfg = RunConfig(
         model=None if pretrained in (None, "", "tiny-demo") else str(pretrained),
@@ -68,7 +74,7 @@ def preflight(model_args: str):
     """Everything the constructor checks before it loads anything: the arguments, the device, the model name
     (an alias whose weights are not cached while offline, a folder that is not there). Raises a UserError."""
     from ego_adr.errors import UserError
-    from ego_adr.run.checks import check_device, check_environment, check_model_name
+    from ego_adr.run.checks import check_environment, check_model_name
 
     args = parse_model_args(model_args)
     unknown = sorted(set(args) - set(MODEL_ARGS))
@@ -77,6 +83,5 @@ def preflight(model_args: str):
     args.pop("max_batch_size", None)
     cfg = run_config(**args)
     check_environment(cfg)
-    check_device(cfg.device, cfg.backend)
     check_model_name(cfg.model, cfg.backend)
     return cfg
