@@ -53,6 +53,7 @@ def _evaluate_parser(sub) -> None:
     from ego_adr.online_mistakes.data import BENCHMARKS, STREAMS
     from ego_adr.online_mistakes.monitors.prego import DECODINGS
     from ego_adr.online_mistakes.registry import REGISTRY
+    from ego_adr.online_mistakes.selection import OUTER_SEEDS
 
     e = sub.add_parser("evaluate", help="stream a monitor over a step-stream benchmark and score it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -89,6 +90,10 @@ def _evaluate_parser(sub) -> None:
     e.add_argument("--max-new-tokens", type=int, default=None,
                    help="prego: tokens per reply (default: the --decoding's, PREGO's 4 numeric / 8 sampled)")
     e.add_argument("--cache-dir", default=None, help="prego: folder of the stage cache (default: the ego_adr cache)")
+    e.add_argument("--selection-seeds", default=None, metavar="S1,S2,...",
+                   help="--monitor all: the outer-fold seeds of the nested selection (default "
+                        f"{','.join(map(str, OUTER_SEEDS))}, fixed in advance); distinct whole numbers, recorded in "
+                        "summary.json and the folder's identity")
     e.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="--monitor all: processes for the fits (default: $EGO_ADR_JOBS, else the CPUs available); "
                         "every N writes the same bytes")
