@@ -180,7 +180,7 @@ def goal_lines(s: dict) -> list[str]:
                    + (f" {_pct(g['blind']['value'])}" if g.get("blind") else "")
                    + (f", best reference rule {ref['monitor']} {_pct(ref['value'])}" if ref else "")
                    + f"); target +{100 * g['target']:.0f}: {verdict_}"
-                   + (f" (the seeds' own choices: {seeds_text(choices)})" if differ else "")
+                   + (f" (each outer-fold seed's own choice: {seeds_text(choices)})" if differ else "")
                    + (f". Best on the test (a choice made by looking at it): {g['best_on_test']['monitor']} "
                       f"{_pct(g['best_on_test']['value'])}" if g.get("best_on_test") else "") + "."
                    + (f" Rules not in this run (not registered): {', '.join(g['rules_not_run'])}."

@@ -176,7 +176,8 @@ def goal_line(g: dict) -> str:
         parts.append("**tie**: the outer-fold seeds' own choices fall on both sides (" + seeds_text(choices) + ")")
     else:
         parts.append(("reached" if g["reached"] else "not reached: " + ", ".join(short))
-                     + (f" (so are the seeds' own choices: {seeds_text(choices)})" if differ else ""))
+                     + (f" ({'as by' if g['reached'] else 'nor by'} each outer-fold seed's own choice: "
+                        f"{seeds_text(choices)})" if differ else ""))
     tail = []
     if g.get("best_on_test"):
         tail.append(f"best on the test (not a selection): {g['best_on_test']['monitor']} "
