@@ -20,9 +20,9 @@ For each of DTGL's macro F1 and TI-PREGO's F1b, one ``goal`` row of ``summary.js
   low end and below its high end: some seed's choice is above the bar and another's is not. The verdict then reads
   ``tie`` (:func:`verdict`). ``reached`` is true only for ``reached``;
 - ``best_on_test``: ``{"monitor", "value"}``, the best non-blind, non-reference, non-privileged monitor on this test
-  (a choice made by looking at it: printed after the chosen one, never called a result; no other field holds a
-  number chosen on the test);
-- ``position_ceiling``: ``position`` with k picked on this test (what position alone gives on the protocol).
+  (a choice made by looking at it: printed after the chosen one, never called a result);
+- ``position_ceiling``: ``position`` with k picked on this test (what position alone gives on the protocol). These
+  two blocks are the only ones that hold a number chosen on the test, each named for what it is.
 
 :func:`agreement` counts how many of a monitor's alarms a reference rule also raises, on the same steps.
 """
@@ -167,8 +167,9 @@ def goal_line(g: dict) -> str:
     for key, words in (("blind", "best blind baseline"), ("reference", "best reference rule")):
         if g.get(key):
             parts.append(f"{words} {g[key]['monitor']} {_pct(g[key]['value'])} ({_signed(g[f'{key}_margin'])})")
-    short = [f"{-100 * g[k]:.1f} below the {w}" for k, w in (("chosen_margin", "published row"),
-                                                            ("rules_margin", f"best rule ({(g.get('rules') or {}).get('monitor')})"))
+    short = [(f"{-100 * g[k]:.1f} below the {w}" if g[k] < 0 else f"equal to the {w}")
+             for k, w in (("chosen_margin", "published row"),
+                          ("rules_margin", f"best rule ({(g.get('rules') or {}).get('monitor')})"))
              if g.get(k) is not None and g[k] <= 0]
     choices = g.get("seed_choices") or []
     differ = len({c["monitor"] for c in choices} | {g["chosen_on_validation"]}) > 1
@@ -176,7 +177,7 @@ def goal_line(g: dict) -> str:
         parts.append("**tie**: the outer-fold seeds' own choices fall on both sides (" + seeds_text(choices) + ")")
     else:
         parts.append(("reached" if g["reached"] else "not reached: " + ", ".join(short))
-                     + (f" ({'as by' if g['reached'] else 'nor by'} each outer-fold seed's own choice: "
+                     + (f" ({'as by every' if g['reached'] else 'nor by any'} outer-fold seed's own choice: "
                         f"{seeds_text(choices)})" if differ else ""))
     tail = []
     if g.get("best_on_test"):

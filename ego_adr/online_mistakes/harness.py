@@ -105,8 +105,9 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
         "column_points": dict(COLUMN_POINT),
         "videos": len(stream.recordings), "steps": len(rows), "mistakes": sum(r["label"] for r in rows),
         "training_sequences": len(train.sequences),
-        # the recogniser-noise channel of the validation episodes (cv.NOISE; empty on the oracle steps)
-        "validation_noise": dict(train.noise),
+        # what the run's stream configured (configured): the kind of steps and the recogniser-noise channel of the
+        # validation episodes (cv.NOISE; empty on the oracle steps)
+        "steps_kind": train.steps, "validation_noise": dict(train.noise),
         "threshold_rule": f"the monitor's own flag; where it sets none, p_error >= {THRESHOLD}; a thresholded "
                           "monitor flags each column at the operating point chosen by cross-validation for its "
                           "metric (column_points; operating_points holds every metric at each)",

@@ -36,8 +36,8 @@ Nothing here reads a test file: :func:`record` takes the training set alone, so 
 test labels are (``tests/monitoring/test_selection.py`` shuffles them under a fresh cache). **Each fold is kept**
 under the cache root (``online_mistakes/selection-folds/<key>.json``: the rows scoring needs, per monitor), the key
 digesting what the rows depend on -- the fold's fit recordings and its validation episodes, the steps and recogniser
-noise of the run, the monitor and its options, the code of ``online_mistakes/`` and ``monitoring/``, the library
-versions -- so a rerun, another stream of the same kind (``oracle`` and ``oracle-merged``) and the complete trials
+noise of the run, the monitor and its options, the code of ``online_mistakes/`` (but the modules that only read
+results, :data:`READERS`) and of ``monitoring/``, the library versions -- so a rerun, another stream of the same kind (``oracle`` and ``oracle-merged``) and the complete trials
 on the same training set read the folds back, and a new monitor costs only its own folds. Missing folds run as
 :mod:`.workers` tasks, one per (monitor group, seed, outer fold), beside the command's own fits.
 """
@@ -119,12 +119,29 @@ def outer_streams(train: TrainingSet, seed: int) -> list[tuple[TrainingSet, Stre
     return out
 
 
+#: The step-stream modules that only read results (reports, goal rows, the commands around the selection, the
+#: published rows, the complete trials' labels, the download): no fold's rows depend on them, so a change to them
+#: (a report's wording) keeps the kept folds. Every other module of ``online_mistakes/`` and ``monitoring/`` is in
+#: the key, a new one included; ``tests/monitoring/test_selection.py`` checks that no module in the key imports one
+#: of these.
+READERS = ("goal.py", "report.py", "evaluate.py", "complete.py", "complete_eval.py", "complete_metrics.py",
+           "complete_report.py", "complete_sources.py", "published.py", "download.py", "convert.py")
+
+
+def code_files() -> list[Path]:
+    """The files whose code a fold's rows follow: the step-stream benchmarks' but :data:`READERS`, and the monitoring
+    layer's but its command line (``monitoring/__main__.py``, which nothing imports)."""
+    pkg = Path(__file__).resolve().parents[1]
+    own = [f for f in (pkg / "online_mistakes").rglob("*.py") if f.parent.name != "online_mistakes"
+           or f.name not in READERS]
+    return sorted([*own, *(f for f in (pkg / "monitoring").rglob("*.py") if f.name != "__main__.py")])
+
+
 @lru_cache(maxsize=1)
 def _code() -> str:
-    """The digest of the code the rows follow: the step-stream benchmarks' and the monitoring layer's."""
+    """The digest of :func:`code_files`."""
     h = hashlib.sha256()
-    pkg = Path(__file__).resolve().parents[1]
-    for f in sorted([*(pkg / "online_mistakes").rglob("*.py"), *(pkg / "monitoring").rglob("*.py")]):
+    for f in code_files():
         h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -138,8 +155,12 @@ def fold_key(sub: TrainingSet, stream: Stream, name: str, options: dict) -> str:
     return hashlib.sha256(json.dumps(doc, default=str, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def _folder() -> Path:
+    return cache_root() / "online_mistakes" / "selection-folds"
+
+
 def _path(key: str) -> Path:
-    return cache_root() / "online_mistakes" / "selection-folds" / f"{key}.json"
+    return _folder() / f"{key}.json"
 
 
 def _read(key: str) -> list[dict] | None:
@@ -241,7 +262,7 @@ def record(train: TrainingSet, names: Sequence[str], options: dict | None = None
            "candidates": candidates(list(scores)), "scores": scores, "seeds": per_seed,
            "agreement": round(sum(p["chosen"] == chosen for p in per_seed) / len(per_seed), 4) if chosen else None,
            "chosen": chosen,
-           "fold_cache": {"folder": str(_path("x").parent), "read": len(have), "computed": len(new)}}
+           "fold_cache": {"folder": str(_folder()), "read": len(have), "computed": len(new)}}
     return json.loads(json.dumps(sel, default=str))  # as a reader gets it back (an option's tuple is a list)
 
 
