@@ -99,14 +99,21 @@ def test_goal_rows_carry_the_chosen_monitor_and_the_best_rules(tent_all):
     assert md[3].startswith("Best on the test (not a selection)")
 
 
-def test_the_choice_is_the_best_mean_over_the_seeds_and_each_seed_s_own_is_listed(tent_all):
-    """Recomputed from the per-seed objectives in summary.json: each seed's own choice, the mean, the agreement."""
+def test_the_choice_is_the_best_mean_over_the_seeds_and_each_seed_s_own_is_listed(online_root, tmp_path):
+    """Three outer-fold seeds on a few cheap monitors (two candidates, three rules), recomputed from the per-seed
+    scores the record keeps: each seed's own choice, the mean, the agreement; every seed's folds are its own."""
     import statistics
 
+    from ego_adr.online_mistakes import selection
+    from ego_adr.online_mistakes.data import load_training
     from ego_adr.online_mistakes.registry import REGISTRY
+    from ego_adr.store import cache_scope
 
-    sel = json.loads((tent_all / "summary.json").read_text())["selection"]
-    assert sel["outer_seeds"] == [1, 2] and [p["seed"] for p in sel["seeds"]] == [1, 2]
+    names = ["position", "unseen-step", "unseen-transition", "count-based", "ngram-oneclass"]
+    with cache_scope(tmp_path / "cache"):
+        sel = selection.record(load_training(online_root, "epic-tent-o"), names, seeds=(1, 2, 3))
+    assert sel["outer_seeds"] == [1, 2, 3] and [p["seed"] for p in sel["seeds"]] == [1, 2, 3]
+    assert sel["candidates"] == ["count-based", "ngram-oneclass"] and sel["fold_cache"]["computed"] == 5 * 3 * 5
     order = REGISTRY.names()
 
     def best(value) -> str:
@@ -117,11 +124,19 @@ def test_the_choice_is_the_best_mean_over_the_seeds_and_each_seed_s_own_is_liste
                                                 abs=1e-4)
         for s in sc["by_seed"].values():
             assert s["objective"] == pytest.approx((s["macro_f1"] + s["balanced_f1"]) / 2, abs=1e-4)
+    # every seed draws its own folds: its own validation episodes, its own scores
+    assert len({json.dumps(s, sort_keys=True) for s in sel["scores"]["count-based"]["by_seed"].values()}) == 3
     assert sel["chosen"] == best(lambda n: sel["scores"][n]["objective"])
     for p in sel["seeds"]:
         seed = str(p["seed"])
         assert p["chosen"] == best(lambda n, seed=seed: sel["scores"][n]["by_seed"][seed]["objective"])
-    assert sel["agreement"] == sum(p["chosen"] == sel["chosen"] for p in sel["seeds"]) / 2
+    assert sel["agreement"] == pytest.approx(sum(p["chosen"] == sel["chosen"] for p in sel["seeds"]) / 3, abs=1e-4)
+
+
+def test_the_session_run_records_its_seed_and_its_choice(tent_all, tent_all_seeds):
+    sel = json.loads((tent_all / "summary.json").read_text())["selection"]
+    assert sel["outer_seeds"] == [int(s) for s in tent_all_seeds.split(",")]
+    assert [p["chosen"] for p in sel["seeds"]] == [sel["chosen"]] and sel["agreement"] == 1.0
 
 
 def _row(name, macro, f1b):
