@@ -33,7 +33,7 @@ def add_flags(p) -> None:
                    help="the complete-trial benchmarks (every step of whole recordings), their tables and timing")
 
 
-def _cpu() -> float:
+def cpu() -> float:
     """CPU seconds of this process and of the worker processes it has waited for (``--jobs``)."""
     import resource
 
@@ -51,12 +51,12 @@ def run(root: str, out: Path) -> tuple[dict, dict]:
 
     summaries, seconds = {}, {}
     for b in BENCHMARKS:
-        t0, c0 = time.perf_counter(), _cpu()
+        t0, c0 = time.perf_counter(), cpu()
         with cache_scope(out / "cold-cache" / b):
             if main(["evaluate", "--benchmark", b, "--stream", "oracle", "--monitor", "all", "--data-root", root,
                      "--out", str(out / b), "--quiet"]) != 0:
                 raise SystemExit(f"evaluate {b} failed")
-        seconds[b] = (time.perf_counter() - t0, _cpu() - c0)
+        seconds[b] = (time.perf_counter() - t0, cpu() - c0)
         summaries[b] = json.loads((out / b / "summary.json").read_text())
     return summaries, seconds
 

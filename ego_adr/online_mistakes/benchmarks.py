@@ -60,6 +60,7 @@ class Settings:
     samples: int | None = None
     temperature: float | None = None
     max_new_tokens: int | None = None
+    selection_seeds: str | None = None
 
 
 class StepStreams(Benchmark):
@@ -71,6 +72,7 @@ class StepStreams(Benchmark):
         from ego_adr.online_mistakes.complete import COMPLETE, CORRECTIONS
         from ego_adr.online_mistakes.data import STREAMS
         from ego_adr.online_mistakes.monitors.prego import DECODINGS
+        from ego_adr.online_mistakes.selection import OUTER_SEEDS
 
         e.add_argument("--stream", default="oracle", metavar="S",
                        help=f"{', '.join(STREAMS)} (default oracle), or a file in PREGO's predictions format "
@@ -92,6 +94,10 @@ class StepStreams(Benchmark):
                        help="prego: sampling temperature, 0 greedy (default: the --decoding's)")
         e.add_argument("--max-new-tokens", type=int, default=None,
                        help="prego: tokens per reply (default: the --decoding's, PREGO's 4 numeric / 8 sampled)")
+        e.add_argument("--selection-seeds", default=None, metavar="S1,S2,...",
+                       help="--monitor all: the outer-fold seeds of the nested selection (default "
+                       f"{','.join(map(str, OUTER_SEEDS))}, fixed in advance); distinct whole numbers, recorded in "
+                       "summary.json and the folder's identity")
 
     def evaluate(self, s) -> int:
         from ego_adr.online_mistakes.complete import COMPLETE
@@ -121,7 +127,7 @@ def namespace(s) -> argparse.Namespace:
         monitor_option=list(s.monitor_options), partial=own.partial, data_root=own.data_root, out=str(s.out),
         corrections=own.corrections, model=s.model.model, backend=s.model.backend, base_url=s.model.base_url,
         device=s.model.device, decoding=own.decoding, samples=own.samples, temperature=own.temperature,
-        max_new_tokens=own.max_new_tokens, cache_dir=s.cache_dir, jobs=s.jobs, quiet=s.quiet)
+        max_new_tokens=own.max_new_tokens, selection_seeds=own.selection_seeds, cache_dir=s.cache_dir, jobs=s.jobs, quiet=s.quiet)
 
 
 def download(out: str, base_url: str | None, timeout: float, quiet: bool) -> int:

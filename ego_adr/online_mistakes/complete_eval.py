@@ -12,12 +12,17 @@ Order of work, so that bad input never leaves anything in ``--out``: the flags (
 the stream file's syntax, the data root and its source files (labels, intervals, the stream's lengths), the model
 when one is needed; only then the output folder is claimed and written (:class:`ego_adr.folders.OutputFolder`).
 
+Every monitor is built and fitted by :func:`ego_adr.online_mistakes.harness.fitted` on the training set
+:func:`~ego_adr.online_mistakes.harness.configured` for the complete stream (``oracle``: the annotated steps, as the
+cut benchmark's ``oracle``; a file: a recogniser's steps, with the recogniser-noise channel in validation), so
+``dtgl-do`` trains DTGL's DO* config on the oracle steps here as on the cut benchmark.
+
 The monitor chosen without the test (:func:`chosen_without_test`) is the cut benchmark's choice on the same training
-set; issue 34's nested selection, which fits every candidate once per outer fold, is kept under the cache root
-(:func:`ego_adr.online_mistakes.selection.record`: ``online_mistakes/selection/<key>.json``, the key covering the
-training set, the monitors and their options, this code and the library versions), so it is paid once per training
-set, not once per run; ``summary.json`` says when it was read. With ``--monitor all`` the fits (each monitor's and
-the selection's) run on ``--jobs`` processes (:mod:`.workers`).
+set: the nested selection over the outer-fold seeds (:mod:`.selection`), whose folds are kept under the cache root
+(``online_mistakes/selection-folds/<key>.json``, the key covering the fold's recordings and validation episodes,
+the monitor and its options, this code and the library versions), so they are paid once per training set, not once
+per run; ``summary.json``'s ``selection.fold_cache`` says how many were read. With ``--monitor all`` the fits (each
+monitor's and the selection's) run on ``--jobs`` processes (:mod:`.workers`).
 
 A monitor folder holds ``steps.jsonl`` (per step: the monitoring layer's fields, ``episode`` the video and the
 recording's truth included, then ``video``, ``step_id``, ``step_name``, ``source_label`` (correct, mistake,
@@ -44,12 +49,12 @@ from ego_adr.online_mistakes import complete_metrics as CM
 from ego_adr.online_mistakes import complete_report as CR
 from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes import evaluate as E
-from ego_adr.online_mistakes.harness import THRESHOLD, feed, write_folder
+from ego_adr.online_mistakes.harness import THRESHOLD, configured, feed, fitted, write_folder
 from ego_adr.online_mistakes.registry import REGISTRY, not_runnable
 from ego_adr.online_mistakes.types import StepContext
 from ego_adr.store import write_json, write_text
 
-COMPLETE_VERSION = "2"  # bump when what a complete-trial folder holds changes
+COMPLETE_VERSION = "3"  # bump when what a complete-trial folder holds changes
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
 
 
@@ -102,6 +107,7 @@ def result(a, name: str, train, stream: C.CompleteStream, rows: list[dict], cut_
         "videos": len(stream.recordings), "corrections": stream.corrections,
         "extra_steps": {str(k): v for k, v in stream.extra_steps.items()},
         "training_sequences": len(train.sequences), "training_benchmark": train.benchmark, **extra,
+        "steps_kind": train.steps, "validation_noise": dict(train.noise),
         "threshold_rule": f"the monitor's own flag; where it sets none, p_error >= {THRESHOLD}",
         "selection": getattr(monitor, "selection", None) or {"hyper_parameters": {}, "chosen_by": "not stated"},
         "deviations": list(getattr(monitor, "deviations", [])), "note": getattr(monitor, "note", None),
@@ -110,11 +116,16 @@ def result(a, name: str, train, stream: C.CompleteStream, rows: list[dict], cut_
     }
 
 
-def _identity(a, stream: C.CompleteStream, fingerprint: dict, monitor) -> dict:
+def _identity(a, train, stream: C.CompleteStream, fingerprint: dict, monitor) -> dict:
     ident = {"command": "monitoring evaluate", "benchmark": a.benchmark, "stream": stream.name,
              "stream_sha256": stream.sha256, "corrections": stream.corrections,
-             **{f"{k}_sha256": v for k, v in fingerprint.items()}, "harness_version": COMPLETE_VERSION}
+             **{f"{k}_sha256": v for k, v in fingerprint.items()}, "harness_version": COMPLETE_VERSION,
+             "validation_noise": dict(train.noise)}
     ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
+    if isinstance(monitor, str):
+        ident.update({f"option.{k}": v for k, v in (getattr(a, "options", None) or {}).get(monitor, {}).items()})
+    else:
+        ident["selection_seeds"] = list(a.seeds)
     names = [monitor] if isinstance(monitor, str) else monitor
     if any(REGISTRY.get(m).needs_model for m in names):
         ident.update({k: getattr(a, k, None) for k in E.MODEL_KEYS})
@@ -125,8 +136,7 @@ def _identity(a, stream: C.CompleteStream, fingerprint: dict, monitor) -> dict:
 def _one(a, name, train, stream, cut, out: Path, ident: dict, model, extra: dict) -> dict:
     with OutputFolder(out, ident, "--out", RESULT_FILES):
         t0 = time.perf_counter()
-        monitor = REGISTRY.build(name, **_kwargs(a, name, model))
-        monitor.fit(train)
+        monitor = fitted(name, train, **_kwargs(a, name, model))
         rows = rows_of(monitor, stream)
         cut_rows = feed(monitor, train, cut)
         res = result(a, name, train, stream, rows, cut_rows, monitor, extra)
@@ -153,11 +163,11 @@ def _run_all(a, names: list[str], train, stream, cut, out: Path, fingerprint: di
     monitors that need no model and the selection's fits (unless cached) on worker processes, the others here."""
     from ego_adr.online_mistakes import selection, workers
 
-    idents = {n: _identity(a, stream, fingerprint, n) for n in names}
+    idents = {n: _identity(a, train, stream, fingerprint, n) for n in names}
     by, sel = selection.run_beside(
         train, names, getattr(a, "options", None) or {}, a.jobs,
         lambda n: _one(a, n, train, stream, cut, out / n, idents[n], model, extra),
-        lambda g: (_group, (workers.plain(a), g, train, stream, cut, out, idents, extra)))
+        lambda g: (_group, (workers.plain(a), g, train, stream, cut, out, idents, extra)), a.seeds)
     return [_said(a, by[n], out / n) for n in names], sel
 
 
@@ -169,7 +179,7 @@ def _checked_flags(a) -> list[str]:
     names = E._check_flags(cut_args)
     a.prego_settings = getattr(cut_args, "prego_settings", None)
     a.options = getattr(cut_args, "options", {})
-    a.jobs = cut_args.jobs
+    a.jobs, a.seeds, a.monitor = cut_args.jobs, cut_args.seeds, cut_args.monitor
     if a.stream != "oracle" and (a.stream in D.STREAMS or not Path(a.stream).is_file()):
         raise UserError(f"--stream {a.stream!r}: {a.benchmark} takes oracle or a predictions file covering whole "
                         f"recordings ({', '.join(s for s in D.STREAMS if s != 'oracle')} hold only the cut sequences)")
@@ -180,26 +190,28 @@ def evaluate_complete(a) -> int:
     names = _checked_flags(a)
     corrections = getattr(a, "corrections", None) or "correct"
     parsed = None if a.stream == "oracle" else D.parse_predictions(a.stream)
-    train = C.training(a.data_root, a.benchmark)
     stream = C.load_stream(a.data_root, a.benchmark, a.stream, corrections, parsed)
+    train = configured(C.training(a.data_root, a.benchmark), stream.name)  # every fit of the run gets the stream's
     cut = D.load_stream(a.data_root, C.spec(a.benchmark).cut, "oracle")
     fingerprint = C.fingerprint(a.data_root, a.benchmark)
     extra = {"training_steps_by_source_label": C.training_errors(a.data_root, a.benchmark)}
     why = not_runnable(a.monitor, names, bool(a.model))
     skipped = list(why)
     names = [n for n in names if n not in why]
+    E.check_inputs(a, names, train)
     model = E._model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
     for note in stream.notes:
         print(f"note: {note}")
     out = Path(a.out)
     if a.monitor != "all":
-        _said(a, _one(a, names[0], train, stream, cut, out, _identity(a, stream, fingerprint, names[0]), model,
+        _said(a, _one(a, names[0], train, stream, cut, out, _identity(a, train, stream, fingerprint, names[0]), model,
                       extra), out)
         return 0
-    with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
+    with OutputFolder(out, _identity(a, train, stream, fingerprint, names), "--out", ("summary.json",)):
         results, how = _run_all(a, names, train, stream, cut, out, fingerprint, model, extra)
         chosen = how["chosen"]
-        summary = CR.summary(results, a.benchmark, stream, [f"{n} ({why[n]})" for n in skipped], chosen, how)
+        summary = CR.summary(results, a.benchmark, stream, [f"{n} ({why[n]})" for n in skipped], chosen, how,
+                             _agreement(out, chosen, names))
         write_text(out / "summary.md", CR.summary_markdown(results, summary))
         write_json(out / "summary.json", summary)
     if not getattr(a, "quiet", False):
@@ -209,12 +221,28 @@ def evaluate_complete(a) -> int:
     return 0
 
 
-def chosen_without_test(train, results: list[dict], options: dict | None = None) -> tuple[str | None, dict]:
-    """The monitor chosen without the test, by the cut benchmarks' own rule on the same training set: issue 34's
-    nested cross-validation (``selection.record``, kept under the cache root). Never a test number."""
+def _agreement(out: Path, chosen: str | None, names: list[str]) -> dict:
+    """Each reference rule's alarm agreement with the chosen monitor, from their ``steps.jsonl``."""
+    from ego_adr.online_mistakes.goal import agreement
+    from ego_adr.online_mistakes.registry import REFERENCE
+
+    if chosen is None:
+        return {}
+
+    def rows(n: str) -> list[dict]:
+        return [json.loads(x) for x in (out / n / "steps.jsonl").read_text().splitlines() if x.strip()]
+
+    return {r: agreement(rows(chosen), rows(r)) for r in REFERENCE if r in names and r != chosen}
+
+
+def chosen_without_test(train, results: list[dict], options: dict | None = None, seeds=None
+                        ) -> tuple[str | None, dict]:
+    """The monitor chosen without the test, by the cut benchmarks' own rule on the same training set: the nested
+    cross-validation over the outer-fold seeds (``selection.record``, its folds kept under the cache root). Never a
+    test number."""
     from ego_adr.online_mistakes import selection
 
-    sel = selection.record(train, [m["monitor"] for m in results], options)
+    sel = selection.record(train, [m["monitor"] for m in results], options, seeds or selection.OUTER_SEEDS)
     return sel["chosen"], sel
 
 

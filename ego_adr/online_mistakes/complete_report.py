@@ -1,19 +1,23 @@
 """``report.md``, ``summary.json`` and ``summary.md`` of the complete-trial benchmarks: each monitor's cut-protocol
-row beside its complete-trial row, the blind baselines among them, and the goal of issue 35.
+row beside its complete-trial row, the blind baselines and reference rules among them, and the goal of issue 35 as
+issue 42 states it.
 
 The goal: the monitor chosen without the test (:func:`.complete_eval.chosen_without_test`: the cut benchmarks'
-own rule on the same training set) at least :data:`TARGET` of macro F1 above the best blind baseline
-(:data:`BLIND`: monitors that never look at which step was done), with its AUROC beside; where it is not, the
-summary says by how much. No published table scores these benchmarks, so there is no published row to print.
+own rule on the same training set) at least :data:`TARGET` of macro F1 above the best *rule* -- the blind
+baselines (:data:`BLIND`: monitors that never look at which step was done) and the reference rules
+(:data:`REFERENCE`: the training vocabulary alone) together -- with its AUROC beside; where it is not, the summary
+says by how much. The verdict reads ``tie`` when it hangs on the outer-fold seed of the selection (the seeds' own
+choices fall on both sides of the target; :func:`ego_adr.online_mistakes.goal.verdict`). No published table scores
+these benchmarks, so there is no published row to print.
 """
 
 from __future__ import annotations
 
 from ego_adr.online_mistakes.complete import COMPLETE, CompleteStream
+from ego_adr.online_mistakes.goal import agreement_text, seed_choices, seeds_text, verdict
+from ego_adr.online_mistakes.registry import BLIND, REFERENCE
 
-#: Monitors blind to which step was done: they read at most the step's position (h34's never-alarm and position
-#: plug in by name; a name the registry lacks is simply absent from a run).
-BLIND = ("never-alarm", "position", "flag-all")
+RULES = (*BLIND, *REFERENCE)
 TARGET = 0.10
 COLS = (("macro F1", "macro_f1"), ("AUROC", "auroc"), ("F1b", "balanced_f1"), ("P", "mistake_precision"),
         ("R", "mistake_recall"), ("AUPRC", "auprc"))
@@ -50,7 +54,8 @@ def header() -> list[str]:
 
 def row(m: dict) -> str:
     d = m["detection"]
-    tag = " (blind)" if m["monitor"] in BLIND else " (privileged)" if m.get("privileged") else ""
+    tag = " (blind)" if m["monitor"] in BLIND else " (reference)" if m["monitor"] in REFERENCE else \
+        " (privileged)" if m.get("privileged") else ""
     m3 = " / ".join(_pct(d.get(k)) for k in ("on_target", "early", "late", "missed"))
     cells = " | ".join(_cell(m, k) + (_ci(m, k) if k in ("macro_f1", "auroc") else "") for _, k in COLS)
     fa = "" if d.get("false_alarms_before_first") is None else f"{d['false_alarms_before_first']:.2f}"
@@ -115,48 +120,73 @@ def monitor_report(m: dict) -> str:
     return "\n".join(lines)
 
 
-def goal(results: list[dict], chosen_name: str | None) -> list[dict]:
-    """The goal row: the monitor chosen without the test against the best blind baseline in macro F1 (and
-    AUROC); none when nothing was chosen or no blind baseline ran."""
-    blind = [m for m in results if m["monitor"] in BLIND]
-    open_ = [m for m in results if not m["privileged"] and m["monitor"] not in BLIND]
+def goal(results: list[dict], chosen_name: str | None, seeds: list[dict] | None = None) -> list[dict]:
+    """The goal row: the monitor chosen without the test against the best blind baseline, the best reference rule
+    and the best of both in macro F1 (and AUROC), its verdict over the outer-fold seeds' own choices (``seeds``:
+    ``selection.seeds``); none when nothing was chosen or no rule ran."""
     chosen = next((m for m in results if m["monitor"] == chosen_name), None)
-    top = max(blind, key=lambda m: m["macro_f1"], default=None)
-    best = max(open_, key=lambda m: m["macro_f1"], default=None)
-    if chosen is None or top is None:
+    blind = [m for m in results if m["monitor"] in BLIND]
+    rules = [m for m in results if m["monitor"] in RULES]
+    open_ = [m for m in results if not m["privileged"] and m["monitor"] not in RULES]
+    if chosen is None or not rules:
         return []
-    margin = chosen["macro_f1"] - top["macro_f1"]
-    return [{"metric": "macro_f1", "chosen_on_validation": chosen["monitor"], "chosen_value": chosen["macro_f1"],
-             "chosen_auroc": chosen["auroc"], "blind": {"monitor": top["monitor"], "value": top["macro_f1"]},
-             "blind_auroc": {m["monitor"]: m["auroc"] for m in blind}, "blind_margin": margin, "target": TARGET,
-             "reached": margin >= TARGET, "best_on_test": {"monitor": best["monitor"], "value": best["macro_f1"]},
-             "blind_not_run": [b for b in BLIND if b not in {m["monitor"] for m in results}]}]
+    g = {"metric": "macro_f1", "chosen_on_validation": chosen["monitor"], "chosen_value": chosen["macro_f1"],
+         "chosen_auroc": chosen["auroc"], "blind_auroc": {m["monitor"]: m["auroc"] for m in blind}, "target": TARGET}
+    for key, names in (("blind", BLIND), ("reference", REFERENCE), ("rules", RULES)):
+        top = max((m for m in results if m["monitor"] in names), key=lambda m: m["macro_f1"], default=None)
+        g[key] = {"monitor": top["monitor"], "value": top["macro_f1"]} if top else None
+        g[f"{key}_margin"] = chosen["macro_f1"] - top["macro_f1"] if top else None
+    bar = g["rules"]["value"] + TARGET
+
+    def above(v: float) -> bool:
+        return v >= bar - 1e-12
+
+    g["seed_choices"] = seed_choices(results, seeds, "macro_f1", above)
+    g["verdict"] = verdict([chosen["macro_f1"], *(c["value"] for c in g["seed_choices"])], above)
+    g["reached"] = g["verdict"] == "reached"
+    best = max(open_, key=lambda m: m["macro_f1"], default=None)
+    if best:
+        g["best_on_test"] = {"monitor": best["monitor"], "value": best["macro_f1"]}
+    g["rules_not_run"] = [b for b in RULES if b not in {m["monitor"] for m in results}]
+    return [g]
 
 
 def summary(results: list[dict], benchmark: str, stream: CompleteStream, not_run: list[str], chosen: str | None,
-            selection: dict) -> dict:
+            selection: dict, agree: dict | None = None) -> dict:
     keys = ("mistake_precision", "mistake_recall", "mistake_f1", "balanced_precision", "balanced_f1", "macro_f1",
             "auroc", "auprc", "tp", "fp", "fn", "tn", "intervals", "detection", "steps", "mistakes")
     rows = [{"monitor": m["monitor"], "privileged": m["privileged"], "blind": m["monitor"] in BLIND,
-             **{k: m[k] for k in keys}, "cut": m["cut"]} for m in results]
+             "reference": m["monitor"] in REFERENCE, **{k: m[k] for k in keys}, "cut": m["cut"]} for m in results]
     return {"benchmark": benchmark, "stream": stream.name, "stream_sha256": stream.sha256,
             "corrections": stream.corrections, "chosen_on_validation": chosen, "selection": selection, "rows": rows,
-            "not_run": not_run, "goal": goal(results, chosen)}
+            "not_run": not_run, "goal": goal(results, chosen, selection.get("seeds")),
+            "reference_agreement": agree or {}}
 
 
 def goal_lines(s: dict) -> list[str]:
     out = []
     for g in s["goal"]:
-        verdict = "reached" if g["reached"] else \
-            f"not reached: {100 * (g['target'] - g['blind_margin']):.1f} points short"
+        short = 100 * (g["target"] - g["rules_margin"])
+        choices = g.get("seed_choices") or []
+        differ = len({c["monitor"] for c in choices} | {g["chosen_on_validation"]}) > 1
+        verdict_ = {"reached": "reached", "not reached": f"not reached: {short:.1f} points short",
+                    "tie": "**tie**: the outer-fold seeds' own choices fall on both sides of it"}[g["verdict"]]
+        ref = g.get("reference")
         out.append(f"- goal, {s['benchmark']} ({s['stream']}): the monitor chosen on validation alone "
                    f"({g['chosen_on_validation']}) scores macro F1 {_pct(g['chosen_value'])} (AUROC "
-                   f"{_auc(g['chosen_auroc'])}), {100 * g['blind_margin']:+.1f} points against the best blind baseline "
-                   f"({g['blind']['monitor']}, {_pct(g['blind']['value'])}); target +{100 * g['target']:.0f}: "
-                   f"{verdict}. Best on the test (a choice made by looking at it): {g['best_on_test']['monitor']} "
-                   f"{_pct(g['best_on_test']['value'])}."
-                   + (f" Blind baselines not in this run (not registered): {', '.join(g['blind_not_run'])}."
-                      if g.get("blind_not_run") else ""))
+                   f"{_auc(g['chosen_auroc'])}), {100 * g['rules_margin']:+.1f} points against the best rule "
+                   f"({g['rules']['monitor']}, {_pct(g['rules']['value'])}; best blind baseline "
+                   f"{g['blind']['monitor'] if g.get('blind') else 'none'}"
+                   + (f" {_pct(g['blind']['value'])}" if g.get("blind") else "")
+                   + (f", best reference rule {ref['monitor']} {_pct(ref['value'])}" if ref else "")
+                   + f"); target +{100 * g['target']:.0f}: {verdict_}"
+                   + (f" (each outer-fold seed's own choice: {seeds_text(choices)})" if differ else "")
+                   + (f". Best on the test (a choice made by looking at it): {g['best_on_test']['monitor']} "
+                      f"{_pct(g['best_on_test']['value'])}" if g.get("best_on_test") else "") + "."
+                   + (f" Rules not in this run (not registered): {', '.join(g['rules_not_run'])}."
+                      if g.get("rules_not_run") else ""))
+    for r, a in (s.get("reference_agreement") or {}).items():
+        out.append(f"- reference rule beside {s['chosen_on_validation']}: {agreement_text(r, a)}")
     return out
 
 

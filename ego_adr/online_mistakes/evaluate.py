@@ -7,11 +7,15 @@ one will run), and only then the output folder is claimed (:class:`ego_adr.folde
 settings redo their results identically, other settings refuse in one line) and results are written.
 
 ``--monitor all`` runs every registered monitor into ``OUT/<monitor>/`` (each folder as a single run would write
-it) and writes ``OUT/summary.json`` (one row per monitor: name, privileged, blind, every metric and its interval;
-the monitor chosen without the test, :mod:`.selection`, and how; position's ceiling; the goal rows,
-:mod:`.goal`) and ``OUT/summary.md``, which leads with the chosen monitor; a monitor that needs a model runs only
-when ``--model`` is given and is listed as not run otherwise. Every report prints the blind baselines of its
-stream (:func:`references`).
+it) and writes ``OUT/summary.json`` (one row per monitor: name, privileged, blind, reference, every metric and its
+interval; the monitor chosen without the test, :mod:`.selection` over its outer-fold seeds (``--selection-seeds``,
+default :data:`.selection.OUTER_SEEDS`), and how; position's ceiling; the goal rows, :mod:`.goal`; the reference
+rules' alarm agreement with the chosen monitor) and ``OUT/summary.md``, which leads with the chosen monitor; a
+monitor that needs a model runs only when ``--model`` is given and is listed as not run otherwise. Every report
+prints the blind baselines and reference rules of its stream (:func:`references`), with each rule's agreement with
+the report's monitor. The training set every fit of a run is given is the one
+:func:`~ego_adr.online_mistakes.harness.configured` makes for its stream (the run's own fits, the nested selection's
+and the reference rows').
 A monitor's options come as ``--monitor-option KEY=VALUE`` and are checked against what the monitor declares
 (:meth:`ego_adr.monitoring.registry.Registry.options`); PREGO's older flags (``--decoding``, ``--samples``,
 ``--temperature``, ``--max-new-tokens``) are aliases of its options. With ``--monitor all`` an option goes to
@@ -25,28 +29,27 @@ test videos were scored, and no goal line compares such a run with a published r
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
 from ego_adr.monitoring.step_metrics import COUNT_KEYS, METRIC_KEYS, RANK_KEYS
-from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes import data as D
+from ego_adr.online_mistakes.goal import agreement
 from ego_adr.online_mistakes.harness import (
     HARNESS_VERSION,
     RESULT_FILES,
+    configured,
     result,
     run_monitor,
     write_folder,
 )
-from ego_adr.online_mistakes.registry import BLIND, REGISTRY, not_runnable
+from ego_adr.online_mistakes.registry import BLIND, REFERENCE, REGISTRY, not_runnable
 from ego_adr.online_mistakes.report import monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json, write_text
 
 MODEL_KEYS = ("model", "backend", "base_url")
-ORACLES = ("oracle", "oracle-merged")  # the ground-truth steps: no recogniser noise in validation
 ALIASES = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's flags: aliases of its options
 
 
@@ -90,6 +93,21 @@ def _options(a, names: list[str]) -> dict[str, dict]:
     return out
 
 
+def _seeds(a) -> tuple[int, ...]:
+    """``--selection-seeds`` (``--monitor all`` only), else the selection's seeds fixed in advance."""
+    from ego_adr.online_mistakes.selection import OUTER_SEEDS, check_seeds
+
+    text = getattr(a, "selection_seeds", None)
+    if text is None:
+        return OUTER_SEEDS
+    if a.monitor != "all":
+        raise UserError(f"--selection-seeds {text}: the nested selection runs with --monitor all only")
+    try:
+        return check_seeds([x.strip() for x in str(text).split(",") if x.strip()])
+    except ValueError as e:
+        raise UserError(f"--selection-seeds {text!r}: {e}; give distinct whole numbers, e.g. 1,2,3,4,5") from None
+
+
 def _check_flags(a) -> list[str]:
     """Every check that needs no data; the monitors to run."""
     check_writable_dir(a.out, "--out")
@@ -107,8 +125,10 @@ def _check_flags(a) -> list[str]:
     elif a.monitor not in REGISTRY:
         raise UserError(f"--monitor {a.monitor!r} is not one of {', '.join(REGISTRY.names())}, all")
     else:
+        a.monitor = REGISTRY.get(a.monitor).name  # an alias (one-step-memory) runs, and is named, as its rule
         names = [a.monitor]
     a.options = _options(a, names)
+    a.seeds = _seeds(a)
     if a.monitor != "all" and REGISTRY.get(a.monitor).needs_model and not a.model:
         raise UserError(f"--monitor {a.monitor} needs --model NAME (an alias, hub id or folder; --model tiny runs "
                         "offline)")
@@ -125,19 +145,30 @@ def _check_flags(a) -> list[str]:
     return names
 
 
-def _identity(a, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) -> dict:
+def check_inputs(a, names: list[str], train) -> None:
+    """What each monitor reads beside the training set is there (e.g. PREGO's example file) and its options fit
+    the run (e.g. a ``dtgl-do`` config the benchmark has), before anything is written; ``train`` as the run gives
+    it (:func:`~ego_adr.online_mistakes.harness.configured`)."""
+    for n in names:
+        check = getattr(REGISTRY.factory(n), "check_inputs", None)
+        if check is not None:
+            check(train, a.data_root, a.options[n])
+
+
+def _identity(a, train, stream: D.Stream, fingerprint: dict, monitor: str | list[str]) -> dict:
     """What a folder holds: one monitor's results (``monitor``: its name, the same whether run alone or by
     ``all``), or ``all``'s summary (``monitor``: the list)."""
     ident = {"command": "monitoring evaluate", "benchmark": a.benchmark, "stream": stream.name,
              "stream_sha256": stream.sha256, **{f"{k}_sha256": v for k, v in fingerprint.items()},
              "harness_version": HARNESS_VERSION,
-             "validation_noise": {} if a.stream in ORACLES else dict(cv.NOISE)}
+             "validation_noise": dict(train.noise)}
     names = [monitor] if isinstance(monitor, str) else monitor
     ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
     if isinstance(monitor, str):  # one key per option, so a refusal names the option that differs
         ident.update({f"option.{k}": v for k, v in a.options[monitor].items()})
     else:
         ident["options"] = {n: a.options[n] for n in names}
+        ident["selection_seeds"] = list(a.seeds)
     if stream.coverage["scored"] < stream.coverage["benchmark"]:
         ident["coverage"] = stream.coverage
     if any(REGISTRY.get(m).needs_model for m in names):
@@ -152,20 +183,23 @@ def _model(a):
                                   base_url=a.base_url, cache_dir=a.cache_dir))
 
 
-def references(train, stream) -> tuple[list[dict], dict]:
-    """The blind baselines' results on ``stream`` (each table prints them) and position's ceiling: ``position``
-    with k picked on this very stream, computed here for the tables and never used to choose anything."""
+def references(train, stream) -> tuple[list[dict], dict, dict[str, list[dict]]]:
+    """The blind baselines' and reference rules' results on ``stream`` (each table prints them), position's
+    ceiling -- ``position`` with k picked on this very stream, computed here for the tables and never used to choose
+    anything -- and the reference rules' per-step rows (each monitor's agreement with them)."""
     from ego_adr.monitoring.step_metrics import intervals, scored
     from ego_adr.online_mistakes.monitors.baselines import position_ceiling
 
-    blind = []
-    for name in BLIND:
+    rules, rule_rows = [], {}
+    for name in (*BLIND, *REFERENCE):
         rows, monitor = run_monitor(name, train, stream)
-        blind.append(result(name, train, stream, rows, monitor))
+        rules.append(result(name, train, stream, rows, monitor))
+        if name in REFERENCE:
+            rule_rows[name] = rows
     ks, rows = position_ceiling([r for rec in stream.recordings for r in
                                  ({"episode": rec.video, "index": t, "label": y} for t, y in enumerate(rec.labels))])
-    return blind, scored(rows) | {"intervals": intervals(rows), "k": ks, "stream": stream.name,
-                                  "monitor": "position (k picked on the test)"}
+    return rules, scored(rows) | {"intervals": intervals(rows), "k": ks, "stream": stream.name,
+                                  "monitor": "position (k picked on the test)"}, rule_rows
 
 
 def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> dict:
@@ -176,10 +210,13 @@ def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> di
         rows, monitor = run_monitor(name, train, stream, **kw)
         res = result(name, train, stream, rows, monitor, a.options[name])
         res["seconds"] = round(time.perf_counter() - t0, 3)
-        blind, ceiling = refs
-        res["blind_baselines"] = {b["monitor"]: {k: b[k] for k in ("macro_f1", "balanced_f1")} for b in blind}
+        rules, ceiling, rule_rows = refs
+        for key, names in (("blind_baselines", BLIND), ("reference_rules", REFERENCE)):
+            res[key] = {b["monitor"]: {k: b[k] for k in ("macro_f1", "balanced_f1")} for b in rules
+                        if b["monitor"] in names}
         res["position_ceiling"] = {k: {"k": ceiling["k"][k], "value": ceiling[k]} for k in ceiling["k"]}
-        write_folder(out, rows, res, monitor_report(res, blind, ceiling), getattr(monitor, "files", None))
+        res["reference_agreement"] = {r: agreement(rows, rr) for r, rr in rule_rows.items() if r != name}
+        write_folder(out, rows, res, monitor_report(res, rules, ceiling), getattr(monitor, "files", None))
     return res
 
 
@@ -200,11 +237,11 @@ def _run_all(a, names: list[str], train, stream, out: Path, fingerprint: dict, m
     (results in ``names``' order, the selection)."""
     from ego_adr.online_mistakes import selection, workers
 
-    idents = {n: _identity(a, stream, fingerprint, n) for n in names}
+    idents = {n: _identity(a, train, stream, fingerprint, n) for n in names}
     by, sel = selection.run_beside(
         train, names, a.options, a.jobs,
         lambda n: _one(a, n, train, stream, out / n, idents[n], model, refs),
-        lambda g: (_group, (workers.plain(a), g, train, stream, out, idents, refs)))
+        lambda g: (_group, (workers.plain(a), g, train, stream, out, idents, refs)), a.seeds)
     return [_said(a, by[n], out / n) for n in names], sel
 
 
@@ -215,16 +252,18 @@ def _summary(a, out: Path, stream, results: list[dict], skipped: list[str], ceil
 
     keys = (*METRIC_KEYS, *RANK_KEYS, *COUNT_KEYS)
     rows = [{"monitor": m["monitor"], "privileged": m["privileged"], "blind": m["monitor"] in BLIND,
+             "reference": m["monitor"] in REFERENCE,
              **{k: m[k] for k in keys}, "intervals": m["intervals"]} for m in results]
-    goals = goal(results, a.benchmark, stream.name, sel["chosen"], ceiling)
+    goals = goal(results, a.benchmark, stream.name, sel["chosen"], ceiling, sel["seeds"])
+    agree = next((m.get("reference_agreement") for m in results if m["monitor"] == sel["chosen"]), None)
     summary = {"benchmark": a.benchmark, "stream": stream.name, "stream_sha256": stream.sha256,
                "coverage": stream.coverage, "unscored_videos": list(stream.unscored),
                "chosen_on_validation": sel["chosen"], "selection": sel, "rows": rows,
                "position_ceiling": {k: {"k": ceiling["k"][k], "value": ceiling[k],
                                         "interval": ceiling["intervals"].get(k)} for k in ceiling["k"]},
-               "not_run": list(skipped), "goal": goals}
+               "not_run": list(skipped), "goal": goals, "reference_agreement": agree}
     write_text(out / "summary.md", summary_markdown(results, a.benchmark, stream.name, summary["not_run"], goals,
-                                                    sel, ceiling))
+                                                    sel, ceiling, agree))
     write_json(out / "summary.json", summary)
 
 
@@ -238,25 +277,22 @@ def evaluate(a) -> int:
         raise UserError(f"--data-root {a.data_root}: {D.spec(a.benchmark).files()['train']} holds no training "
                         f"sequence, and --monitor {a.monitor} trains on them; {D.DOWNLOAD_HINT}")
     stream = D.load_stream(a.data_root, a.benchmark, a.stream, parsed, partial=a.partial)
-    if a.stream not in ORACLES:  # a recogniser's output: validation episodes pass through the noise channel
-        train = dataclasses.replace(train, noise=cv.NOISE)
+    train = configured(train, stream.name)  # every fit of this run, the nested selection's too, gets the stream's
     fingerprint = D.data_fingerprint(a.data_root, a.benchmark)
     why = not_runnable(a.monitor, names, bool(a.model))
     skipped = list(why)
     names = [n for n in names if n not in why]
-    for n in names:  # what a monitor reads beside the training set (e.g. PREGO's example file) is there
-        check = getattr(REGISTRY.factory(n), "check_inputs", None)
-        if check is not None:
-            check(train, a.data_root, a.options[n])
+    check_inputs(a, names, train)
     model = _model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
     for note in stream.notes:
         print(f"note: {note}")
     out = Path(a.out)
     refs = references(train, stream)
     if a.monitor != "all":
-        _said(a, _one(a, names[0], train, stream, out, _identity(a, stream, fingerprint, names[0]), model, refs), out)
+        ident = _identity(a, train, stream, fingerprint, names[0])
+        _said(a, _one(a, names[0], train, stream, out, ident, model, refs), out)
         return 0
-    with OutputFolder(out, _identity(a, stream, fingerprint, names), "--out", ("summary.json",)):
+    with OutputFolder(out, _identity(a, train, stream, fingerprint, names), "--out", ("summary.json",)):
         results, sel = _run_all(a, names, train, stream, out, fingerprint, model, refs)
         _summary(a, out, stream, results, [f"{n} ({why[n]})" for n in skipped], refs[1], sel)
     if not a.quiet:

@@ -18,6 +18,7 @@ CPU) and ``report.md`` (ours beside the published rows and the blind baselines).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -26,13 +27,15 @@ from ego_adr.monitoring.monitor import run_episode
 from ego_adr.monitoring.numerics import cpu_model, stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.monitoring.step_metrics import COLUMN_POINT, OPERATING_POINTS, RESAMPLES, SEED, intervals, scored
+from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.data import Stream
 from ego_adr.online_mistakes.registry import REGISTRY
-from ego_adr.online_mistakes.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.types import ORACLE_STEPS, RECOGNISED_STEPS, StepContext, TrainingSet
 from ego_adr.store import write_json, write_text
 
 THRESHOLD = 0.5
-HARNESS_VERSION = "2"  # bump when what a folder holds changes: an old folder is then not resumed as current
+ORACLE_STREAMS = ("oracle", "oracle-merged")  # the ground-truth steps of the cut benchmarks
+HARNESS_VERSION = "3"  # bump when what a folder holds changes: an old folder is then not resumed as current
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
 
 
@@ -41,11 +44,31 @@ def _observations(steps):
     yield from steps
 
 
-def run_monitor(name: str, train: TrainingSet, stream: Stream, **build_kw) -> tuple[list[dict], object]:
-    """The per-step rows of monitor ``name`` on ``stream``, and the fitted monitor (for its selection, stats)."""
-    # the stream's name reaches a monitor that takes it (dtgl-do: DTGL trains another graph for recognised steps)
-    monitor = REGISTRY.build(name, **{"stream": stream.name, **build_kw})
+def configured(train: TrainingSet, stream: str) -> TrainingSet:
+    """``train`` as every monitor of a run on ``stream`` is given it, the one place a stream configures the monitors
+    (issue 42): the ground-truth segments (``oracle``, ``oracle-merged``, a complete benchmark's ``oracle``) are
+    :data:`ORACLE_STEPS` with clean validation episodes; a recogniser's output (``miniroad``, a file) is
+    :data:`RECOGNISED_STEPS` with validation through the recogniser-noise channel (:data:`cv.NOISE`). Every fit of
+    the run -- its own, the nested selection's outer folds, the complete trials' -- receives this training set (or a
+    ``dataclasses.replace`` of it), so ``dtgl-do``'s ``config=auto`` picks DTGL's config of that kind of steps."""
+    if stream in ORACLE_STREAMS:
+        return dataclasses.replace(train, steps=ORACLE_STEPS, noise=())
+    return dataclasses.replace(train, steps=RECOGNISED_STEPS, noise=tuple(cv.NOISE))
+
+
+def fitted(name: str, train: TrainingSet, **build_kw):
+    """Monitor ``name`` (or an alias of it) built from the registry and fitted on ``train``: the one builder of the
+    step-stream benchmarks (the harness, the nested selection and the complete trials all call it), so what a
+    monitor is given cannot differ between them."""
+    monitor = REGISTRY.build(REGISTRY.get(name).name, **build_kw)
     monitor.fit(train)  # a monitor without training keeps the layer Monitor's no-op fit
+    return monitor
+
+
+def run_monitor(name: str, train: TrainingSet, stream: Stream, **build_kw) -> tuple[list[dict], object]:
+    """The per-step rows of monitor ``name`` on ``stream``, and the fitted monitor (for its selection, stats);
+    fitted on ``train`` :func:`configured` for ``stream``."""
+    monitor = fitted(name, configured(train, stream.name), **build_kw)
     return feed(monitor, train, stream), monitor
 
 
@@ -82,8 +105,9 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
         "column_points": dict(COLUMN_POINT),
         "videos": len(stream.recordings), "steps": len(rows), "mistakes": sum(r["label"] for r in rows),
         "training_sequences": len(train.sequences),
-        # the recogniser-noise channel of the validation episodes (cv.NOISE; empty on the oracle steps)
-        "validation_noise": dict(train.noise),
+        # what the run's stream configured (configured): the kind of steps and the recogniser-noise channel of the
+        # validation episodes (cv.NOISE; empty on the oracle steps)
+        "steps_kind": train.steps, "validation_noise": dict(train.noise),
         "threshold_rule": f"the monitor's own flag; where it sets none, p_error >= {THRESHOLD}; a thresholded "
                           "monitor flags each column at the operating point chosen by cross-validation for its "
                           "metric (column_points; operating_points holds every metric at each)",

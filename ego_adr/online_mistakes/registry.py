@@ -5,11 +5,14 @@ The task input of both benchmarks is :data:`~ego_adr.online_mistakes.types.STEP_
 correct training sequences, the observed prefix, the recording's task); a monitor that reads more is privileged
 and reported apart. Every monitor here is deterministic: the same output on every run and any ``PYTHONHASHSEED``.
 
-:data:`BLIND` are the monitors that never look at which step was done: every table prints them, the goal compares
-with the best of them, and they are never the monitor chosen as the headline (:mod:`.selection`).
+:data:`BLIND` are the monitors that never look at which step was done, :data:`REFERENCE` the rules that read only
+the training vocabulary (issue 42): every table prints both, each goal row compares the chosen monitor with the best
+of them, and neither is ever the monitor chosen as the headline (:mod:`.selection`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ego_adr.monitoring.registry import MonitorSpec, Registry
 from ego_adr.online_mistakes.types import PREFIX, STEP_INPUT, TASK, TAXONOMY, TRAINING
@@ -17,6 +20,17 @@ from ego_adr.online_mistakes.types import PREFIX, STEP_INPUT, TASK, TAXONOMY, TR
 _M = "ego_adr.online_mistakes.monitors"
 #: The blind baselines (:mod:`ego_adr.online_mistakes.monitors.baselines`).
 BLIND = ("flag-all", "never-alarm", "position")
+#: The reference rules (:mod:`ego_adr.online_mistakes.monitors.reference`): the training vocabulary alone, no
+#: threshold; printed beside the blind rows, compared with in every goal row, never chosen.
+REFERENCE = ("unseen-step", "unseen-transition")
+
+
+@dataclass(frozen=True)
+class StepMonitorSpec(MonitorSpec):
+    """A step-stream monitor's spec, with the other names it answers to (``aliases``: one rule, one row)."""
+
+    aliases: tuple[str, ...] = ()
+
 
 REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
     MonitorSpec("flag-all", f"{_M}.baselines:FlagAll", "blind baseline: alarms at every step (what F1b gives "
@@ -25,9 +39,13 @@ REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
                 "away where mistakes are rare)", ()),
     MonitorSpec("position", f"{_M}.baselines:Position", "blind baseline: alarms from the k-th step of the recording "
                 "on, whatever the step (k by cross-validation on the training sequences)", (TRAINING,), trains=True),
-    MonitorSpec("one-step-memory", f"{_M}.baselines:OneStepMemory",
-                "a transition never seen in the training sequences is a mistake (our reading of TI-PREGO's row)",
-                (TRAINING, PREFIX), trains=True),
+    MonitorSpec("unseen-step", f"{_M}.reference:UnseenStep",
+                "reference rule: a step no training recording contains is a mistake (no threshold)",
+                (TRAINING,), trains=True),
+    StepMonitorSpec("unseen-transition", f"{_M}.reference:UnseenTransition",
+                    "reference rule: a transition (previous step, this step) no training recording contains is a "
+                    "mistake (no threshold; alias one-step-memory, our reading of TI-PREGO's row)",
+                    (TRAINING, PREFIX), trains=True, aliases=("one-step-memory",)),
     MonitorSpec("count-based", f"{_M}.count_based:CountBased",
                 "DTGL's Count-Based transition graph and precondition check, without its hash-seed dependence",
                 (TRAINING, PREFIX), trains=True),

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ego_adr.online_mistakes import published as pub
 from ego_adr.online_mistakes.data import BENCHMARKS
-from ego_adr.online_mistakes.goal import coverage_text, partial  # noqa: F401  (re-exported)
-from ego_adr.online_mistakes.registry import BLIND
+from ego_adr.online_mistakes.goal import agreement_text, coverage_text, partial  # noqa: F401  (re-exported)
+from ego_adr.online_mistakes.registry import BLIND, REFERENCE
 
 #: (header, metrics.json key): † at the operating point chosen for F1b, ‡ at the one chosen for macro F1
 #: (:data:`ego_adr.monitoring.step_metrics.COLUMN_POINT`), the rankings threshold-free.
@@ -19,8 +19,9 @@ POINT_NOTE = ("† at the operating point chosen for F1b, ‡ at the one chosen 
               "threshold-free; [lo, hi]: 95% bootstrap over recordings (1000 resamples, seed 0)")
 F1B_NOTE = ("Blind rows: flag-all scores Pb 50.0 / F1b 66.7 on any data; never-alarm scores half the correct "
             "class's F1 in macro F1 (high where mistakes are rare); position alarms from the k-th step on (both "
-            "benchmarks cut each recording at its first mistake, so late steps are more often mistakes). A row "
-            "means something only above all three.")
+            "benchmarks cut each recording at its first mistake, so late steps are more often mistakes). Reference "
+            "rules: unseen-step alarms on a step no training recording contains, unseen-transition on a pair "
+            "(previous step, step) none contains. A row means something only above all five.")
 CEILING = "position, best k on this test (ceiling: what position alone gives on this protocol; not a selection)"
 
 
@@ -45,7 +46,7 @@ def _header() -> list[str]:
 def ours_row(m: dict, name: str | None = None) -> str:
     cells = " | ".join(_cell(m, k) for _, k in COLUMNS)
     tag = " (privileged)" if m.get("privileged") else ""
-    who = "ours, blind" if m["monitor"] in BLIND else "ours"
+    who = "ours, blind" if m["monitor"] in BLIND else "ours, reference" if m["monitor"] in REFERENCE else "ours"
     return f"| **{name or m['monitor']}**{tag} ({who}) | {_input(m['stream'])} | {cells} |"
 
 
@@ -56,10 +57,17 @@ def ceiling_row(c: dict) -> str:
     return f"| *{CEILING}, {ks}* | {_input(c['stream'])} | {cells} |"
 
 
-def blind_block(blind: list[dict], ceiling: dict | None) -> list[str]:
-    """The blind rows and position's ceiling, under a table header of their own."""
-    lines = ["", "Blind baselines (they never look at which step was done):", "", *_header(), *map(ours_row, blind)]
-    return lines + ([ceiling_row(ceiling)] if ceiling else [])
+def blind_block(blind: list[dict], ceiling: dict | None, refs: list[dict] = (), agree: dict | None = None,
+                of: str | None = None) -> list[str]:
+    """The blind rows, position's ceiling and the reference rules, under a table header of their own; then each
+    rule's alarm agreement with monitor ``of`` (``agree``: {rule: :func:`.goal.agreement`})."""
+    lines = ["", "Blind baselines (they never look at which step was done) and reference rules (the training "
+             "vocabulary alone, no threshold):", "", *_header(), *map(ours_row, blind)]
+    lines += ([ceiling_row(ceiling)] if ceiling else []) + list(map(ours_row, refs))
+    if agree and of:
+        lines += ["", f"Alarms of {of} that each reference rule also raises (‡ at its macro-F1 point, † at its F1b "
+                  "point):", "", *(f"- {agreement_text(r, a)}" for r, a in agree.items())]
+    return lines
 
 
 def published_row(r: pub.PublishedRow) -> str:
@@ -105,9 +113,10 @@ def _settings(m: dict) -> list[str]:
     return lines
 
 
-def monitor_report(m: dict, blind: list[dict] = (), ceiling: dict | None = None) -> str:
-    """The ``report.md`` of one monitor folder (``m``: its ``metrics.json``), beside the blind baselines of the same
-    stream (``blind``: their results) and position's ceiling."""
+def monitor_report(m: dict, rules: list[dict] = (), ceiling: dict | None = None) -> str:
+    """The ``report.md`` of one monitor folder (``m``: its ``metrics.json``), beside the blind baselines and
+    reference rules of the same stream (``rules``: their results), position's ceiling and each rule's alarm
+    agreement with the monitor (``m["reference_agreement"]``)."""
     title = BENCHMARKS[m["benchmark"]].title
     priv = (f"yes: reads {', '.join(m['extra_reads'])} beyond the task input, reported apart" if m["privileged"]
             else "no (reads only the task input)")
@@ -123,9 +132,11 @@ def monitor_report(m: dict, blind: list[dict] = (), ceiling: dict | None = None)
         lines.append("- validation episodes through the recogniser-noise channel (rates fixed in advance, never fitted "
                      "to a stream): " + ", ".join(f"{k} {v}" for k, v in m["validation_noise"].items()))
     lines += ["", f"Ours ({coverage_text(m)}):", "", *_header(), ours_row(m)]
-    others = [b for b in blind if b["monitor"] != m["monitor"]]
+    others = [b for b in rules if b["monitor"] != m["monitor"]]
     if others or ceiling:
-        lines += blind_block(others, ceiling)
+        lines += blind_block([b for b in others if b["monitor"] in BLIND], ceiling,
+                             [b for b in others if b["monitor"] not in BLIND], m.get("reference_agreement"),
+                             m["monitor"])
     lines += [*published_tables(m["benchmark"], m["stream"]), "", f"- {POINT_NOTE}", f"- {pub.SWAP_NOTE}",
               f"- {F1B_NOTE}", ""]
     return "\n".join(lines)
@@ -141,9 +152,10 @@ def _partial_lines(m: dict) -> list[str]:
 
 
 def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: list[str], goals: list[dict],
-                     selection: dict, ceiling: dict | None) -> str:
+                     selection: dict, ceiling: dict | None, agree: dict | None = None) -> str:
     """The monitor chosen without the test first, then the best on the test (named as such), every monitor's row
-    (blind baselines and position's ceiling apart, privileged ones apart), the published rows and the goal lines."""
+    (blind baselines, position's ceiling and the reference rules apart, with the rules' agreement with the chosen
+    monitor; privileged ones apart), the published rows and the goal lines."""
     from ego_adr.online_mistakes.goal import goal_line, headline
 
     title = BENCHMARKS[benchmark].title
@@ -151,8 +163,9 @@ def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: 
     part = _partial_lines(results[0]) if results else []
     lines = [f"# {title}, stream {stream}: every monitor ({cov})", "", *part, *([""] if part else []),
              *headline(results, selection), "", *_header()]
-    lines += [ours_row(m) for m in results if not m["privileged"] and m["monitor"] not in BLIND]
-    lines += blind_block([m for m in results if m["monitor"] in BLIND], ceiling)
+    lines += [ours_row(m) for m in results if not m["privileged"] and m["monitor"] not in (*BLIND, *REFERENCE)]
+    lines += blind_block([m for m in results if m["monitor"] in BLIND], ceiling,
+                         [m for m in results if m["monitor"] in REFERENCE], agree, selection.get("chosen"))
     priv = [m for m in results if m["privileged"]]
     if priv:
         lines += ["", f"Privileged (read more than the task input; {cov}):", "", *_header(), *map(ours_row, priv)]

@@ -1,4 +1,5 @@
-"""Choosing the headline monitor without the test: nested cross-validation over the training recordings.
+"""Choosing the headline monitor without the test: nested cross-validation over the training recordings, repeated
+over outer-fold seeds fixed in advance.
 
 Every learned monitor tunes itself inside ``fit`` by cross-validation on the training recordings
 (:mod:`ego_adr.online_mistakes.cv`) and records what its tuning reached under one key, ``selection.cv_score``
@@ -7,192 +8,281 @@ monitors: each is the best of its own grid on the very episodes it was chosen on
 magnitude (about 2,000 settings for ``egoadr-graph``, 57 for ``stacked``, 2 for an n-gram's score), so the larger
 grid wins by its optimism. The comparison is therefore made one level up, on recordings no monitor tuned on:
 
-- **outer folds**: :data:`OUTER_FOLDS` folds over the training recordings (:func:`cv.folds`, seed
-  :data:`OUTER_SEED`; leave-one-out when there are fewer recordings);
-- for each outer fold, every candidate is built fresh and fitted on that fold's fit recordings only -- its whole
-  tuning, inner cross-validation included, sees nothing else; its ``--monitor-option``s are those of its test
-  row -- then streamed over validation episodes built from
-  the fold's held-out recordings (:func:`cv.construct` with the benchmark's plan: the same kinds of constructed
-  mistake as every inner validation, through the same recogniser-noise channel on a recogniser's stream);
-- each monitor's rows of all outer folds are pooled and scored as the test is: macro F1 at its macro-F1 operating
-  point, F1b at its F1b point (:func:`ego_adr.monitoring.step_metrics.scored`); ``objective`` is their mean;
-- **the rule**: the chosen monitor is the candidate of highest outer ``objective`` (ties: registry order).
-  Candidates are the monitors that read only the task input, are not blind baselines
-  (:data:`~ego_adr.online_mistakes.registry.BLIND`) and need no model (an LLM's replies on every validation step
-  are not part of a CPU run). The blind baselines are scored the same way and shown, never chosen.
+- **outer folds**: :data:`OUTER_FOLDS` folds over the training recordings (:func:`cv.folds`; leave-one-out when
+  there are fewer recordings), drawn once for each seed of :data:`OUTER_SEEDS`;
+- for each seed and outer fold, every candidate is built and fitted by :func:`ego_adr.online_mistakes.harness.fitted`
+  (the one builder: the run's training set as :func:`~ego_adr.online_mistakes.harness.configured` for its stream,
+  reduced to the fold's fit recordings, so ``dtgl-do`` trains DTGL's config of the run's steps) -- its whole tuning,
+  inner cross-validation included, sees nothing else; its ``--monitor-option``s are those of its test row -- then
+  streamed over validation episodes built from the fold's held-out recordings (:func:`cv.construct` with the
+  benchmark's plan: the same kinds of constructed mistake as every inner validation, through the same
+  recogniser-noise channel on a recogniser's stream);
+- per seed, each monitor's rows of that seed's outer folds are pooled and scored as the test is: macro F1 at its
+  macro-F1 operating point, F1b at its F1b point (:func:`ego_adr.monitoring.step_metrics.scored`); ``objective``
+  is their mean;
+- **the rule**: the chosen monitor is the candidate of highest *mean* objective over the seeds (ties: registry
+  order). Each seed's own choice (its highest objective) is recorded beside it (``seeds``), with ``agreement``, the
+  share of seeds whose own choice is the chosen monitor. Candidates are the monitors that read only the task input,
+  are neither blind baselines nor reference rules (:data:`~ego_adr.online_mistakes.registry.BLIND`,
+  :data:`~ego_adr.online_mistakes.registry.REFERENCE`) and need no model (an LLM's replies on every validation step
+  are not part of a CPU run). The blind baselines and reference rules are scored the same way and shown, never
+  chosen. Whether a verdict on the test survives the seeds' choices is :mod:`.goal`'s (``tie``).
 
-Nothing here reads a test file: :func:`nested_scores` takes the training set alone, so the choice is the same
-whatever the test labels are (``tests/monitoring/test_selection.py``). The selection of one training set, its monitors and
-their options is kept under the cache root (:func:`record`); its fits run as :mod:`.workers` tasks, one per
-(monitor group, outer fold), beside the command's own fits.
+**The seeds** are 1 (the outer seed of the single selection before issue 42, not the inner folds' 0) and the next
+four: fixed in this file before the repeated selection was first run, never chosen by looking at its results.
+``--selection-seeds`` runs others (recorded in ``summary.json`` and the folder's identity).
+
+Nothing here reads a test file: :func:`record` takes the training set alone, so the choice is the same whatever the
+test labels are (``tests/monitoring/test_selection.py`` shuffles them under a fresh cache). **Each fold is kept**
+under the cache root (``online_mistakes/selection-folds/<key>.json``: the rows scoring needs, per monitor), the key
+digesting what the rows depend on -- the fold's fit recordings and its validation episodes, the steps and recogniser
+noise of the run, the monitor and its options, the code of ``online_mistakes/`` (but the modules that only read
+results, :data:`READERS`) and of ``monitoring/``, the library versions -- so a rerun, another stream of the same kind (``oracle`` and ``oracle-merged``) and the complete trials
+on the same training set read the folds back, and a new monitor costs only its own folds. Missing folds run as
+:mod:`.workers` tasks, one per (monitor group, seed, outer fold), beside the command's own fits.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import statistics
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.step_metrics import scored
 from ego_adr.online_mistakes import cv, workers
 from ego_adr.online_mistakes.data import Recording, Stream
-from ego_adr.online_mistakes.harness import feed
-from ego_adr.online_mistakes.registry import BLIND, REGISTRY
+from ego_adr.online_mistakes.harness import feed, fitted
+from ego_adr.online_mistakes.registry import BLIND, REFERENCE, REGISTRY
 from ego_adr.online_mistakes.types import TrainingSet
 from ego_adr.online_mistakes.workers import groups
 from ego_adr.store import cache_root, write_json
 
 OUTER_FOLDS = 5
-OUTER_SEED = 1  # not the inner folds' seed 0: the outer split is not one of the splits the monitors tune on
-RULE = ("the candidate (reads only the task input, not a blind baseline, needs no model) of highest nested "
-        f"cross-validated objective: {OUTER_FOLDS} outer folds over the training recordings, each monitor fitted "
-        "(its own tuning included) on the outer fit recordings only and scored on constructed mistakes of the "
-        "held-out ones; objective = mean of macro F1 (at its macro-F1 operating point) and F1b (at its F1b point)")
+#: The outer-fold seeds, fixed in advance (module docstring); ``--selection-seeds`` replaces them.
+OUTER_SEEDS = (1, 2, 3, 4, 5)
+KEPT = ("episode", "index", "label", "p_error", "flagged", "flagged_for")  # what scoring a fold's rows reads
+RULE = ("the candidate (reads only the task input, neither a blind baseline nor a reference rule, needs no model) "
+        f"of highest mean nested cross-validated objective over the outer-fold seeds: per seed, {OUTER_FOLDS} "
+        "outer folds over the training recordings, each monitor fitted (its own tuning included) on the outer fit "
+        "recordings only and scored on constructed mistakes of the held-out ones; objective = mean of macro F1 (at "
+        "its macro-F1 operating point) and F1b (at its F1b point)")
+
+Key = tuple[int, int, str]  # (seed, outer fold, monitor)
+
+
+def check_seeds(seeds: Sequence) -> tuple[int, ...]:
+    """The outer-fold seeds as integers; ValueError for none, a repeated one or one that is not a whole number."""
+    try:
+        out = tuple(int(s) for s in seeds)
+    except (TypeError, ValueError):
+        raise ValueError(f"{list(seeds)} is not a list of whole numbers") from None
+    if not out:
+        raise ValueError("no seed given")
+    twice = next((s for s in out if out.count(s) > 1), None)
+    if twice is not None:
+        raise ValueError(f"seed {twice} is given twice")
+    return out
+
+
+def _options(names: Sequence[str], options: dict | None) -> dict[str, dict]:
+    """Each monitor's options with its defaults filled in, as the command resolves them: one fold has one key,
+    whoever asks for it."""
+    return {n: {k: o.default for k, o in REGISTRY.options(n).items()} | dict((options or {}).get(n, {}))
+            for n in names}
 
 
 def candidates(names: Sequence[str]) -> list[str]:
     """The monitors of ``names`` the rule may choose (module docstring)."""
     return [n for n in names if n in REGISTRY and not REGISTRY.privileged(REGISTRY.get(n)) and n not in BLIND
-            and not REGISTRY.get(n).needs_model]
+            and n not in REFERENCE and not REGISTRY.get(n).needs_model]
 
 
-def _subset(train: TrainingSet, idx: Sequence[int]) -> TrainingSet:
-    return TrainingSet(train.benchmark, tuple(train.sequences[i] for i in idx), train.taxonomy,
-                       tuple(train.videos[i] for i in idx) if train.videos else (), train.noise)
-
-
-def _outer_streams(train: TrainingSet) -> list[tuple[TrainingSet, Stream]]:
+def outer_streams(train: TrainingSet, seed: int) -> list[tuple[TrainingSet, Stream]]:
+    """Seed ``seed``'s outer folds: (the fold's fit recordings, as ``train`` gives them, every other field kept;
+    the validation episodes of its held-out recordings as a stream)."""
     seqs = [tuple(int(x) for x in s) for s in train.sequences]
-    plan = cv.plan(train.benchmark, [s for s in seqs if s], sorted(train.taxonomy), OUTER_FOLDS, OUTER_SEED,
-                   train.noise)
+    plan = cv.plan(train.benchmark, [s for s in seqs if s], sorted(train.taxonomy), OUTER_FOLDS, seed, train.noise)
     out = []
-    for j, (fit, held) in enumerate(cv.folds(len(seqs), OUTER_FOLDS, OUTER_SEED)):
+    for j, (fit, held) in enumerate(cv.folds(len(seqs), OUTER_FOLDS, seed)):
         held = [i for i in held if seqs[i]]
-        eps = cv.construct(seqs, held, plan, OUTER_SEED * 1000 + j)
+        eps = cv.construct(seqs, held, plan, seed * 1000 + j)
         name = (lambda i: train.videos[i]) if train.videos else (lambda i: f"training-{i}")
-        recs = tuple(Recording(f"{name(e.source)}#outer{j}-{n}", e.steps) for n, e in enumerate(eps))
-        out.append((_subset(train, fit), Stream(train.benchmark, f"outer fold {j}", "training recordings", "-",
-                                                recs)))
+        recs = tuple(Recording(f"{name(e.source)}#outer{seed}.{j}-{n}", e.steps) for n, e in enumerate(eps))
+        sub = dataclasses.replace(train, sequences=tuple(train.sequences[i] for i in fit),
+                                  videos=tuple(train.videos[i] for i in fit) if train.videos else ())
+        out.append((sub, Stream(train.benchmark, f"outer fold {j} (seed {seed})", "training recordings", "-", recs)))
     return out
 
 
-def _key(train: TrainingSet, names: Sequence[str], options: dict) -> str:
-    """What the nested scores depend on: the training set (its recogniser noise included), the monitors and their
-    options, the code of the step-stream benchmarks and the monitoring layer, the library versions (a learned
-    monitor's weights follow torch)."""
-    h = hashlib.sha256(json.dumps([train.benchmark, [list(x) for x in train.sequences], list(train.videos),
-                                   sorted(train.taxonomy.items()), sorted(dict(train.noise).items()), list(names),
-                                   {n: options.get(n, {}) for n in names}, runtime_versions()],
-                                  default=str).encode())
+#: The step-stream modules that only read results (reports, goal rows, the commands around the selection, the
+#: published rows, the complete trials' labels, the download): no fold's rows depend on them, so a change to them
+#: (a report's wording) keeps the kept folds. Every other module of ``online_mistakes/`` and ``monitoring/`` is in
+#: the key, a new one included; ``tests/monitoring/test_selection.py`` checks that no module in the key imports one
+#: of these.
+READERS = ("goal.py", "report.py", "evaluate.py", "complete.py", "complete_eval.py", "complete_metrics.py",
+           "complete_report.py", "complete_sources.py", "published.py", "download.py", "convert.py")
+
+
+def code_files() -> list[Path]:
+    """The files whose code a fold's rows follow: the step-stream benchmarks' but :data:`READERS`, and the monitoring
+    layer's but its command line (``monitoring/__main__.py``, which nothing imports)."""
     pkg = Path(__file__).resolve().parents[1]
-    for f in sorted([*(pkg / "online_mistakes").rglob("*.py"), *(pkg / "monitoring").rglob("*.py")]):
+    own = [f for f in (pkg / "online_mistakes").rglob("*.py") if f.parent.name != "online_mistakes"
+           or f.name not in READERS]
+    return sorted([*own, *(f for f in (pkg / "monitoring").rglob("*.py") if f.name != "__main__.py")])
+
+
+@lru_cache(maxsize=1)
+def _code() -> str:
+    """The digest of :func:`code_files`."""
+    h = hashlib.sha256()
+    for f in code_files():
         h.update(f.read_bytes())
-    return h.hexdigest()[:32]
+    return h.hexdigest()
 
 
-def fold_rows(train: TrainingSet, j: int, group: Sequence[str], options: dict) -> dict[str, list[dict]]:
-    """One task of the nested selection: each monitor of ``group`` built fresh (with its ``options``), fitted on
-    outer fold ``j``'s fit recordings and streamed over its validation episodes (a :mod:`.workers` task: the
-    monitors of one group share their fits in this process)."""
-    sub, stream = _outer_streams(train)[j]
+def fold_key(sub: TrainingSet, stream: Stream, name: str, options: dict) -> str:
+    """What one monitor's rows on one outer fold depend on (module docstring)."""
+    doc = [sub.benchmark, [list(s) for s in sub.sequences], list(sub.videos),
+           sorted([int(k), v] for k, v in sub.taxonomy.items()), [list(x) for x in sub.noise], sub.steps,
+           [[r.video, list(r.steps)] for r in stream.recordings], name, options.get(name, {}), runtime_versions(),
+           _code()]
+    return hashlib.sha256(json.dumps(doc, default=str, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _folder() -> Path:
+    return cache_root() / "online_mistakes" / "selection-folds"
+
+
+def _path(key: str) -> Path:
+    return _folder() / f"{key}.json"
+
+
+def _read(key: str) -> list[dict] | None:
+    try:
+        return json.loads(_path(key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # not there yet, or damaged: recomputed, never trusted
+        return None
+
+
+def fold_rows(train: TrainingSet, seed: int, j: int, names: Sequence[str], options: dict) -> dict[str, list[dict]]:
+    """One task of the nested selection: each monitor of ``names`` (one group: they share their fits in this
+    process) fitted on seed ``seed``'s outer fold ``j`` (:func:`ego_adr.online_mistakes.harness.fitted`, with its
+    ``options``) and streamed over the fold's validation episodes; the rows scoring reads."""
+    sub, stream = outer_streams(train, seed)[j]
+    return {n: [{k: r[k] for k in KEPT if k in r} for r in feed(fitted(n, sub, **options.get(n, {})), sub, stream)]
+            for n in names}
+
+
+def plan(train: TrainingSet, names: Sequence[str], options: dict, seeds: Sequence[int]
+         ) -> tuple[dict[Key, list[dict]], dict[Key, str], list[tuple[tuple[str, ...], tuple[int, int], tuple]]]:
+    """The folds already kept ({(seed, fold, monitor): rows}), every fold's key, and the :mod:`.workers` tasks
+    that compute the others: (group, (seed, fold), task), one per group, seed and fold with a monitor missing,
+    for that group's missing monitors, costly groups first."""
+    keys: dict[Key, str] = {}
+    for seed in seeds:
+        for j, (sub, stream) in enumerate(outer_streams(train, seed)):
+            keys.update({(seed, j, n): fold_key(sub, stream, n, options) for n in names})
+    have = {k: rows for k in keys if (rows := _read(keys[k])) is not None}
+    todo = []
+    for g in groups(list(names)):
+        for seed, j in dict.fromkeys((s, j) for s, j, _ in keys):
+            missing = tuple(n for n in g if (seed, j, n) not in have)
+            if missing:
+                todo.append((tuple(g), (seed, j), (fold_rows, (train, seed, j, missing, options))))
+    return have, keys, todo
+
+
+def _scores(rows: list[dict]) -> dict:
+    m = scored(rows)
+    return {"macro_f1": round(m["macro_f1"], 4), "balanced_f1": round(m["balanced_f1"], 4),
+            "objective": round((m["macro_f1"] + m["balanced_f1"]) / 2, 4),
+            "auroc": None if m["auroc"] is None else round(m["auroc"], 4),
+            "steps": len(rows), "mistakes": sum(r["label"] for r in rows)}
+
+
+def scores_of(names: Sequence[str], seeds: Sequence[int], rows: dict[Key, list[dict]]) -> dict[str, dict]:
+    """{monitor: {objective, macro_f1, balanced_f1 (means over the seeds), by_seed: {seed: the seed's scores}}}:
+    per seed, the monitor's rows of that seed's outer folds pooled and scored (module docstring)."""
     out = {}
-    for name in group:
-        monitor = REGISTRY.build(name, **options.get(name, {}))
-        monitor.fit(sub)
-        out[name] = feed(monitor, sub, stream)
+    for n in names:
+        by = {}
+        for seed in seeds:
+            pooled = [r for (s, _, m), rs in sorted(rows.items(), key=lambda kv: kv[0][:2]) if s == seed and m == n
+                      for r in rs]
+            if pooled:
+                by[str(seed)] = _scores(pooled)
+        if by:
+            mean = {k: round(statistics.fmean(v[k] for v in by.values()), 4)
+                    for k in ("objective", "macro_f1", "balanced_f1")}
+            out[n] = mean | {"by_seed": by}
     return out
 
 
-def tasks(train: TrainingSet, names: Sequence[str], options: dict | None = None) -> list[tuple]:
-    """The nested selection as :mod:`.workers` tasks, one per (monitor group, outer fold), costly groups first;
-    :func:`from_tasks` turns their results into :func:`nested_scores`."""
-    names = [n for n in names if not REGISTRY.get(n).needs_model]
-    opts = {n: dict((options or {}).get(n, {})) for n in names}
-    return [(fold_rows, (train, j, g, opts)) for g in groups(names) for j in range(OUTER_FOLDS)]
-
-
-def from_tasks(names: Sequence[str], results: Sequence[dict[str, list[dict]]]) -> dict[str, dict]:
-    """{monitor: {macro_f1, balanced_f1, objective, auroc, steps, mistakes}}: each monitor's rows of every outer
-    fold pooled and scored (module docstring)."""
-    pooled: dict[str, list[dict]] = {}
-    for res in results:
-        for name, rows in res.items():
-            pooled.setdefault(name, []).extend(rows)
-    out = {}
-    for name in [n for n in names if n in pooled]:
-        rows = pooled[name]
-        m = scored(rows)
-        out[name] = {"macro_f1": round(m["macro_f1"], 4), "balanced_f1": round(m["balanced_f1"], 4),
-                     "objective": round((m["macro_f1"] + m["balanced_f1"]) / 2, 4),
-                     "auroc": None if m["auroc"] is None else round(m["auroc"], 4),
-                     "steps": len(rows), "mistakes": sum(r["label"] for r in rows)}
-    return out
-
-
-def nested_scores(train: TrainingSet, names: Sequence[str], options: dict | None = None, jobs: int = 1
-                  ) -> dict[str, dict]:
-    """:func:`from_tasks` of :func:`tasks`, run on ``jobs`` processes (the same numbers for any ``jobs``);
-    monitors that need a model are left out."""
-    return from_tasks(names, workers.run(tasks(train, names, options), jobs))
-
-
-def choose(scores: dict[str, dict]) -> str | None:
-    """The rule: the candidate of highest outer objective; ties go to the earlier in registry order."""
-    cands = candidates(list(scores))
+def choose(scores: dict[str, dict], seed: int | None = None) -> str | None:
+    """The rule: the candidate of highest mean objective (or, with ``seed``, of highest objective under that seed);
+    ties go to the earlier in registry order."""
     order = {n: i for i, n in enumerate(REGISTRY.names())}
-    return max(cands, key=lambda n: (scores[n]["objective"], -order[n]), default=None)
+
+    def objective(n: str) -> float:
+        return scores[n]["objective"] if seed is None else scores[n]["by_seed"][str(seed)]["objective"]
+
+    return max(candidates(list(scores)), key=lambda n: (objective(n), -order[n]), default=None)
 
 
-def cached(train: TrainingSet, names: Sequence[str], options: dict | None = None) -> tuple[Path, dict | None]:
-    """Where the selection of this training set, these monitors and options is kept under the cache root, and
-    what is there (None: nothing yet)."""
-    path = cache_root() / "online_mistakes" / "selection" / f"{_key(train, names, options or {})}.json"
-    if path.is_file():
-        try:
-            return path, json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # a damaged cache file is recomputed, never trusted
-            return path, None
-    return path, None
-
-
-def record(train: TrainingSet, names: Sequence[str], options: dict | None = None, scores: dict | None = None
-           ) -> dict:
-    """``summary.json``'s ``selection``: the rule, the outer folds, every monitor's nested scores, the choice.
-    ``scores`` computed by the caller (:func:`tasks` run beside its own work) or, without them, read from the
-    cache or computed here; either way kept under the cache root (:func:`cached`), so the nested fits are paid
-    once per training set, monitors and code, not once per run. ``cached`` names the file when it was read."""
-    path, sel = cached(train, names, options)
-    if sel is not None and scores is None:
-        return sel | {"cached": str(path)}
-    if scores is None:
-        scores = nested_scores(train, names, options)
-    sel = {"rule": RULE, "outer_folds": OUTER_FOLDS, "outer_seed": OUTER_SEED,
-           "recogniser_noise": dict(train.noise), "options": {n: (options or {}).get(n, {}) for n in scores},
-           "candidates": candidates(list(scores)), "scores": scores, "chosen": choose(scores)}
-    sel = json.loads(json.dumps(sel, default=str))  # as the cache gives it back (an option's tuple is a list)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, sel)
-    return sel
+def record(train: TrainingSet, names: Sequence[str], options: dict | None = None,
+           seeds: Sequence[int] = OUTER_SEEDS, jobs: int = 1, found: tuple | None = None) -> dict:
+    """``summary.json``'s ``selection``: the rule, the seeds, every monitor's nested scores (means and per seed),
+    each seed's choice, the agreement and the choice. The folds come from the cache root where kept, else are
+    computed (on ``jobs`` processes, or passed in ``found`` = (kept rows, keys, computed rows) by
+    :func:`run_beside`) and kept; ``fold_cache`` says how many of each."""
+    names = [n for n in names if not REGISTRY.get(n).needs_model]
+    opts = _options(names, options)
+    seeds = check_seeds(seeds)
+    if found is None:
+        have, keys, todo = plan(train, names, opts, seeds)
+        done = workers.run([t for *_, t in todo], jobs)
+        new = {(s, j, n): rows for (_, (s, j), _), res in zip(todo, done) for n, rows in res.items()}
+    else:
+        have, keys, new = found
+    for k, rows in new.items():
+        path = _path(keys[k])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, rows)
+    scores = scores_of(names, seeds, have | new)
+    chosen = choose(scores)
+    per_seed = [{"seed": s, "chosen": choose(scores, s)} for s in seeds]
+    sel = {"rule": RULE, "outer_folds": OUTER_FOLDS, "outer_seeds": list(seeds), "steps": train.steps,
+           "recogniser_noise": dict(train.noise), "options": {n: opts.get(n, {}) for n in scores},
+           "candidates": candidates(list(scores)), "scores": scores, "seeds": per_seed,
+           "agreement": round(sum(p["chosen"] == chosen for p in per_seed) / len(per_seed), 4) if chosen else None,
+           "chosen": chosen,
+           "fold_cache": {"folder": str(_folder()), "read": len(have), "computed": len(new)}}
+    return json.loads(json.dumps(sel, default=str))  # as a reader gets it back (an option's tuple is a list)
 
 
 def run_beside(train: TrainingSet, names: Sequence[str], options: dict, jobs: int, here: Callable[[str], dict],
-               group_task: Callable[[list[str]], tuple]) -> tuple[dict[str, dict], dict]:
-    """``--monitor all``'s work: each monitor's own run and the nested selection (unless cached) together. The
+               group_task: Callable[[list[str]], tuple], seeds: Sequence[int] = OUTER_SEEDS
+               ) -> tuple[dict[str, dict], dict]:
+    """``--monitor all``'s work: each monitor's own run and the nested selection's missing folds together. The
     monitors that need a model run here (``here(name)``: their model is in this process); the others, one
     :mod:`.workers` task per group (``group_task(group)``: a task returning the group's results), and the
-    selection's fits are spread over ``jobs`` processes. ({monitor: result}, :func:`record`)."""
+    selection's folds are spread over ``jobs`` processes. ({monitor: result}, :func:`record`)."""
     own = [n for n in names if REGISTRY.get(n).needs_model]
     by = {n: here(n) for n in own}
-    _, sel = cached(train, names, options)
-    folds = 0 if sel is not None else OUTER_FOLDS
-    opts = {n: dict(options.get(n, {})) for n in names if n not in own}
-    # group by group, the group's own run then its outer folds: the costly groups first (workers.groups), so
+    opts = _options([n for n in names if n not in own], options)
+    have, keys, todo = plan(train, list(opts), opts, check_seeds(seeds))
+    # group by group, the group's own run then its missing folds: the costly groups first (workers.groups), so
     # the tasks left for the end are the cheap ones and neither process waits long for the other
-    work = [t for g in groups(list(opts)) for t in
-            [("own", group_task(g)), *(("fold", (fold_rows, (train, j, g, opts))) for j in range(folds))]]
-    done = workers.run([t for _, t in work], jobs)
-    by |= {res["monitor"]: res for (kind, _), rs in zip(work, done) if kind == "own" for res in rs}
-    scores = from_tasks(names, [r for (kind, _), r in zip(work, done) if kind == "fold"]) if folds else None
-    return by, record(train, names, options, scores)
+    work = [w for g in groups(list(opts)) for w in
+            [("own", None, group_task(g)), *(("fold", at, t) for tg, at, t in todo if list(tg) == g)]]
+    done = workers.run([t for *_, t in work], jobs)
+    by |= {res["monitor"]: res for (kind, _, _), rs in zip(work, done) if kind == "own" for res in rs}
+    new = {(s, j, n): rows for (kind, at, _), res in zip(work, done) if kind == "fold"
+           for (s, j) in [at] for n, rows in res.items()}
+    return by, record(train, list(opts), opts, seeds, found=(have, keys, new))

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 TAXONOMY, TRAINING, PREFIX = "step taxonomy", "correct training sequences", "observed step prefix"
 TASK = "task of the recording (Assembly101-O: the toy in its name)"
 STEP_INPUT = (TAXONOMY, TRAINING, PREFIX, TASK)
+#: What the test steps of a run are (``TrainingSet.steps``): the annotated segments, or a recogniser's output.
+ORACLE_STEPS, RECOGNISED_STEPS = "oracle", "recognised"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,9 @@ class TrainingSet:
     # the recogniser-noise channel the monitors' validation episodes pass through ((kind, rate), ...): set by the
     # harness for a recogniser's stream (MiniRoad, a file), empty for the oracle steps (cv.NOISE)
     noise: tuple[tuple[str, float], ...] = ()
+    # what the steps the monitor will be fed are (ORACLE_STEPS or RECOGNISED_STEPS), set with ``noise`` by
+    # harness.configured, the one place a run's stream configures its monitors (dtgl-do's config=auto reads it)
+    steps: str = ORACLE_STEPS
 
 
 @dataclass(frozen=True)

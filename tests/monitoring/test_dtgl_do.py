@@ -149,12 +149,18 @@ def test_second_run_reads_the_cached_graph(epic):
 
 
 def test_assembly101_config_follows_the_stream():
+    from ego_adr.online_mistakes.harness import configured
     from ego_adr.online_mistakes.monitors.dtgl_do import resolve_config
+    from ego_adr.online_mistakes.types import TrainingSet
 
-    assert resolve_config("assembly101-o", "oracle")[1].early_stopping is None
-    assert resolve_config("assembly101-o", "miniroad")[1].early_stopping == 0.79
-    assert resolve_config("assembly101-o", "/some/recogniser.json")[1].train_mask
-    assert resolve_config("epic-tent-o", "oracle")[1] == resolve_config("epic-tent-o", "miniroad")[1]
+    def steps(stream: str) -> str:  # what the run's training set says its steps are
+        return configured(TrainingSet("assembly101-o", (), {}), stream).steps
+
+    assert resolve_config("assembly101-o", steps("oracle"))[1].early_stopping is None
+    assert resolve_config("assembly101-o", steps("oracle-merged"))[1].early_stopping is None
+    assert resolve_config("assembly101-o", steps("miniroad"))[1].early_stopping == 0.79
+    assert resolve_config("assembly101-o", steps("/some/recogniser.json"))[1].train_mask
+    assert resolve_config("epic-tent-o", "oracle")[1] == resolve_config("epic-tent-o", "recognised")[1]
     assert resolve_config("another-benchmark", "oracle")[0] == "other/no-early-stopping"
 
 

@@ -45,6 +45,10 @@ def test_each_monitor_declares_its_options_and_a_value_is_read_by_its_option():
     (("--monitor", "sgt-oneclass", "--monitor-option", "seed"), "not KEY=VALUE"),
     (("--monitor", "all", "--monitor-option", "nosuch=1"), "no monitor takes this option"),
     (("--monitor", "prego", "--model", "tiny", "--samples", "3", "--monitor-option", "samples=4"), "contradicts"),
+    (("--monitor", "all", "--selection-seeds", ""), "no seed given"),
+    (("--monitor", "all", "--selection-seeds", "1,2,1"), "seed 1 is given twice"),
+    (("--monitor", "all", "--selection-seeds", "1,x"), "whole numbers"),
+    (("--monitor", "count-based", "--selection-seeds", "1"), "with --monitor all only"),
 ])
 def test_an_option_the_monitor_does_not_take_is_one_line(online_root, cli, tmp_path, argv, words):
     line = _refused(cli, tmp_path / "out", *argv, "--data-root", online_root)

@@ -11,15 +11,19 @@ from ego_adr.online_mistakes import selection
 pytestmark = pytest.mark.slow
 
 
-def test_two_processes_write_the_folders_of_one_and_read_the_kept_selection(online_root, cli, tent_all, tmp_path):
+def test_two_processes_write_the_folders_of_one_and_read_the_kept_selection(online_root, cli, tent_all, tmp_path,
+                                                                           tent_all_seeds):
     """``tent_all`` ran with one process (EGO_ADR_JOBS=1 under the suite) into the session's cache root."""
     code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
-                       "--data-root", online_root, "--out", tmp_path / "two", "--jobs", "2", "--quiet")
+                       "--data-root", online_root, "--out", tmp_path / "two", "--jobs", "2", "--selection-seeds",
+                       tent_all_seeds, "--quiet")
     assert code == 0, err
     one, two = (json.loads((p / "summary.json").read_text()) for p in (tent_all, tmp_path / "two"))
-    assert "cached" in two["selection"]  # the selection tent_all computed, read back, not fitted again
-    assert {k: v for k, v in two["selection"].items() if k != "cached"} == \
-        {k: v for k, v in one["selection"].items() if k != "cached"}
+    kept = two["selection"]["fold_cache"]  # the folds tent_all computed, read back, not fitted again
+    assert kept["computed"] == 0 and kept["read"] == one["selection"]["fold_cache"]["read"] + \
+        one["selection"]["fold_cache"]["computed"]
+    assert {k: v for k, v in two["selection"].items() if k != "fold_cache"} == \
+        {k: v for k, v in one["selection"].items() if k != "fold_cache"}
     assert one["rows"] == two["rows"] and len(one["rows"]) > 10
     for r in one["rows"]:
         n = r["monitor"]
@@ -32,16 +36,21 @@ def test_the_nested_selection_is_the_same_on_two_processes_and_follows_the_optio
     train = D.load_training(online_root, "epic-tent-o")
     names = ["position", "count-based", "ngram-oneclass", "sgt-oneclass"]
     small = {"sgt-oneclass": {"seed": 0, "folds": 5, "hidden": (8,), "max_epochs": 2}}
-    one = selection.nested_scores(train, names, small, jobs=1)
-    assert selection.nested_scores(train, names, small, jobs=2) == one
-    assert set(one) == set(names) and all(s["steps"] > 0 for s in one.values())
-    other = selection.nested_scores(train, names, {"sgt-oneclass": small["sgt-oneclass"] | {"seed": 1}})
-    assert other["sgt-oneclass"] != one["sgt-oneclass"] and other["count-based"] == one["count-based"]
-    # kept per training set, monitors and options: another seed is another file
-    sel = selection.record(train, names, small, one)
-    assert selection.cached(train, names, small) == (selection.cached(train, names, small)[0], sel)
-    assert selection.cached(train, names, {"sgt-oneclass": small["sgt-oneclass"] | {"seed": 1}})[1] is None
-    assert sel["options"]["sgt-oneclass"]["hidden"] == [8] and sel["chosen"] in names
+    one = selection.record(train, names, small, seeds=(1,), jobs=1)
+    assert one["fold_cache"]["computed"] == 4 * 5 and one["fold_cache"]["read"] == 0
+    monkeypatch.setenv("EGO_ADR_CACHE", str(tmp_path / "cache-2"))
+    two = selection.record(train, names, small, seeds=(1,), jobs=2)
+    assert {k: v for k, v in two.items() if k != "fold_cache"} == {k: v for k, v in one.items() if k != "fold_cache"}
+    assert set(one["scores"]) == set(names) and all(s["by_seed"]["1"]["steps"] > 0 for s in one["scores"].values())
+    # kept per fold, monitor and options: the same again is read back; another seed of one monitor is computed
+    monkeypatch.setenv("EGO_ADR_CACHE", str(tmp_path / "cache"))
+    other = selection.record(train, names, {"sgt-oneclass": small["sgt-oneclass"] | {"seed": 1}}, seeds=(1,))
+    assert other["fold_cache"] == {"folder": other["fold_cache"]["folder"], "read": 3 * 5, "computed": 5}
+    assert other["scores"]["sgt-oneclass"] != one["scores"]["sgt-oneclass"]
+    assert other["scores"]["count-based"] == one["scores"]["count-based"]
+    again = selection.record(train, names, small, seeds=(1,))
+    assert again["fold_cache"]["computed"] == 0 and again["scores"] == one["scores"]
+    assert one["options"]["sgt-oneclass"]["hidden"] == [8] and one["chosen"] in names
 
 
 @pytest.mark.parametrize("flag, env, expect", [(("--jobs", "0"), None, "--jobs 0: give 1 or more processes"),

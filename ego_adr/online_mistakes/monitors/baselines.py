@@ -1,6 +1,5 @@
-"""Reference monitors of the step streams: the three *blind* baselines, which never look at which step was done
-(``flag-all``, ``never-alarm``, ``position``), and ``one-step-memory`` (a transition never seen in the correct
-training sequences is a mistake).
+"""The three *blind* baselines of the step streams, which never look at which step was done (``flag-all``,
+``never-alarm``, ``position``); the rules that read the training vocabulary are in :mod:`.reference`.
 
 The blind rows show what a metric gives away on a benchmark's protocol (issue 34 item 1):
 
@@ -13,13 +12,7 @@ The blind rows show what a metric gives away on a benchmark's protocol (issue 34
   are; ``k`` is chosen by the same cross-validation on the training recordings as every learned monitor
   (:mod:`ego_adr.online_mistakes.cv`, one ``k`` per metric: macro F1 and F1b), never on a test file.
 
-``flag-all``, ``never-alarm`` and ``one-step-memory`` have no hyper-parameter, so their ``selection`` says there was
-nothing to choose.
-
-``one-step-memory`` is our reading of TI-PREGO's (Plini et al., Table 2) "One-step memory" row: the anticipated next
-steps after step ``a`` are the steps that followed ``a`` somewhere in training (the first step: those that began a
-training sequence), and a step outside them is a mistake. TI-PREGO gives no definition; this reading does not
-reproduce its row (ours is reported beside theirs, and the report says so).
+``flag-all`` and ``never-alarm`` have no hyper-parameter, so their ``selection`` says there was nothing to choose.
 """
 
 from __future__ import annotations
@@ -30,7 +23,6 @@ from ego_adr.monitoring.monitor import Monitor, StepOutput
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
-START = -1  # the step before the first one (PREGO's prompts start every sequence with -1)
 NOTHING_TO_CHOOSE = {"hyper_parameters": {}, "chosen_by": "nothing to choose: the monitor has no hyper-parameter"}
 
 
@@ -119,27 +111,3 @@ def position_ceiling(rows: list[dict]) -> tuple[dict[str, int], list[dict]]:
             "flagged": r["index"] + 1 >= ks["macro_f1"],
             "flagged_for": {metric: r["index"] + 1 >= k for metric, k in ks.items()}} for r in rows]
     return ks, out
-
-
-class OneStepMemory(Monitor):
-    """A transition (previous step -> this step) never seen in the training sequences is a mistake."""
-
-    selection = NOTHING_TO_CHOOSE
-    note = ("our reading of TI-PREGO's One-step memory, whose definition is not published; it does not reproduce "
-            "TI-PREGO's row (printed beside ours)")
-
-    def fit(self, train: TrainingSet) -> None:
-        self.seen: set[tuple[int, int]] = set()
-        for seq in train.sequences:
-            path = (START, *seq)
-            self.seen.update(zip(path, path[1:]))
-
-    def reset(self, ctx: StepContext) -> None:
-        self.prev = START
-
-    def step(self, t: int, step_id: int) -> StepOutput:
-        known = (self.prev, step_id) in self.seen
-        out = StepOutput(0.0 if known else 1.0, flagged=not known,
-                         evidence={"transition": [self.prev, step_id], "seen_in_training": known})
-        self.prev = step_id
-        return out

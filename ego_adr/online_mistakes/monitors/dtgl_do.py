@@ -6,11 +6,15 @@ published method and settings: training in :mod:`.dtgl_train`, the graph and the
 EPIC-Tent-O's DO* and DO+ rows both read ``EPIC-Tent-O/DO.yaml`` (early stopping at 0.97); Assembly101-O's DO* row
 (oracle steps) reads ``DO-without-early-stopping.yaml`` (1,200 epochs) and its DO+ row (MiniRoad's recognised
 steps) ``DO-with-early-stopping.yaml`` (mask, early stopping at 0.79). ``config="auto"`` (the default) follows
-that: the early-stopping config for a recogniser's steps (``miniroad`` or a predictions file), the other for
-``oracle`` and ``oracle-merged``; ``config=early-stopping`` / ``no-early-stopping`` picks one on any stream
-(Assembly101-O only; EPIC-Tent-O has one config). Another data set gets the settings all DTGL's DO configs share,
-without early stopping (its threshold is set per data set). The config's seed is 42; ``seed`` replaces it (DTGL's
-``--seed``), seeding ``torch.manual_seed`` and ``np.random.seed`` as DTGL does.
+that from what the training set says the run's steps are (``TrainingSet.steps``, set by
+:func:`ego_adr.online_mistakes.harness.configured` for every fit of a run, the nested selection's and the complete
+trials' included): the early-stopping config for a recogniser's steps (``miniroad`` or a predictions file), the
+other for the annotated steps (``oracle``, ``oracle-merged``, a complete benchmark's ``oracle``);
+``config=early-stopping`` / ``no-early-stopping`` picks one on any stream (Assembly101-O only; EPIC-Tent-O has one
+config). Another data set gets the settings all DTGL's DO configs share, without early stopping (its threshold is
+set per data set). The config's seed is 42; ``seed`` replaces it (DTGL's ``--seed``), seeding ``torch.manual_seed``
+and ``np.random.seed`` as DTGL does. ``config``, ``seed`` and ``precision`` are the monitor's declared options
+(:data:`DtglDo.OPTIONS`, ``--monitor-option KEY=VALUE``).
 
 **Nothing chosen by us**, and nothing chosen on a test file: beta, epochs, learning rate, early stopping, mask and
 threshold are the configs'. ``precision="float32"`` trains in DTGL's precision (default float64: the same graph on
@@ -32,18 +36,19 @@ import numpy as np
 
 from ego_adr.errors import UserError
 from ego_adr.monitoring.monitor import Monitor, StepOutput
+from ego_adr.monitoring.registry import MonitorOption
 from ego_adr.online_mistakes.monitors import dtgl_graph as G
 from ego_adr.online_mistakes.monitors import dtgl_train as T
-from ego_adr.online_mistakes.types import StepContext, TrainingSet
+from ego_adr.online_mistakes.types import ORACLE_STEPS, StepContext, TrainingSet
 
 CODE_VERSION = "3"  # bump when training or the graph rules change: older cached graphs are then not reused
-ORACLE_STREAMS = ("oracle", "oracle-merged")
 CONFIG_CHOICES = ("auto", "early-stopping", "no-early-stopping")
 PRECISIONS = ("float64", "float32")
 
 
-def resolve_config(benchmark: str, stream: str | None, config: str = "auto") -> tuple[str, T.DoConfig]:
-    """The DTGL config of the published row for ``benchmark`` and ``stream`` (module docstring)."""
+def resolve_config(benchmark: str, steps: str, config: str = "auto") -> tuple[str, T.DoConfig]:
+    """The DTGL config of the published row for ``benchmark`` and its ``steps`` (``oracle`` or ``recognised``,
+    :data:`~ego_adr.online_mistakes.types.ORACLE_STEPS`; module docstring)."""
     if config not in CONFIG_CHOICES:
         raise UserError(f"dtgl-do config {config!r} is not one of {', '.join(CONFIG_CHOICES)}")
     if benchmark == "epic-tent-o":
@@ -53,7 +58,7 @@ def resolve_config(benchmark: str, stream: str | None, config: str = "auto") -> 
         name = "epic-tent-o/early-stopping"
     elif benchmark == "assembly101-o":
         if config == "auto":
-            config = "no-early-stopping" if stream in ORACLE_STREAMS else "early-stopping"
+            config = "no-early-stopping" if steps == ORACLE_STEPS else "early-stopping"
         name = f"assembly101-o/{config}"
     elif config == "early-stopping":
         raise UserError(f"dtgl-do config early-stopping: DTGL sets its threshold per data set and has none for "
@@ -111,11 +116,24 @@ def trained(train: TrainingSet, cfg: T.DoConfig, seed: int, precision: str = "fl
 class DtglDo(Monitor):
     """DTGL's DO graph fitted on the training sequences, then DTGL's precondition check over each recording."""
 
-    def __init__(self, seed: int | None = None, config: str = "auto", precision: str = "float64",
-                 stream: str | None = None) -> None:
+    OPTIONS = (
+        MonitorOption("config", str, "auto", "DTGL's DO config: auto follows the steps (annotated: DO*'s, a "
+                      "recogniser's: DO+'s); early-stopping / no-early-stopping pick one (Assembly101-O)",
+                      CONFIG_CHOICES),
+        MonitorOption("seed", int, None, "DTGL's --seed (default None: the config's seed, 42)"),
+        MonitorOption("precision", str, "float64", "float64 (default: the same graph on any thread count; a "
+                      "named deviation) or float32 (DTGL's)", PRECISIONS),
+    )
+
+    @classmethod
+    def check_inputs(cls, train: TrainingSet, data_root, options: dict) -> None:
+        """A config the benchmark has no DTGL file for is refused before anything is written."""
+        resolve_config(train.benchmark, train.steps, options.get("config") or "auto")
+
+    def __init__(self, seed: int | None = None, config: str = "auto", precision: str = "float64") -> None:
         if precision not in PRECISIONS:
             raise UserError(f"dtgl-do precision {precision!r} is not one of {', '.join(PRECISIONS)}")
-        self.seed, self.config, self.precision, self.stream = seed, config, precision, stream
+        self.seed, self.config, self.precision = seed, config, precision
         self.deviations = [] if precision == "float32" else [
             "precision=float64: DTGL trains in float32; we train in float64 on one thread with deterministic "
             "algorithms so the graph does not depend on the thread count (precision=float32 follows DTGL)"]
@@ -124,7 +142,7 @@ class DtglDo(Monitor):
         if not train.sequences:
             raise UserError(f"dtgl-do needs the correct training sequences of {train.benchmark}, and the training "
                             "file has none; pass a --data-root whose train.json holds DTGL's training recordings")
-        name, cfg = resolve_config(train.benchmark, self.stream, self.config)
+        name, cfg = resolve_config(train.benchmark, train.steps, self.config)
         self.deviations = [d for d in self.deviations if not d.startswith("no DTGL config")]
         self.deviations += config_deviation(train.benchmark)
         seed = cfg.seed if self.seed is None else int(self.seed)
@@ -139,11 +157,12 @@ class DtglDo(Monitor):
         self.node = {s: i + 1 for i, s in enumerate(order)}
         self.label = {0: "START", len(order) + 1: "END", **{i + 1: str(s) for i, s in enumerate(order)}}
         self.selection = {
-            "hyper_parameters": {"config": name, "dtgl_config_file": cfg.file, "beta": cfg.beta,
+            "hyper_parameters": {"config": name, "steps": train.steps, "dtgl_config_file": cfg.file, "beta": cfg.beta,
                                  "epochs": cfg.epochs, "early_stopping": cfg.early_stopping, "seed": seed,
                                  "lr": T.LR, "precision": self.precision, "relaxed": True,
                                  "sequence_variants": 3, "masked_steps": sorted(order[p] for p in masked)},
-            "chosen_by": "nothing chosen: DTGL's published config for this benchmark and stream (config=auto)"
+            "chosen_by": f"nothing chosen: DTGL's published config for this benchmark and its {train.steps} steps "
+                         "(config=auto)"
                          if self.config == "auto" else f"config={self.config} given by the user"}
         self.training = {"epochs_run": rec["epochs"], "early_stopping_score": rec["score"],
                          "train_seconds": rec["train_seconds"], "from_cache": not fresh,

@@ -39,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 
 from ego_adr.errors import UserError
-from ego_adr.online_mistakes.monitors.baselines import START
+from ego_adr.online_mistakes.monitors.reference import START
 
 PREGO_EXAMPLES = "prego/context_prompt/assembly_context_prompt_train.json"  # relative to the data root
 LABELS = {"prego": ("Context:", "Input:", "Output:"), "query": ("Sequence type:", "Input Sequence:", "Next Symbol:")}
