@@ -197,8 +197,8 @@ def training(src: S.Sources, graphs: Mapping[str, G.RecipeGraph], benchmark: str
     correct = [r for r in recs if not r.is_error and not any(s.tags for s in r.steps)]
     seqs = tuple(tuple(s.step_id for s in S.time_order(r)) + (END_ID,) for r in correct)
     labelled = tuple(recording(src, graphs[r.recipe], r, rule) for r in recs)
-    return Training(benchmark, seqs, taxonomy(src), tuple(episode(r) for r in correct), (), dict(graphs),
-                    dict(src.recipe_steps), tuple(r.recipe for r in correct), labelled)
+    return Training(benchmark, seqs, taxonomy(src), tuple(episode(r) for r in correct), graphs=dict(graphs),
+                    recipe_steps=dict(src.recipe_steps), recipes=tuple(r.recipe for r in correct), labelled=labelled)
 
 
 @dataclass(frozen=True)

@@ -124,8 +124,9 @@ def outer_streams(train: TrainingSet, seed: int) -> list[tuple[TrainingSet, Stre
 #: (a report's wording) keeps the kept folds. Every other module of ``online_mistakes/`` and ``monitoring/`` is in
 #: the key, a new one included; ``tests/monitoring/test_selection.py`` checks that no module in the key imports one
 #: of these.
-READERS = ("goal.py", "report.py", "evaluate.py", "complete.py", "complete_eval.py", "complete_metrics.py",
-           "complete_report.py", "complete_sources.py", "published.py", "download.py", "convert.py")
+READERS = ("benchmarks.py", "goal.py", "report.py", "evaluate.py", "complete.py", "complete_eval.py",
+           "complete_metrics.py", "complete_report.py", "complete_sources.py", "published.py", "download.py",
+           "convert.py")
 
 
 def code_files() -> list[Path]:
