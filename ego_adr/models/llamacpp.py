@@ -8,7 +8,8 @@ ships it prebuilt (MIT, ~34 MB wheel, no compiler). The tests and ``scripts/benc
 Why a child process: llama.cpp's server inside a process that had already run torch (a pytest worker that had run
 other test files) crashed that process with a segmentation fault; two native thread pools (torch's OpenMP and
 llama.cpp's) do not share one process safely. The child holds llama.cpp alone, prints the address it listens
-on, and stops when its standard input closes, so it never outlives the process that started it. Its log (llama.cpp
+on, and stops when its standard input closes, so it never outlives the process that started it; it ignores Ctrl-C
+(which a terminal sends to the whole process group), so a request in flight ends and the parent stops it. Its log (llama.cpp
 writes a line per request) goes to a file, whose tail a failed start quotes.
 
 The served name is the alias (``model_alias``), so :meth:`~ego_adr.models.openai_api.OpenAIChatModel.check_served`
@@ -37,8 +38,11 @@ from ego_adr.errors import UserError
 
 # what the child runs: argv = gguf, alias, threads, n_ctx, parallel, port, swa_full (0/1)
 _CHILD = """
+import signal
 import sys
 import xllamacpp
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
 
 gguf, alias, threads, n_ctx, parallel, port, swa_full = sys.argv[1:8]
 p = xllamacpp.CommonParams()

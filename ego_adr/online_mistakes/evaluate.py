@@ -173,7 +173,8 @@ def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> di
                                                               else {})}
     with OutputFolder(out, ident, "--out", RESULT_FILES):
         t0 = time.perf_counter()
-        rows, monitor = run_monitor(name, train, stream, **kw)
+        bar = REGISTRY.get(name).needs_model and not a.quiet  # a model's monitor takes minutes: show its steps
+        rows, monitor = run_monitor(name, train, stream, progress=bar, **kw)
         res = result(name, train, stream, rows, monitor, a.options[name])
         res["seconds"] = round(time.perf_counter() - t0, 3)
         blind, ceiling = refs
