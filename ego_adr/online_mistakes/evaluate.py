@@ -186,7 +186,9 @@ def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> di
 
 def _said(a, res: dict, out: Path) -> dict:
     if not a.quiet:
-        print(f"{res['monitor']:<16} " + "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS) + f"  -> {out}")
+        top1 = (res.get("next_step_top1") or {}).get("accuracy")
+        extra = f"  auroc {res['auroc']:.3f}  next-step top-1 {top1:.3f}" if top1 is not None else ""
+        print(f"{res['monitor']:<16} " + "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS) + extra + f"  -> {out}")
     return res
 
 
@@ -250,6 +252,15 @@ def evaluate(a) -> int:
         if check is not None:
             check(train, a.data_root, a.options[n])
     model = _model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
+    for n in list(names) if model is not None else ():  # the model can do what the monitor asks (prego-lm)
+        try:
+            getattr(REGISTRY.factory(n), "check_model", lambda m: None)(model)
+        except UserError as e:  # named alone: stop; within all: listed as not run, with why
+            if a.monitor != "all":
+                raise
+            why[n] = str(e).removeprefix(f"--monitor {n}: ")
+            skipped.append(n)
+            names.remove(n)
     for note in stream.notes:
         print(f"note: {note}")
     out = Path(a.out)

@@ -109,6 +109,8 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
     }
     if hasattr(monitor, "stats"):
         out["stats"] = monitor.stats()
+    if hasattr(monitor, "summarise"):  # what a monitor reads off its own rows (prego-lm: top-1 next step)
+        out.update(monitor.summarise(rows))
     return out
 
 
