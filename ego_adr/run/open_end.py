@@ -289,7 +289,7 @@ def _answer(cfg: RunConfig, out: Path, samples, todo: dict, answers, selection: 
     model = load_vlm(cfg, given_model)
     confirm(out, {"model_fingerprint": model.fingerprint})
     pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens,
-                                        matcher=cfg.matcher),
+                                        matcher=cfg.matcher, scoring=cfg.scoring),
                   cache_dir=cfg.resolved_cache_dir(), route="open-end")
     label = cfg.model or "tiny-demo"
     by_id = {s.sample_id: s for s in samples}
