@@ -60,6 +60,12 @@ def judge_specs(cfg: RunConfig):
         raise ConfigError(str(e)) from None
     if cfg.judge_backend == "openai":
         return [JudgeSpec(s.name, s.model, "openai", base_url=s.base_url or cfg.base_url) for s in specs]
+    if cfg.judge_backend == "llamacpp":  # a GGUF file or packaged alias each: checked before any work
+        from ego_adr.models.llamacpp_backend import check_name
+
+        for s in specs:
+            check_name(s.model)
+        return [JudgeSpec(s.name, s.model, "llamacpp") for s in specs]
     from pathlib import Path as _P
 
     from ego_adr.models.registry import resolve

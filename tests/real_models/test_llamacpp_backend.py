@@ -64,3 +64,25 @@ def test_a_run_stopped_by_sigterm_leaves_no_lock_and_no_server(root, tmp_path):
     time.sleep(1)
     assert rc == 130 and (out / "identity.json").exists() and not (out / ".lock").exists()
     assert not [c for c in children if Path(f"/proc/{c}").exists()]  # the server went with the run
+
+
+def test_a_judge_on_the_llamacpp_backend_answers_and_a_bad_one_is_refused_before_any_work(tmp_path):
+    from ego_adr.errors import UserError
+    from ego_adr.eval.judges import JudgeSpec
+    from ego_adr.run.config import RunConfig
+    from ego_adr.run.judging import judge_request, load_judge
+    from ego_adr.run.open_end import judge_specs
+
+    spec = JudgeSpec.parse("smol=smollm2-135m@llamacpp")
+    assert spec.backend == "llamacpp"
+    judge = load_judge(spec)
+    try:
+        g = judge.generate([judge_request({"question": "What went wrong?", "reference": "The salt was forgotten.",
+                                           "answer": "They forgot the salt."})])[0]
+    finally:
+        judge.close()
+    assert g.ok and g.text, g.error
+    cfg = RunConfig(task="open-end", model="smollm2-135m", judges=[f"x={tmp_path / 'absent.gguf'}"],
+                    judge_backend="llamacpp")
+    with pytest.raises(UserError, match="neither"):
+        judge_specs(cfg)
