@@ -28,7 +28,7 @@ def require(what: str, missing_environment) -> None:
 def gguf(alias: str) -> Path:
     """The weights the fixtures load for ``alias``: the packaged file, or the file named by
     ``$EGO_ADR_TEST_GGUF_<ALIAS>`` (e.g. ``EGO_ADR_TEST_GGUF_SMOLLM2_135M=/tmp/random.gguf``), to see that these
-    tests fail on other weights of the same tokenizer (tests/real_models/random_gguf.py writes such a file)."""
+    tests fail on other weights of the same tokenizer (ego_adr.models.known_answers.write_random_gguf writes one)."""
     from ego_adr.models.packaged import locate
 
     swapped = os.environ.get("EGO_ADR_TEST_GGUF_" + alias.upper().replace("-", "_"))

@@ -18,15 +18,11 @@ import pytest
 
 from ego_adr.errors import UserError
 from ego_adr.models.base import Message
+from ego_adr.models.known_answers import KNOWN, known_answer, write_random_gguf
 from ego_adr.models.likelihood import LikelihoodRequest, normalised, prefix_free
 
 pytestmark = pytest.mark.slow
 
-#: One known answer per model, each a raw continuation: the right candidate must be the most likely of the options
-#: and at least KNOWN_P likely under the model (random weights spread 1/49,152 or less over every token).
-KNOWN = {"smollm2-135m": ("The capital of France is", (" Paris", " London", " Berlin", " Rome", " Madrid")),
-         "gemma3-270m": ("1, 2, 3, 4, 5,", (" 6", " 7", " 5", " 8", " 1"))}
-KNOWN_P = 0.5
 TOLERANCE = 0.05  # total variation between the two backends' renormalised candidate probabilities
 
 REQUESTS = [
@@ -34,15 +30,6 @@ REQUESTS = [
     LikelihoodRequest("Input Sequence:\n -1, 1, 2, 3, 4, 5, 6, ", tuple(prefix_free([str(i) for i in range(14)], ","))),
     LikelihoodRequest([Message.user("What is the capital of France?")], ("Paris", "The capital", "London")),
 ]
-
-
-def known_answer(model, alias: str) -> tuple[bool, list[float]]:
-    """(passed, the options' probabilities) of ``alias``'s known-answer check on ``model``."""
-    prefix, options = KNOWN[alias]
-    res = model.loglikelihood([LikelihoodRequest(prefix, options)])[0]
-    assert res.ok, res.error
-    probs = [math.exp(x) for x in res.logprobs]
-    return probs[0] == max(probs) and probs[0] >= KNOWN_P, probs
 
 
 def test_llamacpp_and_the_hf_backend_agree_on_one_gguf(smollm2_llamacpp, smollm2_hf):
@@ -79,7 +66,6 @@ def test_random_weights_of_the_same_tokenizer_fail_the_known_answer(tmp_path):
     from ego_adr.models.hf_text import HFTextLM
     from ego_adr.models.llamacpp_backend import LlamaCppModel
     from tests.real_models.conftest import gguf
-    from tests.real_models.random_gguf import write_random_gguf
 
     fake = write_random_gguf(gguf("smollm2-135m"), tmp_path / "random-smollm2.gguf")
     model = LlamaCppModel(str(fake), threads=1)

@@ -1,16 +1,42 @@
-"""A GGUF with a real model's tokenizer and architecture and random weights: the wrong weights, to show that the
-real-model checks would catch them (issue 45 item 4).
+"""Checks that the weights behind an alias are the model's: a known answer per packaged model, and a GGUF with the
+same tokenizer and random weights that must fail it (issue 45 item 4).
 
-Every key of the real file is copied (tokenizer, chat template, special tokens, architecture name); the sizes are
-made small (2 blocks, 64-wide) so the file is a few MB, and every tensor is random (seeded), in F32. llama.cpp and
-transformers load it like the real one and tokenise every text the same way; only what the weights know is gone.
+Why: a test that passes on any weights proves nothing about the model. The known answers are raw continuations a
+model of that size completes with confidence ("The capital of France is" -> " Paris" for SmolLM2, a counting
+continuation for Gemma 3), scored by candidate likelihood (:mod:`ego_adr.models.likelihood`), so every backend
+that gives token probabilities runs the same check; random weights spread their probability over the whole
+vocabulary (1/49,152 or less per token) and fail it.
+
+:func:`write_random_gguf` copies every key of a real llama-architecture GGUF (tokenizer, chat template, special
+tokens) and writes random tensors of a small size (2 blocks, 64 wide; a few MB, seeded, F32): llama.cpp and
+transformers load it like the real file and tokenise every text the same way; only what the weights know is gone.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
+
+#: One known answer per packaged causal LM: the prefix and its options, the right one first.
+KNOWN = {"smollm2-135m": ("The capital of France is", (" Paris", " London", " Berlin", " Rome", " Madrid")),
+         "gemma3-270m": ("1, 2, 3, 4, 5,", (" 6", " 7", " 5", " 8", " 1"))}
+KNOWN_P = 0.5  # the right option must also be at least this likely under the model
+
+
+def known_answer(model, alias: str) -> tuple[bool, list[float]]:
+    """(passed, the options' probabilities) of ``alias``'s known-answer check on ``model`` (any object with
+    ``loglikelihood``); a ValueError when the model could not score."""
+    from ego_adr.models.likelihood import LikelihoodRequest
+
+    prefix, options = KNOWN[alias]
+    res = model.loglikelihood([LikelihoodRequest(prefix, options)])[0]
+    if not res.ok:
+        raise ValueError(f"{alias}: the known-answer request failed: {res.error}")
+    probs = [math.exp(x) for x in res.logprobs]
+    return probs[0] == max(probs) and probs[0] >= KNOWN_P, probs
+
 
 SMALL = {"block_count": 2, "embedding_length": 64, "feed_forward_length": 128, "attention.head_count": 4,
          "attention.head_count_kv": 2, "rope.dimension_count": 16}
