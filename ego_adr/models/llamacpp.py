@@ -38,6 +38,7 @@ from ego_adr.errors import UserError
 
 # what the child runs: argv = gguf, alias, threads, n_ctx, parallel, port, swa_full (0/1)
 _CHILD = """
+import os
 import signal
 import sys
 import xllamacpp
@@ -55,6 +56,7 @@ p.swa_full = swa_full == "1"
 server = xllamacpp.Server(p)
 print(server.listening_address, flush=True)
 sys.stdin.read()  # until the parent closes it (or dies)
+os._exit(0)  # at once: the server's own shutdown (its threads joined) was seen to hang once the parent had gone
 """
 
 
@@ -114,9 +116,16 @@ class LlamaCppServer:
         r.raise_for_status()
         return r.json()
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Close the child's input, so it exits; ``wait``: wait for it (killing it after 10 s)."""
         proc, self._proc, self._address = self._proc, None, None
         if proc is None:
+            return
+        if not wait:
+            proc.stdin.close()
+            proc.stdout.close()
+            if self.log is not None:
+                self.log.unlink(missing_ok=True)
             return
         try:
             proc.stdin.close()  # the child's read returns: it exits
@@ -124,6 +133,9 @@ class LlamaCppServer:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+        except KeyboardInterrupt:  # asked to stop while waiting: do not wait, and pass the interrupt on
+            proc.kill()
+            raise
         if proc.stdout is not None:
             proc.stdout.close()
         if self.log is not None:  # started and stopped by hand or by ``with``: the log goes with the server

@@ -93,7 +93,9 @@ class LlamaCppModel:
         self.threads = int(threads or default_threads())
         self.server = LlamaCppServer(self.path, self.served, threads=self.threads, n_ctx=n_ctx, swa_full=True)
         self.server.start()
-        self._finalizer = weakref.finalize(self, self.server.stop)  # the run's end, or this object going away
+        # the run's end or this object going away: close the child's input and do not wait (an interrupt that
+        # arrived during a wait inside a finalizer would be printed and lost, and the command would go on)
+        self._finalizer = weakref.finalize(self, self.server.stop, False)
         atexit.register(self._finalizer)
         self.root = self.server.base_url.removesuffix("/v1")
         self.timeout = float(timeout)
@@ -114,11 +116,13 @@ class LlamaCppModel:
         return Capabilities(video=False, text_only=True, max_batch_size=1)
 
     def close(self) -> None:
+        """Stop the server now, waiting for it to exit."""
         self._chat.close()
         if self._http is not None:
             self._http.close()
             self._http = None
-        self._finalizer()
+        if self._finalizer.detach() is not None:
+            self.server.stop()
 
     # --- generation ----------------------------------------------------------------------------------------------
     def generate(self, requests: list[Request]) -> list[Generation]:

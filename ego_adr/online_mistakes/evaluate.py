@@ -188,7 +188,8 @@ def _said(a, res: dict, out: Path) -> dict:
     if not a.quiet:
         top1 = (res.get("next_step_top1") or {}).get("accuracy")
         extra = f"  auroc {res['auroc']:.3f}  next-step top-1 {top1:.3f}" if top1 is not None else ""
-        print(f"{res['monitor']:<16} " + "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS) + extra + f"  -> {out}")
+        cells = "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS)
+        print(f"{res['monitor']:<16} {cells}{extra}  -> {out}")
     return res
 
 
