@@ -25,6 +25,7 @@ asks once per step on a growing prefix).
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import selectors
@@ -58,6 +59,23 @@ print(server.listening_address, flush=True)
 sys.stdin.read()  # until the parent closes it (or dies)
 os._exit(0)  # at once: the server's own shutdown (its threads joined) was seen to hang once the parent had gone
 """
+
+
+#: Children told to exit and not waited for (``stop(wait=False)``): waited for when the interpreter exits, so none is
+#: left for a process that may not reap orphans.
+_CLOSING: list[subprocess.Popen] = []
+
+
+def _reap() -> None:
+    for proc in _CLOSING:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+atexit.register(_reap)
 
 
 class LlamaCppServer:
@@ -126,6 +144,7 @@ class LlamaCppServer:
             proc.stdout.close()
             if self.log is not None:
                 self.log.unlink(missing_ok=True)
+            _CLOSING.append(proc)
             return
         try:
             proc.stdin.close()  # the child's read returns: it exits

@@ -96,7 +96,8 @@ class LlamaCppModel:
         # the run's end or this object going away: close the child's input and do not wait (an interrupt that
         # arrived during a wait inside a finalizer would be printed and lost, and the command would go on)
         self._finalizer = weakref.finalize(self, self.server.stop, False)
-        atexit.register(self._finalizer)
+        self._finalizer.atexit = False
+        atexit.register(self.server.stop)  # at exit, waited for: an orphan's exit status may be nobody's to reap
         self.root = self.server.base_url.removesuffix("/v1")
         self.timeout = float(timeout)
         self._chat = OpenAIChatModel(self.served, base_url=self.server.base_url, concurrency=1, max_retries=2,
