@@ -86,7 +86,8 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for m, b, ok, probs in known:
             prefix, options = KNOWN["smollm2-135m" if m.startswith("random") else m]
-            cells = ", ".join(f"`{o.strip()}` {p:.4f}" for o, p in zip(options, probs))
+            cells = ", ".join(f"`{o.strip()}` {p:.4f}" if p >= 1e-3 else f"`{o.strip()}` {p:.1e}"
+                              for o, p in zip(options, probs))
             print(f"| {m} | {b} | `{prefix}` | {cells} | {'yes' if ok else 'no'} |")
     docs_tables.publish(a, {"likelihood-real": table.text})
 

@@ -23,6 +23,7 @@ import os
 import tempfile
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import docs_tables
@@ -42,8 +43,10 @@ def _run(args: list[str], out: Path) -> list[dict]:
 def _answers(rows: list[dict]) -> str:
     said = Counter(r["prediction"] or f"({r['failure'] or 'none'})" for r in rows)
     top = ", ".join(f"{n} x {o}" for o, n in said.most_common(2))
-    return f"{top}{', ...' if len(said) > 2 else ''} ({len(said)} distinct)" + (
-        "; a constant reply" if len(said) == 1 else "")
+    options = {r["prediction"] for r in rows if r["prediction"]}
+    constant = ("; never an option" if not options else "; a constant reply" if len(said) == 1 else
+                "; one option whenever it names one" if len(options) == 1 else "")
+    return f"{top}{', ...' if len(said) > 2 else ''} ({len(said)} distinct){constant}"
 
 
 def _line(name: str, scoring: str, rows: list[dict], note: str = "") -> str:
@@ -81,17 +84,22 @@ def main() -> None:
                    _trivial(keywords, errors.most_common(1)[0][0]), "the most frequent error type of these samples' "
                    "labels: a reference, not a method"),
              _line("keyword classifier (shallow, no model)", "-", keywords)]
+    calls = spent = 0
     for alias in a.models:
         for scoring in ("generate", "likelihood"):
             rows = _run(["--mode", "deep", "--bank-builder", "rule", "--model", alias, "--backend", "llamacpp",
                          "--scoring", scoring, "--max-new-tokens", str(a.max_new_tokens), *common],
                         out / f"{alias}-{scoring}")
             lines.append(_line(f"deep classifier, {alias}", scoring, rows))
+            first = json.loads((out / f"{alias}-{scoring}" / "run.json").read_text())["invocations"][0]
+            calls += first["model_calls"]
+            spent += (datetime.fromisoformat(first["finished"]) - datetime.fromisoformat(first["started"])).seconds
     with docs_tables.Printed() as table:
         print(f"{a.limit} samples of the EgoErrorVQA annotations (round robin over the sources), the annotations' "
               f"descriptions as the narration; deviations: at most {a.max_new_tokens} new tokens per written reply "
               "(paper: 256), procedure banks by rule (paper: Qwen2.5-VL-7B). "
-              f"{time.perf_counter() - t0:.0f} s in all (load average {load[0]:.1f} when it started); every row "
+              f"The model runs' first invocations: {calls} model calls in {spent} s (run.json); this one "
+              f"{time.perf_counter() - t0:.0f} s, load average {load[0]:.1f} when it started; every row "
               "in its folder's predictions.jsonl (likelihood rows: each option's score in "
               "`stages.classification.scores`)\n")
         print("| classifier | scoring | n | Acc | Pre | Recall | F1 | answers | note |")
