@@ -63,8 +63,10 @@ def fit_if_needed(mon, spec, train: list[dict] | None, val: list[dict] | None = 
             mon.fit(train or [])
 
 
-def _threshold(spec, mon, val: list[dict] | None, threshold: float | None) -> tuple[float, str]:
-    """The M3 threshold and the rule that chose it (one rule for every monitor)."""
+def _threshold(spec, mon, val: list[dict] | None, threshold: float | None,
+               progress: bool = False) -> tuple[float, str]:
+    """The M3 threshold and the rule that chose it (one rule for every monitor); ``progress``: a bar over the
+    validation episodes for a monitor that asks a model (that pass alone took the LLM monitor minutes, silently)."""
     from ego_adr.helpmeout.monitors.base import run_monitor
 
     if threshold is not None:
@@ -72,7 +74,7 @@ def _threshold(spec, mon, val: list[dict] | None, threshold: float | None) -> tu
     if spec.name == "random":
         return 0.5, "0.5 (Random: a uniformly random monitor, Table 2)"
     if val:
-        return youden_threshold(val, run_monitor(mon, val, progress=False)), (
+        return youden_threshold(val, run_monitor(mon, val, progress=progress and spec.needs_model)), (
             f"Youden's J on the validation split ({len(val)} episodes)"
         )
     raise ValueError(
@@ -114,7 +116,7 @@ def evaluate(
         fit_if_needed(mon, spec, train, val)
         timing["fit_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
-        thr, rule = _threshold(spec, mon, val, threshold)
+        thr, rule = _threshold(spec, mon, val, threshold, progress)
         timing["val_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
         rows = run_monitor(mon, episodes, progress=progress)
