@@ -74,7 +74,7 @@ def _cells(m: dict, extra: bool) -> str:
 def _grid(a, out: Path) -> tuple[list, list]:
     from ego_adr.online_mistakes.published import rows as published
 
-    prego, plm = [], []
+    prego, plm, repeats = [], [], []
     for bench in a.benchmarks:
         for stream in a.streams:
             common = ["evaluate", "--benchmark", bench, "--stream", stream, "--data-root", a.data_root, "--quiet",
@@ -95,11 +95,26 @@ def _grid(a, out: Path) -> tuple[list, list]:
                     m = _evaluate([*lm, "--monitor", "prego-lm", "--model", alias, "--monitor-option",
                                    f"form={form}"], f)
                     st = m["stats"]
-                    rows.append((f"prego-lm ({form}), {alias}", m, f"{st['likelihood_calls']} likelihood calls "
-                                 f"({st['model_calls']} asked of the model, the rest from the stage cache)"))
+                    rows.append((f"prego-lm ({form}), {alias}", m, f"{m['seconds']:.0f} s: {st['likelihood_calls']} "
+                                 f"likelihood calls, {st['model_calls']} asked of the model (the rest from the stage "
+                                 "cache)"))
             if rows:
                 plm += [(bench, stream, *r) for r in [*blind, *got, *rows]]
-    return prego, plm
+                repeats.append((bench, stream, *_repeats(here / "flag-all")))
+    return prego, plm, repeats
+
+
+def _repeats(folder: Path) -> tuple[str, str]:
+    """How often a step repeats one done earlier in its recording: among the mistakes, among the correct steps."""
+    seen: dict[str, list] = {}
+    hits, counts = [0, 0], [0, 0]
+    for line in (folder / "steps.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        prev = seen.setdefault(r["episode"], [])
+        hits[r["label"]] += r["step_id"] in prev
+        counts[r["label"]] += 1
+        prev.append(r["step_id"])
+    return tuple(f"{hits[k]} of {counts[k]}" for k in (1, 0))
 
 
 def main() -> None:
@@ -119,9 +134,11 @@ def main() -> None:
     docs_tables.check(a, blocks)
     out = Path(a.out or tempfile.mkdtemp(prefix="prego_real_"))
     load, t0 = os.getloadavg(), time.perf_counter()
-    prego, plm = _grid(a, out)
+    prego, plm, repeats = _grid(a, out)
     head = (f"{time.perf_counter() - t0:.0f} s in all on {os.cpu_count()} CPUs (load average {load[0]:.1f} when it "
-            f"started), llama.cpp through `--backend llamacpp` with $EGO_ADR_LLAMACPP_THREADS="
+            "started; a run into an --out that holds earlier runs answers from their stage cache: each prego-lm row "
+            "says how much it asked of the model), llama.cpp through `--backend llamacpp` with "
+            "$EGO_ADR_LLAMACPP_THREADS="
             f"{os.environ.get('EGO_ADR_LLAMACPP_THREADS', 'unset (the idle cores)')}; every prompt, reply and "
             "score in each folder's steps.jsonl\n")
     texts = {}
@@ -141,6 +158,12 @@ def main() -> None:
             print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
             for bench, stream, name, m, note in plm:
                 print(f"| {bench} | {stream} | {name} | {_cells(m, True)} | {note} |")
+            print("\nSteps that repeat a step done earlier in their recording (a small model readily continues with a "
+                  "step it has just read):\n")
+            print("| benchmark | stream | among the mistakes | among the correct steps |")
+            print("|---|---|---:|---:|")
+            for bench, stream, wrong, right in repeats:
+                print(f"| {bench} | {stream} | {wrong} | {right} |")
         texts["prego-lm-real"] = table.text
     docs_tables.publish(a, texts)
 
