@@ -8,7 +8,12 @@ Exit codes are the shell's conventions, the same for every command:
 
 - :data:`EXIT_USER` (2): a mistake the user can fix (a wrong flag, a missing file, an unknown model), one line;
 - :data:`EXIT_INFRASTRUCTURE` (3): the machine or a server failed (nothing was recorded as a result; rerun);
-- :data:`EXIT_INTERRUPTED` (130): Ctrl-C; what was finished is kept.
+- :data:`EXIT_INTERRUPTED` (130): Ctrl-C, or a SIGTERM/SIGHUP (``kill``, ``timeout``, a closed terminal); what was
+  finished is kept.
+
+A SIGTERM or SIGHUP ends a command the way Ctrl-C does (:class:`Terminated`, a ``KeyboardInterrupt``): Python's
+default for them ends the process at once, without running a single ``finally``, so a run stopped by ``kill`` or
+``timeout`` left its output folder's ``.lock`` behind and a child server's log in the temporary folder.
 """
 
 from __future__ import annotations
@@ -46,6 +51,17 @@ class InfrastructureError(EgoADRError, RuntimeError):
     exit_code = EXIT_INFRASTRUCTURE
 
 
+class Terminated(KeyboardInterrupt):
+    """The process was asked to stop (SIGTERM, SIGHUP): raised where it was, so every ``with`` and ``finally``
+    on the way out runs (folder locks released, child servers stopped), as for Ctrl-C."""
+
+
+def _terminated(signum, _frame) -> None:
+    import signal
+
+    raise Terminated(signal.Signals(signum).name)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """A wrong flag is one line (what is wrong, where the help is) and exit 2, not the whole usage block."""
 
@@ -78,6 +94,7 @@ def run_cli(fn: Callable[[], int | None], *, interrupted: str = "interrupted; re
     example ``FileNotFoundError`` for a command whose only files are the user's. Anything else is a bug and keeps
     its traceback.
     """
+    previous = _catch_termination()
     try:
         code = fn()
         return EXIT_OK if code is None else int(code)
@@ -93,3 +110,31 @@ def run_cli(fn: Callable[[], int | None], *, interrupted: str = "interrupted; re
     except user_errors as e:  # type: ignore[misc]
         print(f"error: {one_line(e)}", file=sys.stderr)
         return EXIT_USER
+    finally:
+        _restore(previous)
+
+
+_STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _catch_termination() -> dict:
+    """SIGTERM and SIGHUP raise :class:`Terminated` while the command runs (in the main thread only: Python takes
+    signal handlers there alone); a signal the caller ignores stays ignored. The handlers it replaced."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
+    for name in _STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, _terminated)
+    return previous
+
+
+def _restore(previous: dict) -> None:
+    import signal
+
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)

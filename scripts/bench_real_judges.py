@@ -132,6 +132,37 @@ def agreement(rows: list[dict], a: str, b: str) -> dict:
     return res
 
 
+def separation(rows: list[dict], j: str) -> float | None:
+    """AUROC of judge ``j``'s scores for telling an answer that is its question's own reference from another
+    question's (ties count half); None when it scored no answer of one kind."""
+    own = [r["judges"][j]["score"] for r in rows if r["method"] == KINDS[0] and r["judges"][j]["score"] is not None]
+    other = [r["judges"][j]["score"] for r in rows if r["method"] == KINDS[1] and r["judges"][j]["score"] is not None]
+    if not own or not other:
+        return None
+    return sum((x > y) + 0.5 * (x == y) for x in own for y in other) / (len(own) * len(other))
+
+
+def verdict(rows: list[dict], judges: list[str]) -> str:
+    """Whether the rows measure anything, from the rows: a judge is a measurement only when it scores most answers
+    and tells its own reference from another question's (AUROC at least 0.7); otherwise the rows check the plumbing
+    around it (replies recorded, parse failures counted, resumable) and say why."""
+    why = []
+    for j in judges:
+        per = [r["judges"][j]["score"] for r in rows]
+        rate = sum(s is not None for s in per) / len(per)
+        auc = separation(rows, j)
+        if rate < 0.5:
+            why.append(f"{j} scores {rate:.0%} of the answers")
+        elif auc is None or auc < 0.7:
+            why.append(f"{j} does not tell its own reference from another question's (AUROC "
+                       f"{'undefined' if auc is None else f'{auc:.2f}'})")
+    if not why:
+        return "Both judges score most answers and separate the two kinds: these rows are a measurement."
+    return ("These rows are plumbing checks, not measurements of judging: " + "; ".join(why) + ". What they check is "
+            "the stage around the judges: every reply recorded with its parse method, an unparseable reply counted "
+            "and never read as a score, a rerun answered from the stored judgements.")
+
+
 def _f(v) -> str:
     return "–" if v is None else v if isinstance(v, str) else f"{v:.2f}"
 
@@ -147,9 +178,9 @@ def report(a: argparse.Namespace, rows: list[dict], out: Path) -> str:
               "pair each), each answered by its own reference and by another question's. "
               f"Judging took {seconds:.0f} s, llama.cpp with {a.threads} thread(s) per judge on a 2-core machine shared "
               "with other jobs (slower than its nominal speed).\n")
-        print("| judge | calls | parse rate | mean score | mean: reference | mean: other question's reference |"
-              " unparsed (why) |")
-        print("|---|---:|---:|---:|---:|---:|---|")
+        print("| judge | calls | parse rate | mean score | mean: reference | mean: other question's reference | "
+              "AUROC: own vs other reference | unparsed (why) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
         for j in a.judges:
             per = [r["judges"][j] for r in rows]
             scored = [p["score"] for p in per if p["score"] is not None]
@@ -163,7 +194,7 @@ def report(a: argparse.Namespace, rows: list[dict], out: Path) -> str:
                     raw = (p["raw"] or "").strip()
                     cut += raw.startswith("{") and "}" not in raw  # a JSON object the token limit cut off
             print(f"| {j} | {len(per)} | {len(scored) / len(per):.0%} | {_mean(scored)} | "
-                  f"{_mean(kinds[KINDS[0]])} | {_mean(kinds[KINDS[1]])} | "
+                  f"{_mean(kinds[KINDS[0]])} | {_mean(kinds[KINDS[1]])} | {_f(separation(rows, j))} | "
                   f"{', '.join(f'{k} {v}' for k, v in sorted(why.items())) or '–'}"
                   f"{f' ({cut} a JSON object cut off by the token limit)' if cut else ''} |")
         ag = agreement(rows, *a.judges[:2])
@@ -172,6 +203,7 @@ def report(a: argparse.Namespace, rows: list[dict], out: Path) -> str:
         print("|---|---:|---:|---:|---:|---:|")
         print(f"| all answers | {ag['n']} | {_f(ag['exact'])} | {_f(ag['kappa'])} | {_f(ag['kappa_quadratic'])} | "
               f"{_f(ag['spearman'])} |")
+        print(f"\n{verdict(rows, a.judges)}")
         print(f"\nEvery reply, score and parse method per answer: `--out`/{out.name}/judgements.jsonl (the stage "
               f"cache of every call: `--out`/{out.name}/cache).")
     return table.text

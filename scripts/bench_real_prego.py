@@ -1,36 +1,120 @@
-"""PREGO with the real small LMs (docs/real_models.md, block ``prego-real``): ``python -m ego_adr.monitoring
-evaluate --monitor prego`` with SmolLM2-135M-Instruct and Gemma 3 270M, each behind llama.cpp's server, on the
-step streams of a benchmark (default EPIC-Tent-O, ``oracle-merged`` and ``miniroad``, PREGO's numeric decoding),
-beside PREGO's published rows and the blind flag-all baseline run by the same command. Numbers as they come: small
-models are weak next-step predictors.
+"""PREGO and prego-lm with the real small LMs (docs/real_models.md, blocks ``prego-real`` and ``prego-lm-real``):
+``python -m ego_adr.monitoring evaluate`` with SmolLM2-135M-Instruct and Gemma 3 270M through ``--backend
+llamacpp`` on the step streams of each benchmark, beside the blind rows run by the same command and the published
+rows. Numbers as they come: small models are weak next-step predictors.
 
-    python scripts/bench_real_prego.py [--benchmarks epic-tent-o] [--models smollm2-135m gemma3-270m] [--write-docs]
+- ``prego-real``: PREGO as published (its prompt, numeric decoding: greedy, 4 new tokens), with what the replies
+  were: the most frequent replies and how many distinct steps they named (one step for every step: a constant
+  predictor, whatever its row says);
+- ``prego-lm-real``: ``prego-lm`` (every step scored as a raw continuation, 1 - P(observed), threshold by
+  cross-validation on the training recordings) as symbols, and as step names on the streams given to ``--names``
+  (a name is several tokens: on EPIC-Tent-O's oracle steps the names took about four times the symbols' model
+  time, and a recogniser's stream passes ten times as many validation prefixes through the noise channel), with
+  AUROC and the top-1 next-step accuracy on the correct steps.
 
-Assembly101-O's prompts hold 135 training sequences (thousands of tokens per step on 664 steps); the docs' block
-is ``--benchmarks epic-tent-o assembly101-o``: about ten minutes on an idle 2-core machine (llama.cpp's prompt
-cache keeps each recording's common prefix), hours on a loaded one.
+    python scripts/bench_real_prego.py [--benchmarks epic-tent-o assembly101-o] [--streams oracle-merged miniroad]
+        [--monitors prego prego-lm] [--models smollm2-135m gemma3-270m] [--names epic-tent-o/oracle-merged]
+        [--out DIR] [--write-docs]
+
+Every run keeps its stage cache under ``--out``: run again with the same ``--out``, the same command answers from
+it in seconds. On a busy 2-core machine the whole grid took hours the first time (the load is printed above the
+tables).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import docs_tables
 
 REPO = Path(__file__).resolve().parents[1]
 KEYS = ("balanced_precision", "mistake_recall", "balanced_f1", "macro_f1")
+BLIND = ("flag-all", "never-alarm", "position")
 
 
-def _evaluate(args: list[str]) -> None:
+def _evaluate(args: list[str], folder: Path) -> dict:
     from ego_adr.monitoring.__main__ import main
 
-    rc = main(args)
+    rc = main([*args, "--out", str(folder)])
     if rc != 0:
         raise SystemExit(f"evaluate {' '.join(args)} exited {rc}")
+    return json.loads((folder / "metrics.json").read_text())
+
+
+def replies(folder: Path) -> str:
+    """What PREGO's replies were: the three most frequent, and how many distinct steps the replies named."""
+    rows = [json.loads(x) for x in (folder / "steps.jsonl").read_text().splitlines()]
+    said = Counter((r["evidence"].get("replies") or [None])[0] for r in rows)
+    named = Counter(tuple(r["evidence"].get("anticipated") or ()) for r in rows)
+    top = ", ".join(f"{n} x `{json.dumps(t)[1:-1] if t is not None else 'failed'}`" for t, n in said.most_common(3))
+    steps = sorted({s for a in named for s in a})
+    if len(named) == 1:
+        what = (f"a constant reply: every step anticipates {list(next(iter(named)))}" if steps
+                else "a constant reply: no step ever named, every step flagged")
+    else:
+        what = f"{len(named)} distinct anticipated sets, naming {len(steps)} steps"
+    return f"{len(rows)} replies: {top}{', ...' if len(said) > 3 else ''} ({len(said)} distinct); {what}"
+
+
+def _cells(m: dict, extra: bool) -> str:
+    cells = [("" if m.get(k) is None else f"{100 * float(m[k]):.1f}") for k in KEYS]
+    if extra:
+        top = (m.get("next_step_top1") or {}).get("accuracy")
+        cells += [f"{m['auroc']:.3f}" if m.get("auroc") is not None else "",
+                  "" if top is None else f"{100 * top:.1f}"]
+    return " | ".join(cells)
+
+
+def _grid(a, out: Path) -> tuple[list, list]:
+    from ego_adr.online_mistakes.published import rows as published
+
+    prego, plm, repeats = [], [], []
+    for bench in a.benchmarks:
+        for stream in a.streams:
+            common = ["evaluate", "--benchmark", bench, "--stream", stream, "--data-root", a.data_root, "--quiet",
+                      "--cache-dir", str(out / "cache")]
+            here = out / bench / stream
+            blind = [(f"{b} (blind)", _evaluate([*common, "--monitor", b], here / b), "") for b in BLIND]
+            pub = [(row.label, row.values, "published") for row in published(bench, stream)]
+            lm = [*common, "--backend", "llamacpp"]
+            got = []
+            for alias in a.models if "prego" in a.monitors else ():
+                m = _evaluate([*lm, "--monitor", "prego", "--model", alias], here / f"prego-{alias}")
+                got.append((f"PREGO, {alias}", m, replies(here / f"prego-{alias}")))
+            prego += [(bench, stream, *r) for r in [*blind[:1], *got, *pub]]
+            rows = []
+            for alias in a.models if "prego-lm" in a.monitors else ():
+                for form in ("symbols", "names") if f"{bench}/{stream}" in a.names else ("symbols",):
+                    f = here / f"prego-lm-{form}-{alias}"
+                    m = _evaluate([*lm, "--monitor", "prego-lm", "--model", alias, "--monitor-option",
+                                   f"form={form}"], f)
+                    st = m["stats"]
+                    rows.append((f"prego-lm ({form}), {alias}", m, f"{m['seconds']:.0f} s: {st['likelihood_calls']} "
+                                 f"likelihood calls, {st['model_calls']} asked of the model (the rest from the stage "
+                                 "cache)"))
+            if rows:
+                plm += [(bench, stream, *r) for r in [*blind, *got, *rows]]
+                repeats.append((bench, stream, *_repeats(here / "flag-all")))
+    return prego, plm, repeats
+
+
+def _repeats(folder: Path) -> tuple[str, str]:
+    """How often a step repeats one done earlier in its recording: among the mistakes, among the correct steps."""
+    seen: dict[str, list] = {}
+    hits, counts = [0, 0], [0, 0]
+    for line in (folder / "steps.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        prev = seen.setdefault(r["episode"], [])
+        hits[r["label"]] += r["step_id"] in prev
+        counts[r["label"]] += 1
+        prev.append(r["step_id"])
+    return tuple(f"{hits[k]} of {counts[k]}" for k in (1, 0))
 
 
 def main() -> None:
@@ -38,46 +122,50 @@ def main() -> None:
     ap.add_argument("--data-root", default=str(REPO.parent / "shared" / "online-mistakes"))
     ap.add_argument("--benchmarks", nargs="+", default=["epic-tent-o"])
     ap.add_argument("--streams", nargs="+", default=["oracle-merged", "miniroad"])
+    ap.add_argument("--monitors", nargs="+", default=["prego", "prego-lm"], choices=["prego", "prego-lm"])
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
-    ap.add_argument("--out", default=None, help="keep the evaluate folders here (default: a temporary folder)")
+    ap.add_argument("--names", nargs="*", default=["epic-tent-o/oracle-merged"], metavar="BENCHMARK/STREAM",
+                    help="where prego-lm also runs with step names (default epic-tent-o/oracle-merged)")
+    ap.add_argument("--out", default=None, help="keep the evaluate folders and the stage cache here (default: a "
+                    "temporary folder)")
     docs_tables.add_flag(ap)
     a = ap.parse_args()
-    docs_tables.check(a, ["prego-real"])
-    from ego_adr.models.llamacpp import LlamaCppServer
-    from ego_adr.models.packaged import locate
-    from ego_adr.online_mistakes.published import rows as published
-
+    blocks = [b for m, b in (("prego", "prego-real"), ("prego-lm", "prego-lm-real")) if m in a.monitors]
+    docs_tables.check(a, blocks)
     out = Path(a.out or tempfile.mkdtemp(prefix="prego_real_"))
-    lines, t_all = [], time.perf_counter()
-    for bench in a.benchmarks:
-        for stream in a.streams:
-            common = ["evaluate", "--benchmark", bench, "--stream", stream, "--data-root", a.data_root, "--quiet"]
-            base = out / bench / stream / "flag-all"
-            _evaluate([*common, "--monitor", "flag-all", "--out", str(base)])
-            lines.append((bench, stream, "flag-all (blind)", json.loads((base / "metrics.json").read_text()), ""))
-            for alias in a.models:
-                folder = out / bench / stream / alias
-                with LlamaCppServer(locate(alias), alias, n_ctx=16384) as srv:
-                    t0 = time.perf_counter()
-                    _evaluate([*common, "--monitor", "prego", "--model", alias, "--backend", "openai",
-                               "--base-url", srv.base_url, "--out", str(folder), "--cache-dir", str(out / "cache")])
-                    sec = time.perf_counter() - t0
-                m = json.loads((folder / "metrics.json").read_text())
-                st = m.get("stats") or {}
-                lines.append((bench, stream, f"PREGO, {alias} (llama.cpp)", m,
-                               f"{sec:.0f} s; {st.get('unparseable')} of {st.get('calls')} replies name no step"))
-            for row in published(bench, stream):
-                lines.append((bench, stream, row.label, row.values, "published"))
-    with docs_tables.Printed() as table:
-        print(f"PREGO's numeric decoding (greedy, 4 new tokens); every prompt and reply in each folder's steps.jsonl; "
-              f"{time.perf_counter() - t_all:.0f} s in all\n")
-        print("| benchmark | stream | monitor | Pb | recall | F1b | macro F1 | note |")
-        print("|---|---|---|---:|---:|---:|---:|---|")
-        for bench, stream, name, m, note in lines:
-            vals = [m.get(k) for k in KEYS]
-            cells = " | ".join("" if v is None else f"{100 * float(v):.1f}" for v in vals)
-            print(f"| {bench} | {stream} | {name} | {cells} | {note} |")
-    docs_tables.publish(a, {"prego-real": table.text})
+    load, t0 = os.getloadavg(), time.perf_counter()
+    prego, plm, repeats = _grid(a, out)
+    head = (f"{time.perf_counter() - t0:.0f} s in all on {os.cpu_count()} CPUs (load average {load[0]:.1f} when it "
+            "started; a run into an --out that holds earlier runs answers from their stage cache: each prego-lm row "
+            "says how much it asked of the model), llama.cpp through `--backend llamacpp` with "
+            "$EGO_ADR_LLAMACPP_THREADS="
+            f"{os.environ.get('EGO_ADR_LLAMACPP_THREADS', 'unset (the idle cores)')}; every prompt, reply and "
+            "score in each folder's steps.jsonl\n")
+    texts = {}
+    if "prego" in a.monitors:
+        with docs_tables.Printed() as table:
+            print("PREGO's numeric decoding (greedy, 4 new tokens); " + head)
+            print("| benchmark | stream | monitor | Pb | recall | F1b | macro F1 | what the replies were |")
+            print("|---|---|---|---:|---:|---:|---:|---|")
+            for bench, stream, name, m, note in prego:
+                print(f"| {bench} | {stream} | {name} | {_cells(m, False)} | {note} |")
+        texts["prego-real"] = table.text
+    if "prego-lm" in a.monitors:
+        with docs_tables.Printed() as table:
+            print("prego-lm: every step a candidate, 1 - P(observed), threshold by cross-validation on the training "
+                  "recordings; top-1: the most likely step was the one done, on the correct steps; " + head)
+            print("| benchmark | stream | monitor | Pb | recall | F1b | macro F1 | AUROC | top-1 next step | note |")
+            print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+            for bench, stream, name, m, note in plm:
+                print(f"| {bench} | {stream} | {name} | {_cells(m, True)} | {note} |")
+            print("\nSteps that repeat a step done earlier in their recording (a small model readily continues with a "
+                  "step it has just read):\n")
+            print("| benchmark | stream | among the mistakes | among the correct steps |")
+            print("|---|---|---:|---:|")
+            for bench, stream, wrong, right in repeats:
+                print(f"| {bench} | {stream} | {wrong} | {right} |")
+        texts["prego-lm-real"] = table.text
+    docs_tables.publish(a, texts)
 
 
 if __name__ == "__main__":

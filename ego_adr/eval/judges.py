@@ -13,13 +13,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-BACKENDS = ("hf", "openai")
+BACKENDS = ("hf", "openai", "llamacpp")
 
 
 @dataclass(frozen=True)
 class JudgeSpec:
     """A judge: a short ``name`` (column in results), the ``model`` (hub id, local folder or endpoint model name)
-    and the ``backend`` ("hf" or "openai"; ``base_url``/``api_key_env`` for the latter)."""
+    and the ``backend`` ("hf", "openai" with ``base_url``/``api_key_env``, or "llamacpp": a GGUF file or packaged
+    alias on a llama.cpp server the run starts)."""
 
     name: str
     model: str
@@ -45,7 +46,8 @@ class JudgeSpec:
             model, backend = model.rsplit("@", 1)
         name = name or Path(model.rstrip("/")).name.lower()
         if not model:
-            raise ValueError(f"judge spec {text!r} names no model; use NAME=MODEL[@hf|@openai|@http://HOST:PORT/v1]")
+            raise ValueError(f"judge spec {text!r} names no model; use NAME=MODEL[@hf|@openai|@llamacpp|"
+                             "@http://HOST:PORT/v1]")
         return JudgeSpec(name=name, model=model, backend=backend, base_url=base_url)
 
 

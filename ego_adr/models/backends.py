@@ -27,6 +27,7 @@ class BackendSpec:
     local_device: bool = False  # runs on this machine's devices, so a named CUDA device must exist
     extra_settings: tuple[str, ...] = ()  # keys of RunConfig.extra forwarded to `load` when set
     memory_note: str = ""  # --dry-run: who manages GPU memory when the planner does not apply (plans_memory False)
+    check_name: Callable[[str | None], None] | None = None  # --model checked its own way (a UserError) before work
 
 
 def _load_hf(name_or_path: str, *, device="auto", dtype=None, batch_size=1, max_pixels_per_frame=None,
@@ -60,6 +61,18 @@ def _load_vllm(name_or_path: str, *, device=None, batch_size=64, frames=None, **
     return VLLMModel(path, batch_size=batch_size, **{k: v for k, v in kw.items() if v is not None})
 
 
+def _load_llamacpp(name_or_path: str, **kw):
+    from ego_adr.models.llamacpp_backend import LlamaCppModel
+
+    return LlamaCppModel(name_or_path)
+
+
+def _check_llamacpp(name: str | None) -> None:
+    from ego_adr.models.llamacpp_backend import check_name
+
+    check_name(name)
+
+
 _BUILTIN = (
     BackendSpec("hf", "transformers on this machine (bf16 on GPU, fp32 on CPU), batched with left padding",
                 _load_hf, default_batch_size=1, plans_memory=True, settings=("frames",), local_device=True),
@@ -70,6 +83,9 @@ _BUILTIN = (
     BackendSpec("vllm", "an in-process vLLM engine (CUDA only; tensor parallel inside a node)",
                 _load_vllm, default_batch_size=64, settings=("tensor_parallel_size",), local_device=True,
                 memory_note="vLLM manages GPU memory, no local plan"),
+    BackendSpec("llamacpp", "a GGUF file or packaged alias on a llama.cpp server the run starts and stops (CPU; "
+                "text only; candidate likelihoods)", _load_llamacpp, default_batch_size=1,
+                memory_note="llama.cpp runs the GGUF on the CPU, no GPU plan", check_name=_check_llamacpp),
 )
 #: The backends in ``--backend`` order; a backend kept outside the package registers from a module named in
 #: ``$EGO_ADR_PLUGINS`` (:func:`ego_adr.registry.load_plugins`, run before the first lookup).

@@ -86,6 +86,19 @@ def request_key(model, request: Request, backend: str) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def likelihood_key(model, request, backend: str) -> str:
+    """The cache key of one candidate-likelihood call (:mod:`ego_adr.models.likelihood`): its own kind, so it can
+    never meet a generation's key."""
+    from ego_adr.models.likelihood import request_digest
+
+    meta = request.meta or {}
+    canon = {"schema": KEY_SCHEMA, "kind": "loglikelihood", "model": model.fingerprint, "backend": backend,
+             "stage": meta.get("stage"), "prompt": meta.get("prompt"), "prompt_version": meta.get("prompt_version"),
+             "request": request_digest(request)}
+    blob = json.dumps(canon, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
 class StageCache:
     """Persistent key → generated text store (SQLite, WAL). ``path`` is a ``.sqlite``/``.db`` file or a folder
     (then ``<folder>/stage_cache.sqlite``). Safe to share between threads; several processes may open the same
@@ -285,6 +298,41 @@ class CachedModel:
             self.calls_by_stage.update(_stage(r) for r in send)
             self.hits_by_stage.update(hit_stages)
         return out  # type: ignore[return-value]
+
+    def loglikelihood(self, requests: list) -> list:
+        """Candidate likelihoods (:mod:`ego_adr.models.likelihood`) through the cache, as :meth:`generate` does for
+        replies: hits answered from it, the misses asked of the wrapped model in one call, successes stored (a
+        failure, retryable or not, is asked again next time). A model without ``loglikelihood`` is a ValueError."""
+        from ego_adr.models.likelihood import Likelihoods
+
+        score = getattr(self.model, "loglikelihood", None)
+        if score is None:
+            raise ValueError(f"{self.model_id} ({self.backend_name}) gives no token probabilities: use a backend "
+                             "that does (llamacpp, hf, or openai against a server that returns logprobs)")
+        if not requests:
+            return []
+        keys = [likelihood_key(self.model, r, self.backend_name) for r in requests]
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        out = [Likelihoods.from_text(found[k]["text"]) if k in found else None for k in keys]
+        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        first = {k: requests[keys.index(k)] for k in todo}
+        got = dict(zip(todo, score([first[k] for k in todo]) if todo else [], strict=True))
+        for k, res in got.items():
+            if res.ok and self.cache is not None:
+                meta = first[k].meta or {}
+                self.cache.put(k, res.to_text(), res.seconds, {
+                    "model": self.fingerprint, "backend": self.backend_name, "stage": meta.get("stage"),
+                    "prompt": meta.get("prompt"), "prompt_version": meta.get("prompt_version")})
+        out = [o if o is not None else got[k] for o, k in zip(out, keys)]
+        with self._lock:
+            self.model_calls += len(todo)
+            self.cache_hits += len(keys) - len(todo)  # a duplicate in the batch is a hit of the first one's answer
+            self.failed_calls += sum(not r.ok for r in got.values())
+            self.retryable_failures += sum(r.retryable for r in got.values())
+            self.calls_by_stage.update(_stage(first[k]) for k in todo)
+            self.hits_by_stage.update(_stage(r) for i, (r, k) in enumerate(zip(requests, keys))
+                                      if k in found or keys.index(k) != i)
+        return out
 
     def stats(self) -> dict:
         """Counters for ``run.json``: ``model_calls`` (calls actually made), ``cache_hits``, and per stage."""

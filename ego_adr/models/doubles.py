@@ -51,3 +51,19 @@ class ScriptedModelDouble:
                 self.asked.append((stage, r.meta.get("prompt"), messages_digest(r)))
             out.append(Generation(STAGE_ANSWERS.get(stage, self.answer), seconds=time.perf_counter() - t0))
         return out
+
+    def loglikelihood(self, requests: list) -> list:
+        """Fixed candidate likelihoods (:mod:`ego_adr.models.likelihood`) for the code around a scoring model: each
+        candidate's log-likelihood is a stable function of its text (a shorter one more likely, a digest of the text
+        between), the same in every process; recorded in ``asked`` under stage ``loglikelihood``."""
+        import hashlib
+
+        from ego_adr.models.likelihood import Likelihoods
+
+        out = []
+        for r in requests:
+            with self._lock:
+                self.asked.append(("loglikelihood", (r.meta or {}).get("prompt"), len(r.candidates)))
+            lps = [-1.0 - len(c) - int(hashlib.sha256(c.encode()).hexdigest()[:4], 16) / 65536 for c in r.candidates]
+            out.append(Likelihoods(lps, [max(1, len(c) // 4) for c in r.candidates]))
+        return out

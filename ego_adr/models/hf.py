@@ -39,6 +39,7 @@ from ego_adr.models.hf_inputs import (
     to_processor_input,
     video_metadata,
 )
+from ego_adr.models.hf_likelihood import cpu_threads as _cpu_threads
 from ego_adr.models.packaged import file_fingerprint, gguf_source
 from ego_adr.models.registry import ModelSpec, hub_offline, unknown_model_message
 from ego_adr.store import folder_fingerprint
@@ -233,6 +234,19 @@ class HFVideoLM:
                     out[i] = g
         return out  # type: ignore[return-value]
 
+    def loglikelihood(self, requests: list) -> list:
+        """Candidate likelihoods of a text causal LM (:mod:`ego_adr.models.hf_likelihood`)."""
+        from ego_adr.models.hf_likelihood import loglikelihood
+
+        return loglikelihood(self, requests)
+
+    def prompt_logprobs(self, text: str) -> tuple[list[str], list[int], list[float | None]]:
+        """Each token of a raw ``text`` with its start offset and log-probability (what ``/v1/completions`` with
+        ``echo`` returns; :mod:`ego_adr.models.serve`)."""
+        from ego_adr.models.hf_likelihood import prompt_logprobs
+
+        return prompt_logprobs(self, text)
+
     def encode(self, requests: list[Request]):
         """What the processor (or tokenizer) makes of these requests, as one left-padded batch: the exact model
         input, without generating. For checking a family's token layout against the memory planner."""
@@ -365,22 +379,6 @@ class HFVideoLM:
                 "device": self.device, "dtype": str(self.dtype), "batch_size": self.batch_size,
                 "video_kwargs": json.loads(json.dumps(self._video_kwargs, default=str)),
                 "peak_gpu_gib": getattr(self, "peak_gpu_gib", None)}
-
-
-@contextmanager
-def _cpu_threads(n: int | None):
-    """Temporarily limit torch's intra-op threads (process-global, so restored afterwards)."""
-    if n is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _describe(e: Exception) -> str:

@@ -8,7 +8,8 @@ ships it prebuilt (MIT, ~34 MB wheel, no compiler). The tests and ``scripts/benc
 Why a child process: llama.cpp's server inside a process that had already run torch (a pytest worker that had run
 other test files) crashed that process with a segmentation fault; two native thread pools (torch's OpenMP and
 llama.cpp's) do not share one process safely. The child holds llama.cpp alone, prints the address it listens
-on, and stops when its standard input closes, so it never outlives the process that started it. Its log (llama.cpp
+on, and stops when its standard input closes, so it never outlives the process that started it; it ignores Ctrl-C
+(which a terminal sends to the whole process group), so a request in flight ends and the parent stops it. Its log (llama.cpp
 writes a line per request) goes to a file, whose tail a failed start quotes.
 
 The served name is the alias (``model_alias``), so :meth:`~ego_adr.models.openai_api.OpenAIChatModel.check_served`
@@ -24,6 +25,7 @@ asks once per step on a growing prefix).
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import selectors
@@ -37,8 +39,12 @@ from ego_adr.errors import UserError
 
 # what the child runs: argv = gguf, alias, threads, n_ctx, parallel, port, swa_full (0/1)
 _CHILD = """
+import os
+import signal
 import sys
 import xllamacpp
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
 
 gguf, alias, threads, n_ctx, parallel, port, swa_full = sys.argv[1:8]
 p = xllamacpp.CommonParams()
@@ -51,7 +57,25 @@ p.swa_full = swa_full == "1"
 server = xllamacpp.Server(p)
 print(server.listening_address, flush=True)
 sys.stdin.read()  # until the parent closes it (or dies)
+os._exit(0)  # at once: the server's own shutdown (its threads joined) was seen to hang once the parent had gone
 """
+
+
+#: Children told to exit and not waited for (``stop(wait=False)``): waited for when the interpreter exits, so none is
+#: left for a process that may not reap orphans.
+_CLOSING: list[subprocess.Popen] = []
+
+
+def _reap() -> None:
+    for proc in _CLOSING:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+atexit.register(_reap)
 
 
 class LlamaCppServer:
@@ -110,9 +134,17 @@ class LlamaCppServer:
         r.raise_for_status()
         return r.json()
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Close the child's input, so it exits; ``wait``: wait for it (killing it after 10 s)."""
         proc, self._proc, self._address = self._proc, None, None
         if proc is None:
+            return
+        if not wait:
+            proc.stdin.close()
+            proc.stdout.close()
+            if self.log is not None:
+                self.log.unlink(missing_ok=True)
+            _CLOSING.append(proc)
             return
         try:
             proc.stdin.close()  # the child's read returns: it exits
@@ -120,6 +152,9 @@ class LlamaCppServer:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+        except KeyboardInterrupt:  # asked to stop while waiting: do not wait, and pass the interrupt on
+            proc.kill()
+            raise
         if proc.stdout is not None:
             proc.stdout.close()
         if self.log is not None:  # started and stopped by hand or by ``with``: the log goes with the server

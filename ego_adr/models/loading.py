@@ -57,6 +57,8 @@ def device_absent(device: str, backend: str, spell: str = "--device {}") -> str 
 def check_model_name(name: str | None, backend: str) -> None:
     """An alias, an existing folder, or a hub id (offline: one present in the local hub cache). A backend whose
     spec says ``any_model_name`` (a server decides what it serves) takes any name."""
+    if BACKENDS[backend].check_name is not None:
+        return BACKENDS[backend].check_name(name)
     if name is None or BACKENDS[backend].any_model_name:
         return
     from ego_adr.models.registry import ALIASES

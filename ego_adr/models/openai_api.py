@@ -199,6 +199,42 @@ class OpenAIChatModel:
                         f"{self.model!r}: pass --model {names[0]}, or start the server with {self.model} (llama.cpp: "
                         f"--alias {self.model})")
 
+    def loglikelihood(self, requests: list) -> list:
+        """Candidate likelihoods from a server that echoes prompt log-probabilities, one ``/completions`` request
+        per candidate (:mod:`ego_adr.models.openai_likelihood`); a failure belongs to its request."""
+        return [self._likelihoods(r) for r in requests]
+
+    def _likelihoods(self, request):
+        import httpx
+
+        from ego_adr.models.likelihood import Likelihoods
+        from ego_adr.models.openai_likelihood import read
+
+        t0 = time.perf_counter()
+        if request.form != "raw":
+            return Likelihoods(None, error="bad request: a chat prefix needs the model's chat template, which the "
+                               "OpenAI protocol does not expose; send a raw prefix", seconds=time.perf_counter() - t0)
+        lps, counts = [], []
+        for cand in request.candidates:
+            payload = {"model": self.model, "prompt": request.prefix + cand, "max_tokens": 1, "temperature": 0.0,
+                       "echo": True, "logprobs": 1}
+            try:
+                r = httpx.post(f"{self.base_url}/completions", json=payload, headers=self._headers(),
+                               timeout=self.timeout)
+                if r.status_code != 200:
+                    raise APIError(r.status_code, _error_message(r), _retry_after(r.headers))
+                lp, n = read(r.json(), len(request.prefix), len(request.prefix) + len(cand))
+            except (httpx.TimeoutException, httpx.TransportError, APIError) as e:
+                retry = not isinstance(e, APIError) or e.retryable
+                return Likelihoods(None, error=f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0,
+                                   kind=INFRASTRUCTURE if retry else SAMPLE)
+            except (ValueError, KeyError, TypeError, IndexError) as e:
+                return Likelihoods(None, error=f"{self.base_url} returned no prompt log-probabilities ({e}): it "
+                                   "cannot score candidates", seconds=time.perf_counter() - t0)
+            lps.append(lp)
+            counts.append(n)
+        return Likelihoods(lps, counts, seconds=time.perf_counter() - t0)
+
     # --- internals ----------------------------------------------------------------------------------------
     def payload(self, request: Request) -> dict:
         cfg = request.config

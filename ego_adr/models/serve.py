@@ -4,7 +4,8 @@ Why: it puts a model behind the same wire format as GPT-4o or a vLLM server, so 
 agents and remote evaluators can use a local HF model unchanged, and the tests exercise the whole HTTP path with the
 tiny model. It is not a production server: no streaming, no auth; it listens on loopback unless told otherwise.
 
-Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. Consecutive ``image_url`` parts of
+Endpoints: ``POST /v1/chat/completions``, ``POST /v1/completions`` (prompt scoring only: ``echo`` with
+``logprobs``, for candidate likelihoods; :mod:`ego_adr.models.likelihood`), ``GET /v1/models``, ``GET /health``. Consecutive ``image_url`` parts of
 one message become one :class:`Frames` clip; the frame rate comes from the note that
 :class:`~ego_adr.models.openai_api.OpenAIChatModel` puts before the frames (the note itself is dropped, so the model
 sees the same prompt as when called directly); without a note the clip gets ``--default-fps``. The frames are used
@@ -124,6 +125,20 @@ class _Batcher:
         self.q.put((request, fut))
         return fut
 
+    def run(self, fn) -> Future:
+        """``fn()`` on the worker thread, alone (the model is only ever called from there)."""
+        fut: Future = Future()
+        self.q.put((fn, fut))
+        return fut
+
+    @staticmethod
+    def _call(item) -> None:
+        fn, fut = item
+        try:
+            fut.set_result(fn())
+        except Exception as e:  # the caller's answer, never the worker's end
+            fut.set_exception(e)
+
     def stop(self) -> None:
         if self.thread.is_alive():
             self.q.put(None)
@@ -134,7 +149,10 @@ class _Batcher:
             item = self.q.get()
             if item is None:
                 return
-            batch = [item]
+            if callable(item[0]):
+                self._call(item)
+                continue
+            batch, pending = [item], None
             deadline = time.monotonic() + self.wait_s
             while len(batch) < self.max_batch_size:
                 try:
@@ -143,6 +161,9 @@ class _Batcher:
                     break
                 if nxt is None:
                     self.q.put(None)
+                    break
+                if callable(nxt[0]):  # a scoring call runs alone, after this batch
+                    pending = nxt
                     break
                 batch.append(nxt)
             try:
@@ -155,6 +176,44 @@ class _Batcher:
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_exception(e)
+            if pending is not None:
+                self._call(pending)
+
+
+def _completions(model, name: str, batcher: _Batcher, error):
+    """The ``/v1/completions`` route of :func:`create_app`."""
+    from starlette.responses import JSONResponse
+
+    async def completions(req):
+        """Prompt scoring only: ``echo`` with ``logprobs`` returns each prompt token's log-probability (what the
+        OpenAI backend's candidate likelihoods ask a server for, as vLLM answers it); nothing is generated."""
+        try:
+            body = await req.json()
+        except Exception:
+            return error(400, "body is not JSON", "invalid_request_error")
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        if not isinstance(prompt, str) or not prompt:
+            return error(400, "'prompt' must be a non-empty string", "invalid_request_error")
+        if not body.get("echo") or body.get("logprobs") is None:
+            return error(400, "ego_adr.models.serve answers /v1/completions only to score a prompt (echo with "
+                         "logprobs); generate with /v1/chat/completions", "invalid_request_error")
+        score = getattr(model, "prompt_logprobs", None)
+        if score is None:
+            return error(400, f"{name} gives no token probabilities", "invalid_request_error")
+        try:
+            tokens, offsets, lps = await asyncio.wrap_future(batcher.run(lambda: score(prompt)))
+        except ValueError as e:
+            return error(400, str(e), "invalid_request_error")
+        except Exception as e:
+            return error(500, f"{type(e).__name__}: {e}", "server_error")
+        logprobs = {"tokens": tokens, "token_logprobs": lps, "text_offset": offsets, "top_logprobs": None}
+        return JSONResponse({"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion",
+                             "created": int(time.time()), "model": name,
+                             "choices": [{"index": 0, "text": prompt, "logprobs": logprobs, "finish_reason": "length"}],
+                             "usage": {"prompt_tokens": len(tokens), "completion_tokens": 0,
+                                       "total_tokens": len(tokens)}})
+
+    return completions
 
 
 def create_app(model, model_name: str | None = None, default_fps: float = 1.0, batch_wait_s: float = 0.01):
@@ -225,6 +284,7 @@ def create_app(model, model_name: str | None = None, default_fps: float = 1.0, b
     app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/completions", _completions(model, name, batcher, error), methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
         ],

@@ -207,7 +207,8 @@ def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> di
                                                               else {})}
     with OutputFolder(out, ident, "--out", RESULT_FILES):
         t0 = time.perf_counter()
-        rows, monitor = run_monitor(name, train, stream, **kw)
+        bar = REGISTRY.get(name).needs_model and not a.quiet  # a model's monitor takes minutes: show its steps
+        rows, monitor = run_monitor(name, train, stream, progress=bar, **kw)
         res = result(name, train, stream, rows, monitor, a.options[name])
         res["seconds"] = round(time.perf_counter() - t0, 3)
         rules, ceiling, rule_rows = refs
@@ -222,7 +223,10 @@ def _one(a, name: str, train, stream, out: Path, ident: dict, model, refs) -> di
 
 def _said(a, res: dict, out: Path) -> dict:
     if not a.quiet:
-        print(f"{res['monitor']:<16} " + "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS) + f"  -> {out}")
+        top1 = (res.get("next_step_top1") or {}).get("accuracy")
+        extra = f"  auroc {res['auroc']:.3f}  next-step top-1 {top1:.3f}" if top1 is not None else ""
+        cells = "  ".join(f"{k} {res[k]:.3f}" for k in METRIC_KEYS)
+        print(f"{res['monitor']:<16} {cells}{extra}  -> {out}")
     return res
 
 
@@ -284,6 +288,15 @@ def evaluate(a) -> int:
     names = [n for n in names if n not in why]
     check_inputs(a, names, train)
     model = _model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
+    for n in list(names) if model is not None else ():  # the model can do what the monitor asks (prego-lm)
+        try:
+            getattr(REGISTRY.factory(n), "check_model", lambda m: None)(model)
+        except UserError as e:  # named alone: stop; within all: listed as not run, with why
+            if a.monitor != "all":
+                raise
+            why[n] = str(e).removeprefix(f"--monitor {n}: ")
+            skipped.append(n)
+            names.remove(n)
     for note in stream.notes:
         print(f"note: {note}")
     out = Path(a.out)

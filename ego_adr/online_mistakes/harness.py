@@ -39,9 +39,14 @@ HARNESS_VERSION = "3"  # bump when what a folder holds changes: an old folder is
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
 
 
-def _observations(steps):
-    """One step id at a time, produced only when the monitor asks for the next one."""
-    yield from steps
+def _observations(steps, bar=None):
+    """One step id at a time, produced only when the monitor asks for the next one (``bar`` counts the answers)."""
+    for i, s in enumerate(steps):
+        if bar is not None and i:
+            bar.update(1)
+        yield s
+    if bar is not None and steps:
+        bar.update(1)
 
 
 def configured(train: TrainingSet, stream: str) -> TrainingSet:
@@ -65,19 +70,25 @@ def fitted(name: str, train: TrainingSet, **build_kw):
     return monitor
 
 
-def run_monitor(name: str, train: TrainingSet, stream: Stream, **build_kw) -> tuple[list[dict], object]:
+def run_monitor(name: str, train: TrainingSet, stream: Stream, *, progress: bool = False,
+                **build_kw) -> tuple[list[dict], object]:
     """The per-step rows of monitor ``name`` on ``stream``, and the fitted monitor (for its selection, stats);
-    fitted on ``train`` :func:`configured` for ``stream``."""
+    fitted on ``train`` :func:`configured` for ``stream``. ``progress``: a bar over the test steps on stderr (a
+    monitor that asks a model takes minutes)."""
     monitor = fitted(name, configured(train, stream.name), **build_kw)
-    return feed(monitor, train, stream), monitor
+    return feed(monitor, train, stream, progress=progress, label=name), monitor
 
 
-def feed(monitor, train: TrainingSet, stream: Stream) -> list[dict]:
+def feed(monitor, train: TrainingSet, stream: Stream, progress: bool = False, label: str = "") -> list[dict]:
     """Every recording of ``stream`` through the (fitted) ``monitor``, one step at a time; the per-step rows."""
+    from tqdm import tqdm
+
     rows = []
+    bar = tqdm(total=sum(len(r.steps) for r in stream.recordings), desc=f"{label or 'monitor'} {stream.name}",
+               unit="step", disable=not progress)
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, train.taxonomy)
-        outs = run_episode(monitor, rec.video, ctx, _observations(rec.steps))
+        outs = run_episode(monitor, rec.video, ctx, _observations(rec.steps, bar))
         # every test recording is cut at its first mistake (data.py): errorful, its mistake the last step
         truth = {"errorful": True, "error_onset": len(rec.steps) - 1}
         for t, out in enumerate(outs):
@@ -87,6 +98,7 @@ def feed(monitor, train: TrainingSet, stream: Stream) -> list[dict]:
                            category=out.category, onset=out.onset, evidence=out.evidence)
             rows.append(row | {"step_id": rec.steps[t],
                                "flagged_for": {k: per.get(k, flagged) for k in OPERATING_POINTS}})
+    bar.close()
     return rows
 
 
@@ -121,6 +133,8 @@ def result(name: str, train: TrainingSet, stream: Stream, rows: list[dict], moni
     }
     if hasattr(monitor, "stats"):
         out["stats"] = monitor.stats()
+    if hasattr(monitor, "summarise"):  # what a monitor reads off its own rows (prego-lm: top-1 next step)
+        out.update(monitor.summarise(rows))
     return out
 
 

@@ -55,6 +55,7 @@ REGISTRY = Registry("assembly101-o / epic-tent-o", STEP_INPUT, (
     MonitorSpec("prego", f"{_M}.prego:Prego",
                 "PREGO: an LLM anticipates the next step in context; a step outside the anticipated set is a "
                 "mistake (--model NAME)", (TAXONOMY, TRAINING, PREFIX, TASK), trains=True, needs_model=True),
+    MonitorSpec("prego-lm", f"{_M}.prego_lm:PregoLM", "next-step likelihood of every step as a raw-text continuation of PREGO's prompt by a causal LM; 1 - P(observed), threshold by cross-validation (--model NAME, --backend llamacpp or hf)", (TAXONOMY, TRAINING, PREFIX, TASK), trains=True, needs_model=True),
     MonitorSpec("egoadr-graph", f"{_M}.graph:GraphMonitor",
                 "Ego-ADR's progress logic (unknown, repeated, out-of-order, skipped step) over a task graph learned "
                 "from the correct sequences", (TAXONOMY, TRAINING, PREFIX), trains=True, fits_with="stacked"),

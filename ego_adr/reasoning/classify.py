@@ -62,7 +62,7 @@ _LABELS = {"object": r"object(?:\s*/\s*tool)?|tool", "action": r"action", "anoma
 @dataclass
 class Classification:
     option: str | None  # None: unparseable / no decision
-    method: str  # "keywords" | "no-error-keywords" | "llm" | "unparseable" | "empty"
+    method: str  # "keywords" | "no-error-keywords" | "llm" | "likelihood" | "unparseable" | "empty"
     raw: str | None = None
     scores: dict = field(default_factory=dict)
     evidence: list = field(default_factory=list)

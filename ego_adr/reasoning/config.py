@@ -31,6 +31,11 @@ NARRATION_SOURCES: Registry[NarrationSource] = Registry("narration source", (
     NarrationSource("reference", "a diagnostic: each window narrated from the annotations, so the stages after "
                     "narration are measured with a perfect narrator (annotated data only)"),
 ))
+#: How the model's choice among options is read: ``generate`` (the paper's: it writes its answer) or
+#: ``likelihood`` (a named deviation: every option scored as the start of its reply, the most likely taken;
+#: ego_adr.models.likelihood). Applies where the method asks the model to pick one of known options: the deep
+#: classifier's error type and the routing probe's trial answers.
+SCORINGS = ("generate", "likelihood")
 
 
 @dataclass
@@ -57,6 +62,7 @@ class PipelineConfig:
     step: str = "clean"
     guidance: str | None = None
     guidance_sha: str | None = None
+    scoring: str = "generate"  # SCORINGS
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -67,6 +73,8 @@ class PipelineConfig:
             raise ValueError(f"matcher must be one of {MATCHERS}, got {self.matcher!r}")
         if self.bank_builder not in ("auto", "rule", "model"):
             raise ValueError("bank_builder must be auto, rule or model")
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, got {self.scoring!r}")
         if self.question not in ("ours", "public") or self.answers not in ("raw", "lenient"):
             raise ValueError("question must be ours|public and answers raw|lenient")
         if self.question == "public" and not self.guidance:

@@ -73,7 +73,8 @@ class EgoADR:
             return mode
         if self.model is None:
             return SHALLOW
-        self.probe = cached_probe(self.model, self.cache_dir, self.config.probe_trials, self.config.seed)
+        self.probe = cached_probe(self.model, self.cache_dir, self.config.probe_trials, self.config.seed,
+                                  self.config.scoring)
         return self.probe.route
 
     @property
@@ -213,6 +214,26 @@ class EgoADR:
         item.answer = mapped_answer(text)
         item.result = Classification(item.answer.option, "llm" if item.answer.option else "unparseable", text)
 
+    def choose_by_likelihood(self, items: list[Item], reqs: list[Request]) -> None:
+        """``--scoring likelihood`` (a named deviation; the paper generates): every option scored as the start of
+        the classifier's reply to the same prompt, the most likely one taken; the log-likelihoods are the
+        classification's ``scores``. A failed call fails its item only."""
+        from ego_adr.models.likelihood import LikelihoodRequest
+        from ego_adr.taxonomy import OPTIONS
+
+        if self.model is None:
+            raise RuntimeError("the classifier needs a model, but the pipeline has none")
+        got = self.model.loglikelihood([LikelihoodRequest(r.messages, OPTIONS, dict(r.meta)) for r in reqs])
+        for it, res in zip(items, got):
+            it.timings["model_classify_s"] = round(it.timings.get("model_classify_s", 0.0) + res.seconds, 4)
+            if not res.ok:
+                it.failure = it.failure or f"model_error[classify]: {res.error}"
+                continue
+            best = OPTIONS[max(range(len(OPTIONS)), key=lambda k: res.logprobs[k])]
+            it.answer = Answer(best, best, "likelihood")
+            scores = dict(zip(OPTIONS, (round(x, 4) for x in res.logprobs)))
+            it.result = Classification(best, "likelihood", None, scores)
+
     def _decoupled(self, items: list[Item]) -> None:
         cfg = self.config
         if cfg.match:  # without key-step matching there is no procedure bank to build
@@ -275,6 +296,9 @@ class EgoADR:
         reqs = [self.text_request(P.CLASSIFY_DEEP, "classify", context=contexts[i],
                                    narration=items[i].stages.get("narration") or "(no description)",
                                    definitions=P.DEFINITIONS, options=P.OPTION_LIST) for i in live]
+        if cfg.scoring == "likelihood":
+            self.choose_by_likelihood([items[i] for i in live], reqs)
+            return
         for i, text in zip(live, self.call_model([items[i] for i in live], reqs, "classify")):
             if text is not None:
                 self._classified(items[i], text)

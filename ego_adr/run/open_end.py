@@ -60,6 +60,12 @@ def judge_specs(cfg: RunConfig):
         raise ConfigError(str(e)) from None
     if cfg.judge_backend == "openai":
         return [JudgeSpec(s.name, s.model, "openai", base_url=s.base_url or cfg.base_url) for s in specs]
+    if cfg.judge_backend == "llamacpp":  # a GGUF file or packaged alias each: checked before any work
+        from ego_adr.models.llamacpp_backend import check_name
+
+        for s in specs:
+            check_name(s.model)
+        return [JudgeSpec(s.name, s.model, "llamacpp") for s in specs]
     from pathlib import Path as _P
 
     from ego_adr.models.registry import resolve
@@ -289,7 +295,7 @@ def _answer(cfg: RunConfig, out: Path, samples, todo: dict, answers, selection: 
     model = load_vlm(cfg, given_model)
     confirm(out, {"model_fingerprint": model.fingerprint})
     pipe = EgoADR(model, PipelineConfig(mode=cfg.mode, frames=cfg.frames, max_new_tokens=cfg.max_new_tokens,
-                                        matcher=cfg.matcher),
+                                        matcher=cfg.matcher, scoring=cfg.scoring),
                   cache_dir=cfg.resolved_cache_dir(), route="open-end")
     label = cfg.model or "tiny-demo"
     by_id = {s.sample_id: s for s in samples}

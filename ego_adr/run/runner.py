@@ -68,6 +68,7 @@ def run_multiple_choice(cfg: RunConfig, out: Path, samples: list[Sample], info: 
                                                           lambda name: load_vlm(replace(cfg, model=name)))
             pcfg = PipelineConfig(mode=cfg.mode, frames=cfg.frames, match=cfg.match, narration=cfg.narration,
                                   narration_source=cfg.narration_source, seed=cfg.seed, matcher=cfg.matcher,
+                                  scoring=cfg.scoring,
                                   **{"bank_builder": cfg.bank_builder, **bank_fields}, **pipeline_fields(cfg))
             needs_model = not (cfg.narration_source == "reference" and cfg.mode == "shallow")  # keywords only
             model = load_vlm(cfg, given_model) if needs_model else None
@@ -149,6 +150,11 @@ def _title_and_notes(cfg: RunConfig, info: dict, run_info: dict, rows: list[dict
         from ego_adr.reasoning.embed_matching import matcher_note
 
         notes.append(matcher_note(cfg.matcher))
+    if cfg.scoring != "generate":
+        notes.append("Deviation --scoring likelihood: where the method asks the model to pick one of known options "
+                     "(the deep classifier's error type, the routing probe's trial answers) every option is scored "
+                     "as the start of the model's reply and the most likely is taken; the paper reads what the "
+                     "model writes.")
     if cfg.model is None and not model_free:
         notes.append("Demo model has random weights: these numbers only show that the machinery works.")
     failures = summarise(rows)
@@ -229,6 +235,8 @@ def _protocol_tag(cfg: RunConfig) -> str:
         tag += f"-bank={cfg.bank_model.rstrip('/').split('/')[-1].lower()}"
     if cfg.matcher != "tfidf":  # a deviation from the paper's TF-IDF key-step matcher (reasoning/embed_matching.py)
         tag += f"-matcher={cfg.matcher}"
+    if cfg.scoring != "generate":  # a deviation: options scored by likelihood, not written (reasoning/config.py)
+        tag += f"-scoring={cfg.scoring}"
     return tag
 
 

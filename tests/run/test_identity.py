@@ -145,16 +145,19 @@ def test_every_run_setting_is_in_the_identity_or_named_as_not():
     # derived from RunConfig: a new setting joins the identity unless NOT_IDENTITY says why it must not
     from dataclasses import fields
 
-    from ego_adr.run.identity import NOT_IDENTITY, OPEN_END_ONLY, run_identity
+    from ego_adr.run.identity import NOT_IDENTITY, OMITTED_AT_PAPER_VALUE, OPEN_END_ONLY, run_identity
 
     names = {f.name for f in fields(RunConfig)}
-    assert set(NOT_IDENTITY) <= names and set(OPEN_END_ONLY) <= names
+    assert set(NOT_IDENTITY) <= names and set(OPEN_END_ONLY) <= names and set(OMITTED_AT_PAPER_VALUE) <= names
     for task in ("multiple-choice", "open-end"):
         ident = run_identity(RunConfig(task=task), [], {"sources": ["demo"]})
         wanted = names - set(NOT_IDENTITY) - (set() if task == "open-end" else set(OPEN_END_ONLY))
+        assert not set(OMITTED_AT_PAPER_VALUE) & set(ident)  # at the paper's value: left out (older folders resume)
+        wanted -= set(OMITTED_AT_PAPER_VALUE)
         derived = {"base_url", "sources"}  # recorded in their own form (the served URL, the resolved sources)
         assert wanted <= set(ident) and not (set(NOT_IDENTITY) - derived) & set(ident)
     assert run_identity(RunConfig(seed=1), [], {}) != run_identity(RunConfig(seed=2), [], {})
+    assert run_identity(RunConfig(scoring="likelihood"), [], {})["scoring"] == "likelihood"  # a deviation: named
 
 
 def test_validate_returns_a_resolved_copy_and_leaves_the_config_as_given():

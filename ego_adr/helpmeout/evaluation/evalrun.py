@@ -53,8 +53,10 @@ def youden_threshold(episodes: list[dict], outputs: list[dict]) -> float:
     return best
 
 
-def _threshold(spec, mon, val: list[dict] | None, threshold: float | None) -> tuple[float, str]:
-    """The M3 threshold and the rule that chose it (one rule for every monitor)."""
+def _threshold(spec, mon, val: list[dict] | None, threshold: float | None,
+               progress: bool = False) -> tuple[float, str]:
+    """The M3 threshold and the rule that chose it (one rule for every monitor); ``progress``: a bar over the
+    validation episodes for a monitor that asks a model (that pass alone took the LLM monitor minutes, silently)."""
     from ego_adr.helpmeout.monitors.base import run_monitor
 
     if threshold is not None:
@@ -62,7 +64,7 @@ def _threshold(spec, mon, val: list[dict] | None, threshold: float | None) -> tu
     if spec.name == "random":
         return 0.5, "0.5 (Random: a uniformly random monitor, Table 2)"
     if val:
-        return youden_threshold(val, run_monitor(mon, val, progress=False)), (
+        return youden_threshold(val, run_monitor(mon, val, progress=progress and spec.needs_model)), (
             f"Youden's J on the validation split ({len(val)} episodes)"
         )
     raise ValueError(
@@ -105,7 +107,7 @@ def evaluate(
         fit_monitor(mon, spec, train, val)  # the harness's rule: a checkpoint chosen on val (Table 10)
         timing["fit_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
-        thr, rule = _threshold(spec, mon, val, threshold)
+        thr, rule = _threshold(spec, mon, val, threshold, progress)
         timing["val_s"] += time.perf_counter() - t1
         t1 = time.perf_counter()
         rows = run_monitor(mon, episodes, progress=progress)
