@@ -54,7 +54,7 @@ PUBLISHED = (
     ("MSG^2", (None, None, 73.3), "DTGL journal Sec. IV-B5"),
     ("DO", (None, None, 87.8), "DTGL journal Sec. IV-B5 (MSG^2 + 14.5)"),
 )
-#: DTGL's own ``train_with_gt.py``, run on these files (seed 42, CPU; /work/shared/STACK-NOTES.md, fourth pass).
+#: DTGL's own ``train_with_gt.py``, run on these files (seed 42, CPU; ../shared/STACK-NOTES.md, fourth pass).
 DTGL_CODE_SEED42 = (86.64, 89.80, 87.99)
 
 

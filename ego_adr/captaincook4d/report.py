@@ -143,7 +143,7 @@ def graph_table(res: Mapping[str, dict], extra: Mapping[str, str] | None = None)
         out.append(f"| **{name}** (ours) | {pct(p)} | {pct(rc)} | {pct(f)} | {o} | {(extra or {}).get(name, '')} |")
     p, rc, f = GN.DTGL_CODE_SEED42
     out.append(f"| DO, DTGL's own `train_with_gt.py`, seed 42, run here | {p:.1f} | {rc:.1f} | {f:.1f} |  | "
-               "/work/shared/STACK-NOTES.md |")
+               "measured with DTGL's code (docs/online_mistakes.md) |")
     for name, vals, where in GN.PUBLISHED:
         cells = " | ".join("" if v is None else f"{v:.1f}" for v in vals)
         out.append(f"| {name} [{where}] | {cells} |  | published |")

@@ -101,7 +101,7 @@ def run_one(args) -> int:
                         "recording) or score annotated recordings with `python -m ego_adr.monitoring evaluate "
                         "--benchmark egoadr-stream --data-root DIR`")
     settings = StreamSettings(args.window, args.stride, args.frames)
-    choice = _choice(args)
+    choice = pipeline_choice(args)
     early = {"video": str(Path(video).resolve()), "task_id": task_id, "procedure": procedure,
              "settings": settings.__dict__, "threshold": args.threshold, "max_new_tokens": choice.tokens,
              "narration_source": args.narration_source}
@@ -129,7 +129,8 @@ def run_one(args) -> int:
                       end_labels)
 
 
-def _choice(args) -> PipelineChoice:
+def pipeline_choice(args: argparse.Namespace) -> PipelineChoice:
+    """The model and route the command line asked for, as the typed choice ``load_pipeline`` takes."""
     return PipelineChoice(args.model, args.backend, args.device, args.base_url, args.cache_dir, not args.no_cache,
                           args.mode, args.frames, args.max_new_tokens, args.narration_source)
 

@@ -44,7 +44,7 @@ PROBE = textwrap.dedent('''
     from ego_adr.check.__main__ import parser as check_parser
     from ego_adr.check.core import load_model as check_model
     from ego_adr.run.cli import build_parser as run_parser, main as run_main
-    from ego_adr.stream.cli import build_parser as stream_parser
+    from ego_adr.stream.cli import build_parser as stream_parser, pipeline_choice
     from ego_adr.stream.common import load_pipeline
 
     out, cache = sys.argv[1], sys.argv[2]
@@ -57,7 +57,7 @@ PROBE = textwrap.dedent('''
     seen["check"] = [model.backend, model.model_id]
     args = stream_parser().parse_args(["--backend", "scripted", "--model", "any-name", "--mode", "shallow",
                                        "--cache-dir", cache])
-    pipe, model, _ = load_pipeline(args)
+    pipe, model, _ = load_pipeline(pipeline_choice(args))
     seen["stream"] = [model.backend, pipe.route]
     white_parser().parse_args(["--model", "any-name", "--backend", "scripted", "--video-root", cache])
     seen["white"] = load_agent_model("any-name", backend="scripted", cache_dir=cache).backend
