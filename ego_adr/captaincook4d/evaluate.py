@@ -38,27 +38,23 @@ from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.online_mistakes import complete_metrics as CMX
 from ego_adr.online_mistakes import cv
-from ego_adr.online_mistakes import registry as OR
 from ego_adr.online_mistakes.types import StepContext
 
 FIXED = ("flag-all", "never-alarm", *CR.REFERENCE)
 
 
 def names() -> tuple[list[str], dict[str, str]]:
-    """Every monitor that runs here (the registered step-stream ones, then ours) and those that do not, with why."""
-    reg = [s.name for s in OR.REGISTRY.specs.values()]
-    skip = OR.not_runnable("all", reg, has_model=False)
-    return [n for n in reg if n not in skip] + list(CR.REGISTRY.names()), skip
-
-
-def registry_of(name: str):
-    return CR.REGISTRY if name in CR.REGISTRY.names() else OR.REGISTRY
+    """Every monitor that runs here without a model (:data:`.registry.REGISTRY`: the registered step-stream ones,
+    then ours) and those that do not, with why."""
+    why = {n: "needs --model" for n in CR.REGISTRY.names() if CR.REGISTRY.get(n).needs_model}
+    why |= {n: r for n in CR.REGISTRY.names() if n not in why and (r := CR.unavailable(n))}
+    return [n for n in CR.REGISTRY.names() if n not in why], why
 
 
 def group(name: str) -> str:
     """How a row is read: blind, reference, supervised, official graph, learned graph, or no graph given (the
     registered step-stream monitors: given no graph, some learn their own from the training sequences)."""
-    if name in OR.BLIND:
+    if name in CR.BLIND:
         return "blind"
     if name in CR.REFERENCE:
         return "reference"
@@ -117,7 +113,7 @@ def _objective(rows: Sequence[dict]) -> float:
 
 
 def _fitted(name: str, train: B.Training, options: dict):
-    mon = registry_of(name).build(name, stream="oracle", **options)
+    mon = CR.REGISTRY.build(name, stream="oracle", **options)
     t0 = time.process_time()
     mon.fit(train)
     return mon, time.process_time() - t0
@@ -125,7 +121,7 @@ def _fitted(name: str, train: B.Training, options: dict):
 
 def _scored(name: str, mon, data: B.Data, points, val: list[dict], obj: float, tried: dict) -> dict:
     test = apply(feed(mon, data.train, data.test), points)
-    return {"monitor": name, "group": group(name), "reads": list(registry_of(name).get(name).reads),
+    return {"monitor": name, "group": group(name), "reads": list(CR.REGISTRY.get(name).reads),
             "validation": {"objective": round(obj, 4), "choices": tried,
                            "points": {k: {"threshold": round(v[0], 6), **v[1]} for k, v in (points or {}).items()},
                            "macro_f1": round(CMX.step_block(val)["macro_f1"], 4)},
@@ -133,11 +129,22 @@ def _scored(name: str, mon, data: B.Data, points, val: list[dict], obj: float, t
             "stats": mon.stats() if hasattr(mon, "stats") else {}, "rows": test, "validation_rows": val}
 
 
-def run_one(name: str, datas: Sequence[B.Data]) -> list[dict]:
+def candidates(name: str, options: dict | None) -> tuple[list[dict], bool]:
+    """The option sets ``name`` is run with (the validation split picks one) and whether that is a choice: a
+    procedure monitor's ``checks=validation`` (its default) tries every set of :data:`.monitors.CHOICES`; any other
+    option is given, not chosen."""
+    options = dict(options or {})
+    if options.get("checks") == CM.CHOSEN:
+        return [options | {"checks": c} for c in CM.CHOICES["checks"]], True
+    return [options], False
+
+
+def run_one(name: str, datas: Sequence[B.Data], options: dict | None = None) -> list[dict]:
     """One monitor through the three steps of the module docstring on each of ``datas`` (benchmarks that share
-    one training split: it is fitted once per option); a result per benchmark, with its test and validation rows."""
-    choices = CM.CHOICES if registry_of(name) is CR.REGISTRY and name.startswith("procedure") else {}
-    options = [{k: v} for k, vs in choices.items() for v in vs] or [{}]
+    one training split: it is fitted once per option set); a result per benchmark, with its test and validation
+    rows. ``options``: its ``--monitor-option``s, resolved (default: the registry's defaults)."""
+    given = CR.REGISTRY.resolve_options(name, {}) if options is None else options
+    options, chosen = candidates(name, given)
     fitted = [_fitted(name, datas[0].train, opt) for opt in options]
     out = []
     for data in datas:
@@ -148,9 +155,13 @@ def run_one(name: str, datas: Sequence[B.Data]) -> list[dict]:
             val = apply(val, points)
             tried.append((_objective(val), -i, opt, mon, points, val))
         obj, _, opt, mon, points, val = max(tried, key=lambda x: (x[0], x[1]))
+        shown = {k: v for k, v in opt.items() if chosen and k in CM.CHOICES}
+        if not chosen and isinstance(getattr(mon, "selection", None), dict) and "checks" in opt:
+            mon.selection = mon.selection | {"chosen_by": f"given: --monitor-option checks={opt['checks']}"}
         res = _scored(name, mon, data, points, val, obj,
-                      {",".join(map(str, t[2].values())) or "-": round(t[0], 4) for t in tried})
-        out.append(res | {"options": opt, "fit_cpu_seconds": round(sum(f for _, f in fitted), 2)})
+                      {",".join(str(t[2][k]) for k in shown) or "-": round(t[0], 4) for t in tried})
+        out.append(res | {"options": shown, "given_options": given,
+                          "fit_cpu_seconds": round(sum(f for _, f in fitted), 2)})
     return out
 
 
