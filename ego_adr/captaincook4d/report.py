@@ -1,4 +1,4 @@
-"""The CaptainCook4D tables as markdown, from :func:`.evaluate.evaluate`'s results and :mod:`.generation`'s scores
+"""The CaptainCook4D tables as markdown, from a run's ``summary.json`` (:mod:`.summary`) and :mod:`.generation`'s scores
 (``scripts/bench_captaincook4d.py`` prints them and ``--write-docs`` puts them in the docs): the benchmark table
 (every monitor grouped by what it reads, the goal lines, official graph vs learned graph vs no graph), the alarms
 per kind, and the graph table beside DTGL's published rows."""

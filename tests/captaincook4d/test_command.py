@@ -122,3 +122,15 @@ def test_bad_input_is_one_line_naming_the_file_and_the_item_exit_2_nothing_writt
     assert code == 2 and said == "" and len(err.strip().splitlines()) == 1, err
     assert all(w in err for w in words), err
     assert not out.exists()
+
+
+def test_a_fit_kept_in_the_cache_gives_the_same_bytes_as_a_fresh_fit(cc4d_root, tmp_path, cli):
+    cache = tmp_path / "cache"
+    args = ["evaluate", "--benchmark", "captaincook4d-o", "--monitor", "supervised", "--data-root", cc4d_root,
+            "--cache-dir", cache, "--quiet", "--out"]
+    assert cli(*args, tmp_path / "fresh")[0] == 0
+    kept = list((cache / "captaincook4d-fits").glob("*/monitor.pkl"))
+    assert len(kept) == 1
+    assert cli(*args, tmp_path / "cached")[0] == 0
+    for f in ("steps.jsonl", "validation_steps.jsonl", "metrics.json"):
+        assert (tmp_path / "fresh" / f).read_bytes() == (tmp_path / "cached" / f).read_bytes(), f
