@@ -5,8 +5,9 @@ procedure monitor's checks) chosen on the validation split, then scored once on 
 mistakes (214 positive observations on ``captaincook4d-complete``), so nothing needs to be chosen on constructed
 mistakes or on folds of the training recordings. For each monitor:
 
-1. it is built from :data:`.registry.REGISTRY` (the step streams' monitors and ours) and fitted on :class:`.benchmark.Training` (the registered ones still run their own internal selection on the
-   correct training sequences, as they do everywhere);
+1. it is built from :data:`.registry.REGISTRY` (the step streams' monitors and ours) and fitted on
+   :class:`.benchmark.Training` (the registered ones still run their own internal selection on the correct
+   training sequences, as they do everywhere);
 2. it is streamed over the validation recordings; on its ``p_error`` there the thresholds are chosen as the
    step-stream monitors choose theirs on constructed mistakes (:func:`ego_adr.online_mistakes.cv.best_threshold`):
    one for macro F1, one for F1b, and the monitor's own alarm (``flagged``) at the one of the best mean of the
@@ -47,14 +48,6 @@ from ego_adr.online_mistakes.types import StepContext
 from ego_adr.store import build_once, cache_root
 
 FIXED = ("flag-all", "never-alarm", *CR.REFERENCE)
-
-
-def names() -> tuple[list[str], dict[str, str]]:
-    """Every monitor that runs here without a model (:data:`.registry.REGISTRY`: the registered step-stream ones,
-    then ours) and those that do not, with why."""
-    why = {n: "needs --model" for n in CR.REGISTRY.names() if CR.REGISTRY.get(n).needs_model}
-    why |= {n: r for n in CR.REGISTRY.names() if n not in why and (r := CR.unavailable(n))}
-    return [n for n in CR.REGISTRY.names() if n not in why], why
 
 
 def group(name: str) -> str:
