@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,9 @@ class CaptainCook4D(Benchmark):
         volatile = {k: res["stats"].pop(k) for k in VOLATILE if k in res["stats"]}  # seconds, cache hits
         seconds = round(time.perf_counter() - t0, 2)
         metrics = {"benchmark": self.spec.name, "missing_target": s.own.missing_target, **res}
+        if not s.quiet:  # progress: each monitor as it finishes (under --jobs, from its worker)
+            print(f"{self.spec.name}: {name} fitted, chosen on validation and scored ({seconds} s)", file=sys.stderr,
+                  flush=True)
         timing = {"seconds": seconds, "fit_cpu_seconds": fit, **volatile}
         files = {VALIDATION: steps_text(val), "timing.json": json.dumps(timing) + "\n"}
         return MonitorResult(name, metrics, steps=rows, report=monitor_report(metrics), seconds=seconds, files=files)
