@@ -49,6 +49,9 @@ from ego_adr.online_mistakes.types import TrainingSet
 END_ID = 0  # no CaptainCook4D step has id 0 (ids 1-352)
 END_NAME = "END: the recording ends"
 BENCHMARKS = ("captaincook4d-complete", "captaincook4d-o")
+#: the name the training set carries: both benchmarks train on the same split, so a monitor fitted for one is the
+#: monitor fitted for the other (the fits are shared through the cache, :func:`.evaluate._fitted`)
+TRAINING = "captaincook4d"
 MISSING_TARGETS = ("graph", "end")
 MISSING_HERE = "Missing Step"
 MISSING_DONE = "Missing Step (step done)"
@@ -191,13 +194,14 @@ def taxonomy(src: S.Sources) -> dict[int, str]:
     return {END_ID: END_NAME, **{i: src.descriptions[i] for ids in src.recipe_steps.values() for i in ids}}
 
 
-def training(src: S.Sources, graphs: Mapping[str, G.RecipeGraph], benchmark: str, rule: str = "graph") -> Training:
-    """The training split: its correct recordings as the registered monitors' sequences, all of it labelled."""
+def training(src: S.Sources, graphs: Mapping[str, G.RecipeGraph], rule: str = "graph") -> Training:
+    """The training split: its correct recordings as the registered monitors' sequences, all of it labelled; one
+    for both benchmarks (named :data:`TRAINING`)."""
     recs = [src.recordings[r] for r in src.splits["train"]]
     correct = [r for r in recs if not r.is_error and not any(s.tags for s in r.steps)]
     seqs = tuple(tuple(s.step_id for s in S.time_order(r)) + (END_ID,) for r in correct)
     labelled = tuple(recording(src, graphs[r.recipe], r, rule) for r in recs)
-    return Training(benchmark, seqs, taxonomy(src), tuple(episode(r) for r in correct), graphs=dict(graphs),
+    return Training(TRAINING, seqs, taxonomy(src), tuple(episode(r) for r in correct), graphs=dict(graphs),
                     recipe_steps=dict(src.recipe_steps), recipes=tuple(r.recipe for r in correct), labelled=labelled)
 
 
@@ -215,7 +219,7 @@ class Data:
 
 def load(root: str | os.PathLike, benchmark: str, rule: str = "graph") -> Data:
     src, graphs = G.data_root_graphs(root)
-    return Data(benchmark, src, graphs, training(src, graphs, benchmark, rule),
+    return Data(benchmark, src, graphs, training(src, graphs, rule),
                 stream(src, graphs, benchmark, "val", rule), stream(src, graphs, benchmark, "test", rule))
 
 

@@ -5,9 +5,9 @@ procedure monitor's checks) chosen on the validation split, then scored once on 
 mistakes (214 positive observations on ``captaincook4d-complete``), so nothing needs to be chosen on constructed
 mistakes or on folds of the training recordings. For each monitor:
 
-1. it is built from its registry (:data:`ego_adr.online_mistakes.registry.REGISTRY` or :data:`.registry.REGISTRY`)
-   and fitted on :class:`.benchmark.Training` (the registered ones still run their own internal selection on the
-   correct training sequences, as they do everywhere);
+1. it is built from :data:`.registry.REGISTRY` (the step streams' monitors and ours) and fitted on
+   :class:`.benchmark.Training` (the registered ones still run their own internal selection on the correct
+   training sequences, as they do everywhere);
 2. it is streamed over the validation recordings; on its ``p_error`` there the thresholds are chosen as the
    step-stream monitors choose theirs on constructed mistakes (:func:`ego_adr.online_mistakes.cv.best_threshold`):
    one for macro F1, one for F1b, and the monitor's own alarm (``flagged``) at the one of the best mean of the
@@ -20,13 +20,19 @@ mistakes or on folds of the training recordings. For each monitor:
 
 **The headline** is the candidate of best validation objective (mean of macro F1 and F1b at their points);
 candidates are the monitors that are not blind, not a reference rule and need no model. The best on the test is
-printed after it, named so. A monitor that needs a model (``prego``) is listed as not run.
+printed after it, named so. A monitor that needs a model (``prego``) is listed as not run. How stable that
+choice is, and when it is a tie, is :mod:`.choice`'s. The command (:mod:`.driver`) runs one monitor per call of
+:func:`run_one`, each in its folder.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import pickle
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -38,27 +44,16 @@ from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.online_mistakes import complete_metrics as CMX
 from ego_adr.online_mistakes import cv
-from ego_adr.online_mistakes import registry as OR
 from ego_adr.online_mistakes.types import StepContext
+from ego_adr.store import build_once, cache_root
 
 FIXED = ("flag-all", "never-alarm", *CR.REFERENCE)
-
-
-def names() -> tuple[list[str], dict[str, str]]:
-    """Every monitor that runs here (the registered step-stream ones, then ours) and those that do not, with why."""
-    reg = [s.name for s in OR.REGISTRY.specs.values()]
-    skip = OR.not_runnable("all", reg, has_model=False)
-    return [n for n in reg if n not in skip] + list(CR.REGISTRY.names()), skip
-
-
-def registry_of(name: str):
-    return CR.REGISTRY if name in CR.REGISTRY.names() else OR.REGISTRY
 
 
 def group(name: str) -> str:
     """How a row is read: blind, reference, supervised, official graph, learned graph, or no graph given (the
     registered step-stream monitors: given no graph, some learn their own from the training sequences)."""
-    if name in OR.BLIND:
+    if name in CR.BLIND:
         return "blind"
     if name in CR.REFERENCE:
         return "reference"
@@ -116,16 +111,83 @@ def _objective(rows: Sequence[dict]) -> float:
     return (m["macro_f1"] + m["balanced_f1"]) / 2
 
 
-def _fitted(name: str, train: B.Training, options: dict):
-    mon = registry_of(name).build(name, stream="oracle", **options)
+def _fitted(name: str, train: B.Training, options: dict, key: str | None = None):
+    """``name`` built with ``options`` and fitted on ``train``, and the CPU seconds it took; with ``key``, kept under
+    the cache root (``captaincook4d-fits/<key>/monitor.pkl``) and read back from there by the next run of the same
+    key (:func:`fit_key`: the other CaptainCook4D benchmark fits the same monitors on the same training split). A
+    monitor that cannot be pickled is fitted each time."""
     t0 = time.process_time()
+    folder = cache_root() / "captaincook4d-fits" / key if key else None
+    if folder is not None and (folder / "monitor.pkl").is_file():
+        try:
+            return pickle.loads((folder / "monitor.pkl").read_bytes()), time.process_time() - t0
+        except Exception:  # noqa: BLE001 - a damaged or stale cache file is refitted, never trusted
+            pass
+    mon = CR.REGISTRY.build(name, stream="oracle", **options)
     mon.fit(train)
+    if folder is not None:
+        try:
+            blob = _pickled(mon)
+        except Exception:  # noqa: BLE001 - whatever pickle refuses (a lambda, a handle): no cache for this one
+            blob = None
+        if blob is not None:
+            def write(tmp: Path) -> None:
+                tmp.mkdir(parents=True)
+                (tmp / "monitor.pkl").write_bytes(blob)
+
+            build_once(folder, write, lambda f: (f / "monitor.pkl").is_file())
     return mon, time.process_time() - t0
+
+
+def _pickled(mon) -> bytes:
+    """``mon`` pickled; a fitted next-step network (whose torch module is a class local to its builder, which pickle
+    cannot name) as what its public ``state()`` holds, rebuilt by ``NextStepModel.from_state``."""
+    import io
+
+    from ego_adr.monitoring.next_step_model import NextStepModel
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj):
+            if isinstance(obj, NextStepModel) and obj.net is not None:
+                return NextStepModel.from_state, (obj.state(),)
+            return NotImplemented
+
+    buf = io.BytesIO()
+    Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(mon)
+    return buf.getvalue()
+
+
+def fit_key(name: str, options: dict, data_sha256: str, rule: str) -> str:
+    """What a fit depends on: the monitor, its options, the files read, the omission rule (the supervised labels),
+    and the code and numerical libraries (any change to ``ego_adr`` refits)."""
+    import json
+
+    doc = {"monitor": name, "options": options, "data": data_sha256, "rule": rule, "code": code_digest(),
+           "numpy": np.__version__, "torch": _version("torch")}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+@functools.cache
+def code_digest() -> str:
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
 
 
 def _scored(name: str, mon, data: B.Data, points, val: list[dict], obj: float, tried: dict) -> dict:
     test = apply(feed(mon, data.train, data.test), points)
-    return {"monitor": name, "group": group(name), "reads": list(registry_of(name).get(name).reads),
+    return {"monitor": name, "group": group(name), "reads": list(CR.REGISTRY.get(name).reads),
             "validation": {"objective": round(obj, 4), "choices": tried,
                            "points": {k: {"threshold": round(v[0], 6), **v[1]} for k, v in (points or {}).items()},
                            "macro_f1": round(CMX.step_block(val)["macro_f1"], 4)},
@@ -133,12 +195,26 @@ def _scored(name: str, mon, data: B.Data, points, val: list[dict], obj: float, t
             "stats": mon.stats() if hasattr(mon, "stats") else {}, "rows": test, "validation_rows": val}
 
 
-def run_one(name: str, datas: Sequence[B.Data]) -> list[dict]:
+def candidates(name: str, options: dict | None) -> tuple[list[dict], bool]:
+    """The option sets ``name`` is run with (the validation split picks one) and whether that is a choice: a
+    procedure monitor's ``checks=validation`` (its default) tries every set of :data:`.monitors.CHOICES`; any other
+    option is given, not chosen."""
+    options = dict(options or {})
+    if options.get("checks") == CM.CHOSEN:
+        return [options | {"checks": c} for c in CM.CHOICES["checks"]], True
+    return [options], False
+
+
+def run_one(name: str, datas: Sequence[B.Data], options: dict | None = None, data_sha256: str | None = None,
+            rule: str = "graph") -> list[dict]:
     """One monitor through the three steps of the module docstring on each of ``datas`` (benchmarks that share
-    one training split: it is fitted once per option); a result per benchmark, with its test and validation rows."""
-    choices = CM.CHOICES if registry_of(name) is CR.REGISTRY and name.startswith("procedure") else {}
-    options = [{k: v} for k, vs in choices.items() for v in vs] or [{}]
-    fitted = [_fitted(name, datas[0].train, opt) for opt in options]
+    one training split: it is fitted once per option set); a result per benchmark, with its test and validation
+    rows. ``options``: its ``--monitor-option``s, resolved (default: the registry's defaults); ``data_sha256``: the
+    digest of the files read, to keep the fits in the cache (:func:`_fitted`; None: not kept)."""
+    given = CR.REGISTRY.resolve_options(name, {}) if options is None else options
+    options, chosen = candidates(name, given)
+    fitted = [_fitted(name, datas[0].train, opt, fit_key(name, opt, data_sha256, rule) if data_sha256 else None)
+              for opt in options]
     out = []
     for data in datas:
         tried = []
@@ -148,9 +224,13 @@ def run_one(name: str, datas: Sequence[B.Data]) -> list[dict]:
             val = apply(val, points)
             tried.append((_objective(val), -i, opt, mon, points, val))
         obj, _, opt, mon, points, val = max(tried, key=lambda x: (x[0], x[1]))
+        shown = {k: v for k, v in opt.items() if chosen and k in CM.CHOICES}
+        if not chosen and isinstance(getattr(mon, "selection", None), dict) and "checks" in opt:
+            mon.selection = mon.selection | {"chosen_by": f"given: --monitor-option checks={opt['checks']}"}
         res = _scored(name, mon, data, points, val, obj,
-                      {",".join(map(str, t[2].values())) or "-": round(t[0], 4) for t in tried})
-        out.append(res | {"options": opt, "fit_cpu_seconds": round(sum(f for _, f in fitted), 2)})
+                      {",".join(str(t[2][k]) for k in shown) or "-": round(t[0], 4) for t in tried})
+        out.append(res | {"options": shown, "given_options": given,
+                          "fit_cpu_seconds": round(sum(f for _, f in fitted), 2)})
     return out
 
 
@@ -158,43 +238,6 @@ def headline(results: Sequence[dict], groups: Sequence[str] | None = None) -> st
     """The candidate of best validation objective (module docstring; ``groups``: only those); ties: run order."""
     cands = [r for r in results if r["group"] not in ("blind", "reference") and (not groups or r["group"] in groups)]
     return max(cands, key=lambda r: r["validation"]["objective"])["monitor"] if cands else None
-
-
-def _one(args) -> list[dict]:
-    """A worker's task: one monitor on the benchmarks of ``root`` (each worker reads the data itself), under the
-    caller's cache root (a spawned process does not inherit a :func:`ego_adr.store.cache_scope`)."""
-    from ego_adr.store import cache_scope
-
-    name, root, benchmarks, rule, cache = args
-    with cache_scope(cache):
-        return run_one(name, [B.load(root, b, rule) for b in benchmarks])
-
-
-def evaluate(root, benchmarks: Sequence[str] = B.BENCHMARKS, only: Sequence[str] | None = None, jobs: int = 1,
-             rule: str = "graph") -> dict[str, dict]:
-    """Every monitor (or ``only``) on each benchmark, ``jobs`` monitors at a time (spawned processes; every fit
-    is deterministic, so the same rows for any ``jobs``): {benchmark: results, headline, not run, counts}."""
-    run, skipped = names()
-    if only:
-        run = [n for n in run if n in only]
-    from ego_adr.store import cache_root
-
-    tasks = [(n, str(root), tuple(benchmarks), rule, str(cache_root())) for n in run]
-    if jobs > 1:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
-            per = list(pool.map(_one, tasks))
-    else:
-        per = [_one(t) for t in tasks]
-    out = {}
-    for i, b in enumerate(benchmarks):
-        data = B.load(root, b, rule)
-        results = [p[i] for p in per]
-        out[b] = {"benchmark": b, "missing_target": rule, "results": results, "headline": headline(results),
-                  "not_run": skipped, "counts": {"validation": B.counts(data.val), "test": B.counts(data.test)}}
-    return out
 
 
 def relabelled(result: dict, val: B.Stream, test: B.Stream) -> dict:

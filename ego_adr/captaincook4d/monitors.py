@@ -9,9 +9,7 @@
   recordings (:mod:`.learned`: ``train_with_gt.py``'s training, then the graph its online check reads);
 - ``supervised``: a logistic regression over the official graph's checks, trained on the labelled steps of every
   training recording (the split's 912 errorful steps included): supervised, and said so;
-- the reference rules ``unseen-step`` (a step no correct training recording contains) and ``unseen-transition``
-  (a (previous step, step) pair none contains, the first step after a start). TODO(h42): issue 42 adds both to
-  ``online_mistakes/``; once it lands these two local ones give way to the registered ones.
+- the reference rules are the step streams' own (``unseen-step``, ``unseen-transition``: :mod:`.registry`).
 """
 
 from __future__ import annotations
@@ -32,6 +30,8 @@ from ego_adr.online_mistakes.types import StepContext
 CHECKS = ("early", "late", "end")
 #: what the validation split chooses among for the procedure monitors (every non-empty set of checks)
 CHOICES = {"checks": ("early,late,end", "early,late", "early,end", "late,end", "early", "late", "end")}
+#: ``--monitor-option checks=validation`` (the default): the evaluation chooses the checks among :data:`CHOICES`
+CHOSEN = "validation"
 
 
 def _checks(text: str) -> frozenset[str]:
@@ -39,6 +39,13 @@ def _checks(text: str) -> frozenset[str]:
     if not out or not out <= set(CHECKS):
         raise ValueError(f"checks must name some of {', '.join(CHECKS)}")
     return out
+
+
+def checks_option(text: str) -> str:
+    """``--monitor-option checks=``: ``validation`` or a set of checks, written in :data:`CHECKS`' order."""
+    if str(text).strip() == CHOSEN:
+        return CHOSEN
+    return ",".join(c for c in CHECKS if c in _checks(text))
 
 
 def learned_graphs(train: B.Training, seed: int = 42) -> dict[str, G.RecipeGraph]:
@@ -61,8 +68,9 @@ def learned_graphs(train: B.Training, seed: int = 42) -> dict[str, G.RecipeGraph
 class Procedure(Monitor):
     """Alarms where the recording leaves its recipe's graph (module docstring)."""
 
-    OPTIONS = (MonitorOption("checks", str, "early,late,end", "the checks that alarm, any of early, late, end "
-                             "(chosen on the validation split by the CaptainCook4D evaluation)"),)
+    OPTIONS = (MonitorOption("checks", checks_option, CHOSEN, "the checks that alarm: validation (chosen on the "
+                             "validation split among " + " | ".join(CHOICES["checks"]) + "), or any of early, late, "
+                             "end (given, not chosen)"),)
 
     def __init__(self, graph: str = "official", checks: str = "early,late,end", seed: int = 42) -> None:
         self.graph, self.checks, self.seed = graph, _checks(checks), seed
@@ -136,36 +144,3 @@ class Supervised(Monitor):
         c = self.tracker.finish() if step_id == B.END_ID else self.tracker.observe(step_id)
         z = float(np.r_[(np.array(features(c, t)) - self.mu) / self.sd, 1.0] @ self.w)
         return StepOutput(float(1 / (1 + np.exp(-np.clip(z, -30, 30)))), evidence={"logit": round(z, 4)})
-
-
-class UnseenStep(Monitor):
-    """A step no correct training recording contains is a mistake."""
-
-    selection = {"hyper_parameters": {}, "chosen_by": "nothing to choose"}
-
-    def fit(self, train: B.Training) -> None:
-        self.seen = {s for seq in train.sequences for s in seq}
-
-    def reset(self, ctx: StepContext) -> None:
-        pass
-
-    def step(self, t: int, step_id: int) -> StepOutput:
-        new = step_id not in self.seen
-        return StepOutput(float(new), flagged=new, evidence={"seen_in_training": not new})
-
-
-class UnseenTransition(Monitor):
-    """A (previous step, step) pair no correct training recording contains is a mistake."""
-
-    selection = {"hyper_parameters": {}, "chosen_by": "nothing to choose"}
-
-    def fit(self, train: B.Training) -> None:
-        self.seen = {p for seq in train.sequences for p in zip((None, *seq), seq)}
-
-    def reset(self, ctx: StepContext) -> None:
-        self.prev = None
-
-    def step(self, t: int, step_id: int) -> StepOutput:
-        new = (self.prev, step_id) not in self.seen
-        self.prev = step_id
-        return StepOutput(float(new), flagged=new, evidence={"seen_in_training": not new})

@@ -1,5 +1,11 @@
-"""The monitors the CaptainCook4D benchmarks add to the registered step-stream monitors
-(:data:`ego_adr.online_mistakes.registry.REGISTRY`, which all run here too), with what each reads.
+"""The monitors of the CaptainCook4D benchmarks, with what each reads: every registered step-stream monitor
+(:data:`STEP_MONITORS`, the blind baselines and the reference rules among them) and the three this data set adds
+(:data:`OWN`), in one :class:`~ego_adr.monitoring.registry.Registry` (:data:`REGISTRY`), from which ``--monitor``'s
+choices, ``--help``, ``list`` and ``all`` derive.
+
+**One rule, one row.** The reference rules ``unseen-step`` and ``unseen-transition`` (alias ``one-step-memory``)
+are the step streams' own (issue 42), taken from their registry by name: CaptainCook4D keeps no copy, ``all`` runs
+each once, and a later rename of the step-stream package touches the one import below.
 
 The task input here (:data:`TASK_INPUT`) is the step-stream benchmarks' (the step taxonomy, the correct training
 sequences, the observed prefix, the recording's task: its recipe) plus the recipe's official task graph, because
@@ -12,19 +18,21 @@ than its prefix, so nothing here is privileged; the monitor that learns from the
 from __future__ import annotations
 
 from ego_adr.monitoring.registry import MonitorSpec, Registry
+from ego_adr.online_mistakes import registry as steps  # the step-stream monitors: the one import of them
 from ego_adr.online_mistakes.types import PREFIX, STEP_INPUT, TASK, TAXONOMY, TRAINING
 
 RECIPE_GRAPH = "the recipe's official task graph"
 LABELS = "the training recordings' labelled mistakes"
 TASK_INPUT = (*STEP_INPUT, RECIPE_GRAPH, LABELS)
-#: reference rules: what a step alone or a transition alone gives (issue 44), printed beside every table
-REFERENCE = ("unseen-step", "unseen-transition")
+#: the step streams' monitor registry and its rules: blind baselines, reference rules (printed beside every table)
+STEP_MONITORS = steps.REGISTRY
+BLIND, REFERENCE = steps.BLIND, steps.REFERENCE
 SUPERVISED = ("supervised",)
 #: a monitor that reads the official graph, one that reads a graph learned from the training sequences
 OFFICIAL_GRAPH, LEARNED_GRAPH = "procedure-official", "procedure-learned"
 
 _M = "ego_adr.captaincook4d.monitors"
-REGISTRY = Registry("captaincook4d-complete / captaincook4d-o", TASK_INPUT, (
+OWN = (
     MonitorSpec(OFFICIAL_GRAPH, f"{_M}:Procedure", "the recipe's official task graph followed step by step: a step "
                 "before one it needs or after one that needs it, a required step never done (checks chosen on "
                 "validation)", (TAXONOMY, PREFIX, TASK, RECIPE_GRAPH), (("graph", "official"),)),
@@ -34,8 +42,12 @@ REGISTRY = Registry("captaincook4d-complete / captaincook4d-o", TASK_INPUT, (
     MonitorSpec("supervised", f"{_M}:Supervised", "supervised: logistic regression over the official graph's checks, "
                 "trained on the labelled steps of every training recording",
                 (TAXONOMY, PREFIX, TASK, RECIPE_GRAPH, LABELS), trains=True),
-    MonitorSpec("unseen-step", f"{_M}:UnseenStep", "reference rule: a step no correct training recording contains",
-                (TRAINING, PREFIX), trains=True),
-    MonitorSpec("unseen-transition", f"{_M}:UnseenTransition", "reference rule: a (previous step, step) pair no "
-                "correct training recording contains", (TRAINING, PREFIX), trains=True),
-))
+)
+REGISTRY = Registry("captaincook4d-complete / captaincook4d-o", TASK_INPUT, (*STEP_MONITORS, *OWN))
+#: the monitors of this room (the others are the step streams')
+OWN_NAMES = tuple(s.name for s in OWN)
+
+
+def unavailable(name: str) -> str | None:
+    """Why a step-stream monitor cannot run on this machine (a package it needs is missing), or None."""
+    return steps.unavailable(name) if name not in OWN_NAMES else None

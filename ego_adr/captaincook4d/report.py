@@ -1,4 +1,4 @@
-"""The CaptainCook4D tables as markdown, from :func:`.evaluate.evaluate`'s results and :mod:`.generation`'s scores
+"""The CaptainCook4D tables as markdown, from a run's ``summary.json`` (:mod:`.summary`) and :mod:`.generation`'s scores
 (``scripts/bench_captaincook4d.py`` prints them and ``--write-docs`` puts them in the docs): the benchmark table
 (every monitor grouped by what it reads, the goal lines, official graph vs learned graph vs no graph), the alarms
 per kind, and the graph table beside DTGL's published rows."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ego_adr.captaincook4d import generation as GN
+from ego_adr.online_mistakes.goal import agreement, agreement_text, verdict  # noqa: F401 (agreement: summary's)
 
 GROUPS = ("blind", "reference", "official graph", "learned graph", "no graph given", "supervised")
 TARGET = 10.0  # points of macro F1 above the best blind or reference rule (issue 44)
@@ -43,12 +44,16 @@ def counts_line(s: Mapping) -> str:
 
 
 def table(s: Mapping) -> list[str]:
-    out = [f"**{s['benchmark']}** ({counts_line(s)})", "",
+    out = [f"**{s['benchmark']}**" + (f" ({counts_line(s)})" if "counts" in s else ""), "",
            "| monitor | reads | validation objective | macro F1 | F1b | P | R | AUROC | first mistake: on target / "
            "early / late / missed |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    c = s.get("choice") or {}
+    tied = c.get("between", ()) if c.get("tie") else ()
     for r in _ordered(s["results"]):
         m = r["test"]
         opt = f" ({', '.join(f'{k}={v}' for k, v in r['options'].items())})" if r["options"] else ""
+        opt += " (chosen on validation)" if r["monitor"] == s.get("headline") else " (tie)" if r["monitor"] in tied \
+            else ""
         out.append(f"| **{r['monitor']}**{opt} | {r['group']} | {r['validation']['objective']:.3f} | "
                    f"{ci(m, 'macro_f1')} | {pct(m['balanced_f1'])} | {pct(m['mistake_precision'])} | "
                    f"{pct(m['mistake_recall'])} | {m['auroc']:.3f} | {_detection(m)} |")
@@ -67,7 +72,9 @@ def _by_val(results, groups):
 def goal(s: Mapping) -> dict:
     """The goal row (issue 44): the monitor chosen on validation against the best blind or reference rule on the
     test (a rule has nothing to choose), and the official-graph monitor against the learned-graph one and the
-    no-graph monitor chosen on validation among the registered step-stream monitors."""
+    no-graph monitor chosen on validation among the registered step-stream monitors. When the choice is a tie
+    (``s["choice"]``, :mod:`.choice`), the verdict is :func:`ego_adr.online_mistakes.goal.verdict` over every
+    monitor of the tie: ``reached`` if all reach the target, ``not reached`` if none does, else ``tie``."""
     res = s["results"]
     chosen = next((r for r in res if r["monitor"] == s["headline"]), None)
     rule = _best(res, ("blind", "reference"))
@@ -77,10 +84,23 @@ def goal(s: Mapping) -> dict:
           {"chosen": chosen, "rule": rule, "official": official, "learned": learned, "no_graph": nograph,
            "best_no_graph_on_test": _best(res, (GROUPS[4],)), "best_on_test": _best(res, GROUPS)}.items()}
     margin = 100 * (f1["chosen"][1] - f1["rule"][1]) if chosen and rule else None
-    return f1 | {"margin": margin, "reached": margin is not None and margin >= TARGET,
+    c = s.get("choice") or {}
+    between = [r for r in res if r["monitor"] in (c.get("between") if c.get("tie") else [s["headline"]])]
+    tie = [(r["monitor"], r["test"]["macro_f1"]) for r in between]
+    said = verdict([v for _, v in tie], lambda v: 100 * (v - f1["rule"][1]) >= TARGET) if tie and rule else None
+    return f1 | {"margin": margin, "verdict": said, "reached": said == "reached", "tie": tie if len(tie) > 1 else None,
                  "official_over_learned": 100 * (f1["official"][1] - f1["learned"][1]) if official and learned
                  else None, "official_over_no_graph": 100 * (f1["official"][1] - f1["no_graph"][1])
                  if official and nograph else None}
+
+
+def _verdict(g: Mapping) -> str:
+    if g["tie"]:
+        each = ", ".join(f"{n} {pct(v)}" for n, v in g["tie"])
+        how = {"reached": "reached by each of them", "not reached": "not reached by any of them",
+               "tie": "**tie**: the target lies between them"}[g["verdict"]]
+        return f"the choice on validation is a tie ({each} on the test): {how}"
+    return "reached" if g["reached"] else f"not reached: {TARGET - g['margin']:.1f} points short"
 
 
 def goal_lines(s: Mapping) -> list[str]:
@@ -88,10 +108,9 @@ def goal_lines(s: Mapping) -> list[str]:
     if not g["chosen"]:
         return []
     (cn, cv), (rn, rv) = g["chosen"], g["rule"]
-    verdict = "reached" if g["reached"] else f"not reached: {TARGET - g['margin']:.1f} points short"
     out = [f"- goal, {s['benchmark']}: the monitor chosen on validation ({cn}) scores macro F1 {pct(cv)}, "
            f"{g['margin']:+.1f} points against the best blind or reference rule ({rn}, {pct(rv)}); target "
-           f"+{TARGET:.0f}: {verdict}. Best on the test (a choice made by looking at it): "
+           f"+{TARGET:.0f}: {_verdict(g)}. Best on the test (a choice made by looking at it): "
            f"{g['best_on_test'][0]} {pct(g['best_on_test'][1])}."]
     if g["official"] and g["learned"] and g["no_graph"]:
         out.append(f"- the value of being given the procedure, {s['benchmark']}: official graph "

@@ -199,8 +199,8 @@ def _monitor_into(bench: Benchmark, s: EvalSettings, data, name: str, options: d
     """One monitor into its folder: claimed first, read back when finished, else run (``lazy``: the model is
     loaded here, after the claim)."""
     ident = bench.identity(s, data, name, {name: options})
-    with open_folder(out, ident, bench.result_files([name]), ways=bench.ways,
-                     former=bench.former_identities(s, data, name, {name: options})) as state:
+    with open_folder(out, ident, bench.result_files([name]), ways=bench.ways, fresh=s.fresh and bool(bench.written),
+                     written=bench.written, former=bench.former_identities(s, data, name, {name: options})) as state:
         done = read_back(out, name) if state == "resume" else None
         if done is not None:
             return done
@@ -242,7 +242,8 @@ def _every(bench: Benchmark, s: EvalSettings, data, names: list[str], options: d
     from ego_adr.monitoring.workers import run_tasks
 
     jobs, out = _jobs(s), s.out
-    with open_folder(out, bench.identity(s, data, names, options), bench.summary_files, ways=bench.ways):
+    with open_folder(out, bench.identity(s, data, names, options), bench.summary_files, ways=bench.ways,
+                     fresh=s.fresh and bool(bench.written), written=bench.written):
         groups = bench.groups([n for n in names if not bench.registry.get(n).needs_model])
         tasks = [(_task, (bench.spec.name, s, data, g, {n: options[n] for n in g}, str(out))) for g in groups]
         side = bench.beside(s, data, names, options)

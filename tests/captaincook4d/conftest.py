@@ -28,3 +28,35 @@ def root_copy(cc4d_root, tmp_path) -> Path:
     for rel in ("sources/CaptainCook4D-annotations", "dtgl/captaincook4d"):
         shutil.copytree(cc4d_root / rel, out / rel)
     return out
+
+
+@pytest.fixture
+def cli(capsys):
+    """``python -m ego_adr.monitoring ARGS`` in this process: (exit code, stdout, stderr)."""
+    from ego_adr.monitoring.__main__ import main
+
+    def call(*argv) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as e:  # argparse's own exits
+            code = e.code if isinstance(e.code, int) else 2
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return call
+
+
+#: the monitors the command tests run (cheap ones: a procedure monitor, the supervised one, a reference rule, a
+#: blind baseline; the `all` run belongs to scripts/bench_captaincook4d.py); test_command.py's FEW
+FEW = "procedure-official,supervised,unseen-transition,flag-all"
+
+
+@pytest.fixture(scope="session")
+def cc4d_few(cc4d_root, tmp_path_factory) -> Path:
+    """``evaluate --benchmark captaincook4d-complete --monitor FEW`` run once, read only."""
+    from ego_adr.monitoring.__main__ import main
+
+    out = tmp_path_factory.mktemp("cc4d") / "few"
+    assert main(["evaluate", "--benchmark", "captaincook4d-complete", "--monitor", FEW, "--data-root",
+                 str(cc4d_root), "--out", str(out), "--jobs", "1", "--quiet"]) == 0
+    return out

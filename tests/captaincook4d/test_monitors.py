@@ -65,9 +65,13 @@ def test_on_the_real_recipes_every_omission_is_alarmed_where_the_benchmark_place
     assert placed == sum(len(r.skipped) for r in data.test.recordings) > 0
 
 
-def test_the_reference_rules():
+def test_the_reference_rules_are_the_step_streams_own_from_their_registry():
+    from ego_adr.captaincook4d.registry import REGISTRY
+    from ego_adr.online_mistakes.monitors import reference
+
     train = _train()
-    step, trans = M.UnseenStep(), M.UnseenTransition()
+    step, trans = REGISTRY.build("unseen-step"), REGISTRY.build("one-step-memory")
+    assert (type(step), type(trans)) == (reference.UnseenStep, reference.UnseenTransition)
     step.fit(train)
     trans.fit(train)
     assert [o.flagged for o in _run(step, [101, 105, B.END_ID])] == [False, True, False]
