@@ -16,23 +16,11 @@ import sys
 
 import pytest
 
-from .test_build import write_annotations
-
-
-class _Done:
-    def __init__(self, returncode: int, captured) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, captured.out, captured.err
+from .test_build import data_command, write_annotations
 
 
 @pytest.mark.slow
 def test_tiny_build_review_merge_offline(demo_root, tmp_path, capsys):
-    from ego_adr.data.__main__ import main
-
-    def here(argv: list[str]) -> _Done:  # `python -m ego_adr.data ARGV` in this process
-        capsys.readouterr()
-        rc = main(argv)
-        return _Done(rc, capsys.readouterr())
-
     ann = write_annotations(demo_root, tmp_path / "ann.csv", limit=4)  # + 'spilled', mapped nowhere: the LLM types it
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ego_adr.data", "build"]
@@ -75,11 +63,11 @@ def test_tiny_build_review_merge_offline(demo_root, tmp_path, capsys):
         assert len(mc) == 3 and "line 8: left out: the LLM named no error type for label 'spilled'" in res.stdout
     gen = [json.loads(x) for x in (out / "build" / "generated.jsonl").read_text().splitlines()]
     assert len(gen) == len(mc) and all(g["pairs"] or g["failure_kind"] == "sample" for g in gen)
-    again = here(build_cmd[3:])
+    again = data_command(capsys, build_cmd[3:])
     assert again.returncode == 0, again.stderr[-2000:]
     assert "model calls 0, stage-cache hits" in again.stdout  # the stage cache answers every call, labels too
     assert (out / "build" / "labels.jsonl").read_text().splitlines() == [json.dumps(lab, ensure_ascii=False)]
-    res = here(["build", "review", str(out), "--video-root", str(demo_root / "videos")])
+    res = data_command(capsys, ["build", "review", str(out), "--video-root", str(demo_root / "videos")])
     assert res.returncode == 0, res.stderr
     sheet = out / "review" / "sheet.csv"
     with sheet.open(newline="") as f:
@@ -99,6 +87,6 @@ def test_tiny_build_review_merge_offline(demo_root, tmp_path, capsys):
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    res = here(["build", "merge", str(out), str(sheet)])
+    res = data_command(capsys, ["build", "merge", str(out), str(sheet)])
     assert res.returncode == 0, res.stderr
     assert "added 1" in res.stdout and (out / "README.md").is_file()
