@@ -128,7 +128,7 @@ def test_the_memory_plan_in_the_docs_is_what_the_planner_prints():
     assert _block(ROOT / "docs" / "getting_started.md", "planner") == [x for x in r.stdout.splitlines() if x.strip()]
 
 
-@pytest.mark.slow  # starts a process or a server (see tests/README.md)
+@pytest.mark.slow  # the whole demo run (see tests/README.md)
 def test_the_demo_table_in_the_readme_is_what_the_demo_prints(tmp_path, tiny_model_dir, demo_root, capsys,
                                                               monkeypatch):
     from ego_adr.run.cli import main  # `python -m ego_adr.run` in this process: a torch start less (issue 46)
