@@ -141,6 +141,7 @@ SLOWEST_FILES = (
     "tests/test_public_runtime.py",
     "tests/agents/test_public_white_replies.py",
     "tests/integrations/test_lmms_eval_cli.py",
+    "tests/integrations/test_lmms_eval_scripted.py",
     "tests/real_models/test_real_text_paths.py",
     "tests/monitoring/test_steps_cli.py",
     "tests/run/test_launch_ray.py",

@@ -24,6 +24,8 @@ A request that still fails on a retryable status or an unreachable endpoint is r
 ``infrastructure`` (retryable: never cached, rerun by ``--retry-failed``); any other 4xx is a ``sample`` failure.
 Once one request has found the endpoint unreachable through its whole retry sequence, later requests try once
 each until one gets through, so an outage is noticed in one backoff sequence rather than one per sample.
+The first backoff is ``retry_base_seconds`` (1 s), else ``$EGO_ADR_RETRY_BASE_SECONDS`` where a process that builds
+its clients itself (lmms-eval's judges) must wait less: the test suite's judge outage (the defaults stay).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from .wire import (  # noqa: F401  (re-exported: the wire format)
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+RETRY_BASE_ENV = "EGO_ADR_RETRY_BASE_SECONDS"
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"}
 RETRY_STATUS = {408, 409, 429}
 
@@ -67,6 +70,16 @@ class APIError(Exception):
     @property
     def retryable(self) -> bool:
         return self.status is None or self.status in RETRY_STATUS or self.status >= 500
+
+
+def _retry_base() -> float:
+    """The first backoff when the caller names none: 1 s, or ``$EGO_ADR_RETRY_BASE_SECONDS`` (seconds >= 0)."""
+    raw = os.environ.get(RETRY_BASE_ENV, "").strip() or "1"
+    if not raw.replace(".", "", 1).isdigit():
+        from ego_adr.errors import UserError
+
+        raise UserError(f"${RETRY_BASE_ENV} must be a number of seconds >= 0, got {raw!r}")
+    return float(raw)
 
 
 def _retry_after(headers) -> float | None:
@@ -102,7 +115,7 @@ class OpenAIChatModel:
         max_side=PRESET,
         image_format=PRESET,
         jpeg_quality=PRESET,
-        retry_base_seconds: float = 1.0,
+        retry_base_seconds: float | None = None,
         retry_max_seconds: float = 30.0,
         use_openai_sdk: bool | None = None,
         **extra,
@@ -126,7 +139,7 @@ class OpenAIChatModel:
         self.concurrency = int(concurrency)
         self.max_retries = int(max_retries)
         self.timeout = float(timeout)
-        self.retry_base_seconds = retry_base_seconds
+        self.retry_base_seconds = _retry_base() if retry_base_seconds is None else retry_base_seconds
         self.retry_max_seconds = retry_max_seconds
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._endpoint_down = threading.Event()  # set after a whole retry sequence found nobody

@@ -2,7 +2,7 @@
 call, the processor's inputs and outputs (dtype, shape, sha256 of the bytes) and the reply.
 
     python public_white_runner.py public PUBLIC_ROOT JOB.json OUT.json SCRATCH
-    python public_white_runner.py ours OUT.json -- <python -m ego_adr.run arguments>
+    python public_white_runner.py ours OUT.json [TINY_DIR] -- <python -m ego_adr.run arguments>
 
 ``public``: the public green agent's multiple-choice loop (``src/green_agent/agent.py``) sends its messages to
 the public white agent's executor (``src/white_agent/agent.py``), both imported unmodified from PUBLIC_ROOT.
@@ -11,7 +11,8 @@ back as the 0.3 response type), the tag parser ``src.my_util.parse_tags`` (not i
 each tag's content, as docs/protocol.md assumes), and the green agent's results folder under the authors' home
 (redirected to SCRATCH). The executor's processor is wrapped by a spy that records what goes in and out.
 
-``ours``: ``python -m ego_adr.run`` itself (``runpy``), with a spy on the HF backend's processor call.
+``ours``: ``python -m ego_adr.run`` itself (``runpy``), with a spy on the HF backend's processor call; with
+TINY_DIR, ``python -m ego_adr.models.tiny TINY_DIR`` first, in the same process (a torch start less).
 
 Both sides run torch on one intra-op thread (our backend's setting for tiny CPU models): a different thread
 count may sum in another order and change bf16 logits.
@@ -155,4 +156,9 @@ if __name__ == "__main__":
     if sys.argv[1] == "public":
         run_public(*sys.argv[2:6])
     else:
-        run_ours(sys.argv[2], sys.argv[4:])
+        cut = sys.argv.index("--")
+        for folder in sys.argv[3:cut]:  # TINY_DIR: the tiny model built first, in this process (one start less)
+            from ego_adr.models.tiny import main as build_tiny
+
+            assert build_tiny([folder]) == 0
+        run_ours(sys.argv[2], sys.argv[cut + 1:])

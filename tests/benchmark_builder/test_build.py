@@ -226,16 +226,26 @@ def _edit(sheet: Path, dest: Path, edits: dict[int, dict], add: dict | None = No
     return dest
 
 
+class Done:
+    """What a command run in the test's process left: its exit status and what it printed."""
+
+    def __init__(self, returncode: int, captured) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, captured.out, captured.err
+
+
+def data_command(capsys, argv: list[str]) -> Done:
+    """``python -m ego_adr.data ARGV`` through its ``main`` in this process (a torch start less: issue 46)."""
+    from ego_adr.data.__main__ import main
+
+    capsys.readouterr()
+    rc = main(argv)
+    return Done(rc, capsys.readouterr())
+
+
 @pytest.mark.slow
-def test_review_merge_and_run(built, demo_root):
+def test_review_merge_and_run(built, demo_root, capsys):
     base, ann, out, _ = built
-    cmd = [sys.executable, "-m", "ego_adr.data", "build"]
-    res = subprocess.run(
-        cmd + ["review", str(out), "--video-root", str(demo_root / "videos")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    res = data_command(capsys, ["build", "review", str(out), "--video-root", str(demo_root / "videos")])
     assert res.returncode == 0, res.stderr
     sheet = out / "review" / "sheet.csv"
     page = (out / "review" / "index.html").read_text()
@@ -264,7 +274,7 @@ def test_review_merge_and_run(built, demo_root):
     edits[4] = {"C:decision": "add", "C:question": "Q?", "C:answer": "A."}  # a reviewer does not add (App. A)
     edits[5] = {"D:decision": "remove"}  # and the adder does not decide generated pairs
     edited = _edit(sheet, base / "edited.csv", edits, add)
-    res = subprocess.run(cmd + ["merge", str(out), str(edited)], capture_output=True, text=True, timeout=300)
+    res = data_command(capsys, ["build", "merge", str(out), str(edited)])
     assert res.returncode == 0, res.stderr
     assert "line 5: A:decision 'maybe' is not one of keep, revise, remove, add" in res.stdout
     assert "line 6: C:decision add: only the adder (D) adds pairs (Appendix A); skipped" in res.stdout
@@ -291,7 +301,7 @@ def test_review_merge_and_run(built, demo_root):
     for _ in range(2):
         finalise(out, [edited])
     assert oe_file.read_bytes() == before
-    subprocess.run(cmd + ["review", str(out)], capture_output=True, text=True, timeout=300, check=True)
+    assert data_command(capsys, ["build", "review", str(out)]).returncode == 0
     with sheet.open() as f:
         again = list(csv.DictReader(f))
     assert again[1]["A:decision"] == "revise" and again[1]["A:answer"] == "The kettle."
@@ -303,30 +313,10 @@ def test_review_merge_and_run(built, demo_root):
     assert s["agreement"]["n_items"] == 3 and s["agreement"]["fleiss_kappa"] is not None
     # the data root runs and scores with no code change
     run = base / "run"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ego_adr.run",
-            "--data-root",
-            str(out),
-            "--video-root",
-            str(demo_root / "videos"),
-            "--mode",
-            "shallow",
-            "--frames",
-            "4",
-            "--limit",
-            "4",
-            "--output-dir",
-            str(run),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
+    from ego_adr.run.cli import main  # `python -m ego_adr.run` in this process: a torch start less (issue 46)
+
+    assert main(["--data-root", str(out), "--video-root", str(demo_root / "videos"), "--mode", "shallow", "--frames",
+                 "4", "--limit", "4", "--output-dir", str(run), "--quiet"]) == 0
     rows = [json.loads(x) for x in (run / "predictions.jsonl").read_text().splitlines()]
     assert (
         len(rows) == 4

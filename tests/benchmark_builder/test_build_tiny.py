@@ -3,7 +3,9 @@ recordings: build (with the subsample and the LLM labelling pass) -> the same bu
 the command line. Its text is random: the procedures fall back to the rule, its labels are noise, and unparseable
 replies are recorded as such, never turned into pairs or labels; what is tested is the machinery (the stage cache,
 the records and provenance, the sheet). The commands are ``ego_adr.benchmark_builder``'s, run by the name users are
-given (``python -m ego_adr.data build``, which finds them in ``benchmark_builder/data_commands.py``)."""
+given (``python -m ego_adr.data build``, which finds them in ``benchmark_builder/data_commands.py``): the first build
+as a process of its own, the rest through the same ``main`` in the test's process (a torch start less each, issue 46
+item 12)."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ import sys
 
 import pytest
 
-from .test_build import write_annotations
+from .test_build import data_command, write_annotations
 
 
 @pytest.mark.slow
-def test_tiny_build_review_merge_offline(demo_root, tmp_path):
+def test_tiny_build_review_merge_offline(demo_root, tmp_path, capsys):
     ann = write_annotations(demo_root, tmp_path / "ann.csv", limit=4)  # + 'spilled', mapped nowhere: the LLM types it
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ego_adr.data", "build"]
@@ -61,16 +63,11 @@ def test_tiny_build_review_merge_offline(demo_root, tmp_path):
         assert len(mc) == 3 and "line 8: left out: the LLM named no error type for label 'spilled'" in res.stdout
     gen = [json.loads(x) for x in (out / "build" / "generated.jsonl").read_text().splitlines()]
     assert len(gen) == len(mc) and all(g["pairs"] or g["failure_kind"] == "sample" for g in gen)
-    again = subprocess.run(build_cmd, capture_output=True, text=True, timeout=900)
+    again = data_command(capsys, build_cmd[3:])
     assert again.returncode == 0, again.stderr[-2000:]
     assert "model calls 0, stage-cache hits" in again.stdout  # the stage cache answers every call, labels too
     assert (out / "build" / "labels.jsonl").read_text().splitlines() == [json.dumps(lab, ensure_ascii=False)]
-    res = subprocess.run(
-        cmd + ["review", str(out), "--video-root", str(demo_root / "videos")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    res = data_command(capsys, ["build", "review", str(out), "--video-root", str(demo_root / "videos")])
     assert res.returncode == 0, res.stderr
     sheet = out / "review" / "sheet.csv"
     with sheet.open(newline="") as f:
@@ -90,6 +87,6 @@ def test_tiny_build_review_merge_offline(demo_root, tmp_path):
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    res = subprocess.run(cmd + ["merge", str(out), str(sheet)], capture_output=True, text=True, timeout=300)
+    res = data_command(capsys, ["build", "merge", str(out), str(sheet)])
     assert res.returncode == 0, res.stderr
     assert "added 1" in res.stdout and (out / "README.md").is_file()

@@ -250,6 +250,22 @@ def test_connection_error_is_recorded():
     assert not g.ok and "Connect" in g.error
 
 
+def test_the_first_backoff_is_1_s_unless_the_caller_or_the_environment_names_another(monkeypatch):
+    """$EGO_ADR_RETRY_BASE_SECONDS: for processes that build their clients themselves (lmms-eval's judges, whose
+    outage test would otherwise sleep the real 1+2+4+8+16 s); the default and an explicit argument are unchanged."""
+    from ego_adr.errors import UserError
+    from ego_adr.models.openai_api import RETRY_BASE_ENV
+
+    monkeypatch.delenv(RETRY_BASE_ENV, raising=False)
+    assert OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1").retry_base_seconds == 1.0
+    monkeypatch.setenv(RETRY_BASE_ENV, "0.01")
+    assert OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1").retry_base_seconds == 0.01
+    assert OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", retry_base_seconds=2).retry_base_seconds == 2
+    monkeypatch.setenv(RETRY_BASE_ENV, "-1")
+    with pytest.raises(UserError, match=r"EGO_ADR_RETRY_BASE_SECONDS must be a number of seconds >= 0, got '-1'"):
+        OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+
+
 @pytest.mark.slow  # starts a process or a server (see tests/README.md)
 def test_concurrency_limit_is_respected(scripted):
     srv = scripted(lambda i, body: _ok(str(i)), delay=0.05)

@@ -1,6 +1,7 @@
 """Candidate likelihoods on real weights (issue 45): llama.cpp and the HF backend give the same numbers for the same
 GGUF within a stated tolerance; each model passes a known-answer check through each backend, and random weights of
-the same tokenizer fail it; the packaged files are the pinned ones; every call goes through the stage cache.
+the same tokenizer fail it; the packaged files are the pinned ones; every call goes through the stage cache. And
+the HF backend reads the GGUF with its own chat template (the file that loads ``smollm2_hf``: loaded once a worker).
 
 The tolerance: llama.cpp multiplies the quantised weights (Q4_1 blocks) by activations it quantises to 8 bits in
 each dot product, while the HF backend dequantises the weights to fp32 and multiplies in fp32; the logits differ by
@@ -11,6 +12,7 @@ candidate, and the candidates' renormalised probabilities within 0.05 of each ot
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from ego_adr.errors import UserError
 from ego_adr.models.base import Message
 from ego_adr.models.known_answers import KNOWN, known_answer, write_random_gguf
 from ego_adr.models.likelihood import LikelihoodRequest, normalised, prefix_free
+from tests.real_models.test_real_backends import _ask
 
 pytestmark = pytest.mark.slow
 
@@ -127,3 +130,23 @@ def test_the_llamacpp_backend_takes_a_gguf_path_or_alias_and_refuses_anything_el
     fake.write_bytes(b"PK\x03\x04")
     with pytest.raises(UserError, match="is not a GGUF file"):
         check_model_name(str(fake), "llamacpp")
+
+
+# --- the HF backend reading the GGUF itself: here, beside the other tests of smollm2_hf, so that README's
+# --dist loadfile dequantises the GGUF (~30 s on 2 cores) on one worker only (issue 46 item 12)
+def test_the_hf_backend_reads_a_gguf_checkpoint_with_its_own_chat_template(smollm2_hf, smollm2_server):
+    from ego_adr.models.packaged import locate
+
+    gguf = locate("smollm2-135m")
+    assert smollm2_hf.model_id == str(gguf) and smollm2_hf.family == "llama" and not smollm2_hf.is_vlm
+    assert smollm2_hf.fingerprint.startswith(f"{gguf.name}@sha:")
+    enc = smollm2_hf.encode([_ask("Name one colour.")])
+    text = smollm2_hf.tokenizer.decode(enc["input_ids"][0])
+    assert "<|im_start|>user\nName one colour.<|im_end|>" in text and text.rstrip().endswith("assistant")
+    gens = smollm2_hf.generate([_ask("Name one colour."), _ask("Name one animal.", 12)])
+    assert all(g.ok and g.text and "<|im_end|>" not in g.text for g in gens), [g.error for g in gens]
+    # the same weights behind llama.cpp: both backends read the GGUF's template, so the prompt tokens agree
+    served = smollm2_server.chat({"messages": [{"role": "user", "content": "Name one colour."}], "max_tokens": 1,
+                                  "temperature": 0})
+    assert served["usage"]["prompt_tokens"] == enc["input_ids"].shape[1]
+    json.dumps(served)  # a plain JSON reply

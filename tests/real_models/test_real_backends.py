@@ -1,10 +1,10 @@
 """Real weights through our backends (issue 36): SmolLM2 and Gemma behind a real llama.cpp server through
-``--backend openai``, SmolLM2's GGUF through the HF backend, and the bad inputs around them (a file that is not
-GGUF, an alias whose package is absent, a server serving another model): one line, exit 2, nothing cached."""
+``--backend openai``, and the bad inputs around them (a file that is not GGUF, an alias whose package is absent, a
+server serving another model): one line, exit 2, nothing cached. SmolLM2's GGUF through the HF backend is tested in
+test_likelihood.py, the file that loads it anyway."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -95,22 +95,3 @@ def test_a_file_that_is_not_gguf_is_refused_by_every_loader(tmp_path):
 
     with pytest.raises(ValueError, match="is not a GGUF file"):
         load_model(str(fake), device="cpu")
-
-
-@pytest.mark.slow
-def test_the_hf_backend_reads_a_gguf_checkpoint_with_its_own_chat_template(smollm2_hf, smollm2_server):
-    from ego_adr.models.packaged import locate
-
-    gguf = locate("smollm2-135m")
-    assert smollm2_hf.model_id == str(gguf) and smollm2_hf.family == "llama" and not smollm2_hf.is_vlm
-    assert smollm2_hf.fingerprint.startswith(f"{gguf.name}@sha:")
-    enc = smollm2_hf.encode([_ask("Name one colour.")])
-    text = smollm2_hf.tokenizer.decode(enc["input_ids"][0])
-    assert "<|im_start|>user\nName one colour.<|im_end|>" in text and text.rstrip().endswith("assistant")
-    gens = smollm2_hf.generate([_ask("Name one colour."), _ask("Name one animal.", 12)])
-    assert all(g.ok and g.text and "<|im_end|>" not in g.text for g in gens), [g.error for g in gens]
-    # the same weights behind llama.cpp: both backends read the GGUF's template, so the prompt tokens agree
-    served = smollm2_server.chat({"messages": [{"role": "user", "content": "Name one colour."}], "max_tokens": 1,
-                                  "temperature": 0})
-    assert served["usage"]["prompt_tokens"] == enc["input_ids"].shape[1]
-    json.dumps(served)  # a plain JSON reply
