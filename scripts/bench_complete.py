@@ -63,7 +63,7 @@ def run(root: str, out: Path) -> tuple[dict, dict]:
 
 def table(out: Path, summaries: dict) -> str:
     from ego_adr.online_mistakes import complete_report as CR
-    from ego_adr.online_mistakes.complete import COMPLETE
+    from ego_adr.online_mistakes.data.complete import COMPLETE
 
     lines = []
     for b, s in summaries.items():

@@ -101,7 +101,7 @@ def table(results: dict, summaries: dict) -> str:
     every stream's rows (the learned and fixed monitors, the blind baselines, position's ceiling), then the
     published ones measured on that stream."""
     from ego_adr.online_mistakes import published as pub
-    from ego_adr.online_mistakes.data import BENCHMARKS as SPECS
+    from ego_adr.online_mistakes.data.cut import BENCHMARKS as SPECS
     from ego_adr.online_mistakes.registry import BLIND, REFERENCE
     from ego_adr.online_mistakes.report import (
         POINT_NOTE,
@@ -216,8 +216,8 @@ def dtgl_do_seeds(root: str, seeds: list[int]) -> tuple[list[str], dict]:
     """dtgl-do on DTGL's four DO rows, each seed trained afresh; the table lines and seed 42's training records."""
     import statistics
 
-    from ego_adr.online_mistakes.data import load_stream, load_training
-    from ego_adr.online_mistakes.harness import result, run_monitor
+    from ego_adr.online_mistakes.data.cut import load_stream, load_training
+    from ego_adr.online_mistakes.fitting import result, run_monitor
     from ego_adr.store import cache_scope
 
     lines = ["| data set / stream | DTGL Table 3 | config | macro F1 per seed (" + ", ".join(map(str, seeds))
@@ -285,7 +285,7 @@ def dtgl_do(args) -> str:
 def cycle_facts(root: str) -> str:
     """The cycles of each data set's precondition edges before any is removed (strongly connected components of
     more than one step), with each edge's transition probability: what DTGL's seed-dependent rule chooses among."""
-    from ego_adr.online_mistakes.data import load_training
+    from ego_adr.online_mistakes.data.cut import load_training
     from ego_adr.online_mistakes.monitors.count_based import TransitionGraph
 
     lines = []

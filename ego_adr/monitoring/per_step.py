@@ -16,7 +16,7 @@ it with nothing else, so the numbers of a run can be recomputed from its file al
 A benchmark may add fields of its own (the step streams add ``step_id``); :func:`schema_errors` checks the
 layer's fields and their types, and every benchmark's writer is tested against it (HelpMeOut's
 ``helpmeout/evaluation/scoring.py``, the video stream's ``stream/metrics.py``, the step streams'
-``online_mistakes/harness.py``).
+``online_mistakes/fitting.py``).
 """
 
 from __future__ import annotations

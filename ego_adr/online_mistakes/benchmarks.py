@@ -69,8 +69,8 @@ class StepStreams(Benchmark):
     Settings = Settings
 
     def add_arguments(self, e) -> None:
-        from ego_adr.online_mistakes.complete import COMPLETE, CORRECTIONS
-        from ego_adr.online_mistakes.data import STREAMS
+        from ego_adr.online_mistakes.data.complete import COMPLETE, CORRECTIONS
+        from ego_adr.online_mistakes.data.cut import STREAMS
         from ego_adr.online_mistakes.monitors.prego import DECODINGS
         from ego_adr.online_mistakes.selection import OUTER_SEEDS
 
@@ -100,7 +100,7 @@ class StepStreams(Benchmark):
                        "summary.json and the folder's identity")
 
     def evaluate(self, s) -> int:
-        from ego_adr.online_mistakes.complete import COMPLETE
+        from ego_adr.online_mistakes.data.complete import COMPLETE
 
         if s.out is None:
             raise UserError(f"--benchmark {s.benchmark} needs --out DIR (its output folder)")
@@ -131,7 +131,7 @@ def namespace(s) -> argparse.Namespace:
 
 
 def download(out: str, base_url: str | None, timeout: float, quiet: bool) -> int:
-    """``monitoring download``: the step streams' files (:func:`ego_adr.online_mistakes.download.download_cli`)."""
-    from ego_adr.online_mistakes.download import download_cli
+    """``monitoring download``: the step streams' files (:func:`ego_adr.online_mistakes.data.download.download_cli`)."""
+    from ego_adr.online_mistakes.data.download import download_cli
 
     return download_cli(argparse.Namespace(out=out, base_url=base_url, timeout=timeout, quiet=quiet))

@@ -1,5 +1,5 @@
 """``python -m ego_adr.monitoring evaluate --benchmark assembly101-complete|epic-tent-complete``: one monitor (or
-``all``) over every step of every test recording (:mod:`.complete`).
+``all``) over every step of every test recording (:mod:`.data.complete`).
 
 Each monitor is built from the step-stream registry and fitted once on the cut benchmark's training set, exactly as
 for Assembly101-O / EPIC-Tent-O, then fed every complete test recording one step at a time through
@@ -12,8 +12,8 @@ Order of work, so that bad input never leaves anything in ``--out``: the flags (
 the stream file's syntax, the data root and its source files (labels, intervals, the stream's lengths), the model
 when one is needed; only then the output folder is claimed and written (:class:`ego_adr.folders.OutputFolder`).
 
-Every monitor is built and fitted by :func:`ego_adr.online_mistakes.harness.fitted` on the training set
-:func:`~ego_adr.online_mistakes.harness.configured` for the complete stream (``oracle``: the annotated steps, as the
+Every monitor is built and fitted by :func:`ego_adr.online_mistakes.fitting.fitted` on the training set
+:func:`~ego_adr.online_mistakes.fitting.configured` for the complete stream (``oracle``: the annotated steps, as the
 cut benchmark's ``oracle``; a file: a recogniser's steps, with the recogniser-noise channel in validation), so
 ``dtgl-do`` trains DTGL's DO* config on the oracle steps here as on the cut benchmark.
 
@@ -44,12 +44,12 @@ from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.monitor import run_episode
 from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
-from ego_adr.online_mistakes import complete as C
 from ego_adr.online_mistakes import complete_metrics as CM
 from ego_adr.online_mistakes import complete_report as CR
-from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes import evaluate as E
-from ego_adr.online_mistakes.harness import THRESHOLD, configured, feed, fitted, write_folder
+from ego_adr.online_mistakes.data import complete as C
+from ego_adr.online_mistakes.data import cut as D
+from ego_adr.online_mistakes.fitting import THRESHOLD, configured, feed, fitted, write_folder
 from ego_adr.online_mistakes.registry import REGISTRY, not_runnable
 from ego_adr.online_mistakes.types import StepContext
 from ego_adr.store import write_json, write_text

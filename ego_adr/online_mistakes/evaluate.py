@@ -14,7 +14,7 @@ rules' alarm agreement with the chosen monitor) and ``OUT/summary.md``, which le
 monitor that needs a model runs only when ``--model`` is given and is listed as not run otherwise. Every report
 prints the blind baselines and reference rules of its stream (:func:`references`), with each rule's agreement with
 the report's monitor. The training set every fit of a run is given is the one
-:func:`~ego_adr.online_mistakes.harness.configured` makes for its stream (the run's own fits, the nested selection's
+:func:`~ego_adr.online_mistakes.fitting.configured` makes for its stream (the run's own fits, the nested selection's
 and the reference rows').
 A monitor's options come as ``--monitor-option KEY=VALUE`` and are checked against what the monitor declares
 (:meth:`ego_adr.monitoring.registry.Registry.options`); PREGO's older flags (``--decoding``, ``--samples``,
@@ -35,9 +35,8 @@ from pathlib import Path
 from ego_adr.errors import UserError
 from ego_adr.folders import OutputFolder
 from ego_adr.monitoring.step_metrics import COUNT_KEYS, METRIC_KEYS, RANK_KEYS
-from ego_adr.online_mistakes import data as D
-from ego_adr.online_mistakes.goal import agreement
-from ego_adr.online_mistakes.harness import (
+from ego_adr.online_mistakes.data import cut as D
+from ego_adr.online_mistakes.fitting import (
     HARNESS_VERSION,
     RESULT_FILES,
     configured,
@@ -45,6 +44,7 @@ from ego_adr.online_mistakes.harness import (
     run_monitor,
     write_folder,
 )
+from ego_adr.online_mistakes.goal import agreement
 from ego_adr.online_mistakes.registry import BLIND, REFERENCE, REGISTRY, not_runnable
 from ego_adr.online_mistakes.report import monitor_report, summary_markdown
 from ego_adr.store import check_writable_dir, write_json, write_text
@@ -148,7 +148,7 @@ def _check_flags(a) -> list[str]:
 def check_inputs(a, names: list[str], train) -> None:
     """What each monitor reads beside the training set is there (e.g. PREGO's example file) and its options fit
     the run (e.g. a ``dtgl-do`` config the benchmark has), before anything is written; ``train`` as the run gives
-    it (:func:`~ego_adr.online_mistakes.harness.configured`)."""
+    it (:func:`~ego_adr.online_mistakes.fitting.configured`)."""
     for n in names:
         check = getattr(REGISTRY.factory(n), "check_inputs", None)
         if check is not None:

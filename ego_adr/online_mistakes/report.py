@@ -5,7 +5,7 @@ papers print them)."""
 from __future__ import annotations
 
 from ego_adr.online_mistakes import published as pub
-from ego_adr.online_mistakes.data import BENCHMARKS
+from ego_adr.online_mistakes.data.cut import BENCHMARKS
 from ego_adr.online_mistakes.goal import agreement_text, coverage_text, partial  # noqa: F401  (re-exported)
 from ego_adr.online_mistakes.registry import BLIND, REFERENCE
 

@@ -10,8 +10,8 @@ grid wins by its optimism. The comparison is therefore made one level up, on rec
 
 - **outer folds**: :data:`OUTER_FOLDS` folds over the training recordings (:func:`cv.folds`; leave-one-out when
   there are fewer recordings), drawn once for each seed of :data:`OUTER_SEEDS`;
-- for each seed and outer fold, every candidate is built and fitted by :func:`ego_adr.online_mistakes.harness.fitted`
-  (the one builder: the run's training set as :func:`~ego_adr.online_mistakes.harness.configured` for its stream,
+- for each seed and outer fold, every candidate is built and fitted by :func:`ego_adr.online_mistakes.fitting.fitted`
+  (the one builder: the run's training set as :func:`~ego_adr.online_mistakes.fitting.configured` for its stream,
   reduced to the fold's fit recordings, so ``dtgl-do`` trains DTGL's config of the run's steps) -- its whole tuning,
   inner cross-validation included, sees nothing else; its ``--monitor-option``s are those of its test row -- then
   streamed over validation episodes built from the fold's held-out recordings (:func:`cv.construct` with the
@@ -55,8 +55,8 @@ from pathlib import Path
 from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.step_metrics import scored
 from ego_adr.online_mistakes import cv, workers
-from ego_adr.online_mistakes.data import Recording, Stream
-from ego_adr.online_mistakes.harness import feed, fitted
+from ego_adr.online_mistakes.data.cut import Recording, Stream
+from ego_adr.online_mistakes.fitting import feed, fitted
 from ego_adr.online_mistakes.registry import BLIND, REFERENCE, REGISTRY
 from ego_adr.online_mistakes.types import TrainingSet
 from ego_adr.online_mistakes.workers import groups
@@ -123,18 +123,18 @@ def outer_streams(train: TrainingSet, seed: int) -> list[tuple[TrainingSet, Stre
 #: published rows, the complete trials' labels, the download): no fold's rows depend on them, so a change to them
 #: (a report's wording) keeps the kept folds. Every other module of ``online_mistakes/`` and ``monitoring/`` is in
 #: the key, a new one included; ``tests/monitoring/test_selection.py`` checks that no module in the key imports one
-#: of these.
-READERS = ("benchmarks.py", "goal.py", "report.py", "evaluate.py", "complete.py", "complete_eval.py",
-           "complete_metrics.py", "complete_report.py", "complete_sources.py", "published.py", "download.py",
-           "convert.py")
+#: of these. Paths are relative to ``online_mistakes/``: keep them right when a module moves or is renamed.
+READERS = ("benchmarks.py", "goal.py", "report.py", "evaluate.py", "complete_eval.py", "complete_metrics.py",
+           "complete_report.py", "published.py", "data/complete.py", "data/sources.py", "data/download.py",
+           "data/convert.py")
 
 
 def code_files() -> list[Path]:
     """The files whose code a fold's rows follow: the step-stream benchmarks' but :data:`READERS`, and the monitoring
     layer's but its command line (``monitoring/__main__.py``, which nothing imports)."""
     pkg = Path(__file__).resolve().parents[1]
-    own = [f for f in (pkg / "online_mistakes").rglob("*.py") if f.parent.name != "online_mistakes"
-           or f.name not in READERS]
+    room = pkg / "online_mistakes"
+    own = [f for f in room.rglob("*.py") if f.relative_to(room).as_posix() not in READERS]
     return sorted([*own, *(f for f in (pkg / "monitoring").rglob("*.py") if f.name != "__main__.py")])
 
 
@@ -173,7 +173,7 @@ def _read(key: str) -> list[dict] | None:
 
 def fold_rows(train: TrainingSet, seed: int, j: int, names: Sequence[str], options: dict) -> dict[str, list[dict]]:
     """One task of the nested selection: each monitor of ``names`` (one group: they share their fits in this
-    process) fitted on seed ``seed``'s outer fold ``j`` (:func:`ego_adr.online_mistakes.harness.fitted`, with its
+    process) fitted on seed ``seed``'s outer fold ``j`` (:func:`ego_adr.online_mistakes.fitting.fitted`, with its
     ``options``) and streamed over the fold's validation episodes; the rows scoring reads."""
     sub, stream = outer_streams(train, seed)[j]
     return {n: [{k: r[k] for k in KEPT if k in r} for r in feed(fitted(n, sub, **options.get(n, {})), sub, stream)]

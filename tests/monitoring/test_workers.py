@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes import selection
+from ego_adr.online_mistakes.data import cut as D
 
 pytestmark = pytest.mark.slow
 

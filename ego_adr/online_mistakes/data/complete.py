@@ -1,10 +1,10 @@
 """The complete-trial step-stream benchmarks ``assembly101-complete`` and ``epic-tent-complete``: every step of every
 test recording, every mistake scored, the person going on after each (issue 35).
 
-Assembly101-O and EPIC-Tent-O (:mod:`.data`) cut each test recording at its first mistake, which then is always the
+Assembly101-O and EPIC-Tent-O (:mod:`.cut`) cut each test recording at its first mistake, which then is always the
 last step: a rule that reads only a step's position scores well there, and no later mistake is ever tested. Here
 the same test recordings (DTGL's test splits: 182 Assembly101 recordings, 15 EPIC-Tent ones) are read whole from
-the datasets' own annotation files, labelled by the rules of :mod:`.complete_sources`.
+the datasets' own annotation files, labelled by the rules of :mod:`.sources`.
 
 - **Training** is the cut benchmark's, unchanged: DTGL's ``train.json`` (135 / 13 recordings) and its taxonomy,
   given under the cut benchmark's name, so every monitor is fitted exactly as for Assembly101-O / EPIC-Tent-O
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ego_adr.errors import UserError
-from ego_adr.online_mistakes import complete_sources as S
-from ego_adr.online_mistakes import data as D
+from ego_adr.online_mistakes.data import cut as D
+from ego_adr.online_mistakes.data import sources as S
 from ego_adr.online_mistakes.types import TrainingSet
 
 CORRECTIONS = ("correct", "exclude")
@@ -149,7 +149,7 @@ def annotated(root: str | os.PathLike, benchmark: str, corrections: str = "corre
 
 def load_stream(root: str | os.PathLike, benchmark: str, stream: str, corrections: str = "correct",
                 parsed: Mapping | None = None) -> CompleteStream:
-    """``oracle`` or a predictions file (``parsed``: its :func:`.data.parse_predictions`) over whole recordings."""
+    """``oracle`` or a predictions file (``parsed``: its :func:`.cut.parse_predictions`) over whole recordings."""
     base = annotated(root, benchmark, corrections)
     if stream == "oracle":
         return base
