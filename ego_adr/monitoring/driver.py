@@ -81,6 +81,12 @@ class Benchmark:
         """Older spellings of the same run's identity (a folder written so resumes and is re-labelled)."""
         return []
 
+    def outdated_identities(self, s: EvalSettings, data: Any, monitor: str | list[str],
+                            options: dict[str, dict]) -> list[dict]:
+        """Identities of the same settings written by an older harness (e.g. before its ``harness_version`` key):
+        such a folder is taken over and its results redone, never read back."""
+        return []
+
     def result_files(self, names: list[str]) -> tuple[str, ...]:
         """Files whose presence means a folder holds results of these monitors."""
         return ("steps.jsonl", METRICS)

@@ -103,9 +103,11 @@ def episode_outputs(monitor, episodes: Iterable, *, id_of: Callable, context_of:
 
 @contextlib.contextmanager
 def open_folder(out: Path, identity: dict, result_files: tuple[str, ...], *, ways: str | None = None,
-                fresh: bool = False, written: tuple[str, ...] = (), former: Sequence[dict] = ()):
+                fresh: bool = False, written: tuple[str, ...] = (), former: Sequence[dict] = (),
+                outdated: Sequence[dict] = ()):
     """``out`` checked writable, locked and claimed for ``identity``; yields ``"new"`` or ``"resume"``. A folder
-    whose identity is one of ``former`` (the same run as an older version spelled it) is re-labelled and resumed."""
+    whose identity is one of ``former`` (the same run as an older version spelled it) is re-labelled and resumed;
+    one of ``outdated`` (the same settings, results of an older harness) is re-labelled and redone (``"new"``)."""
     check_writable_dir(out, "--out")
     with FolderLock(out):
         kw = {"result_files": result_files, **({"ways": ways} if ways else {})}
@@ -113,10 +115,11 @@ def open_folder(out: Path, identity: dict, result_files: tuple[str, ...], *, way
             state = claim(out, identity, fresh=fresh, **({"written": written} if fresh else {}), **kw)
         except IdentityMismatch:
             stored = read_identity(out)
-            if not former or stored not in [json.loads(json.dumps(f, default=str)) for f in former]:
+            spelled = [json.loads(json.dumps(f, default=str)) for f in (*former, *outdated)]
+            if stored not in spelled:
                 raise
             write_json(out / IDENTITY_FILE, identity)
-            state = "resume"
+            state = "resume" if spelled.index(stored) < len(former) else "new"
         yield state
 
 
@@ -200,7 +203,8 @@ def _monitor_into(bench: Benchmark, s: EvalSettings, data, name: str, options: d
     loaded here, after the claim)."""
     ident = bench.identity(s, data, name, {name: options})
     with open_folder(out, ident, bench.result_files([name]), ways=bench.ways,
-                     former=bench.former_identities(s, data, name, {name: options})) as state:
+                     former=bench.former_identities(s, data, name, {name: options}),
+                     outdated=bench.outdated_identities(s, data, name, {name: options})) as state:
         done = read_back(out, name) if state == "resume" else None
         if done is not None:
             return done
@@ -242,7 +246,9 @@ def _every(bench: Benchmark, s: EvalSettings, data, names: list[str], options: d
     from ego_adr.monitoring.workers import run_tasks
 
     jobs, out = _jobs(s), s.out
-    with open_folder(out, bench.identity(s, data, names, options), bench.summary_files, ways=bench.ways):
+    with open_folder(out, bench.identity(s, data, names, options), bench.summary_files, ways=bench.ways,
+                     former=bench.former_identities(s, data, names, options),
+                     outdated=bench.outdated_identities(s, data, names, options)):
         groups = bench.groups([n for n in names if not bench.registry.get(n).needs_model])
         tasks = [(_task, (bench.spec.name, s, data, g, {n: options[n] for n in g}, str(out))) for g in groups]
         side = bench.beside(s, data, names, options)

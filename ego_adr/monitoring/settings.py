@@ -55,7 +55,10 @@ class NoSettings:
 
 def add_common_arguments(p: argparse.ArgumentParser, monitor_help: str) -> None:
     """The flags of every benchmark (its own come from its driver's ``add_arguments``)."""
-    p.add_argument("--benchmark", required=True, metavar="B", help="which benchmark (`list` prints them)")
+    from ego_adr.monitoring.benchmarks import BENCHMARKS
+
+    p.add_argument("--benchmark", required=True, metavar="B",
+                   help=f"which benchmark: {', '.join(BENCHMARKS.names())} (`list` describes each)")
     p.add_argument("--monitor", required=True, metavar="M", help=monitor_help)
     p.add_argument("--monitor-option", action="append", default=[], metavar="KEY=VALUE", dest="monitor_option",
                    help="an option of the monitor (repeatable): checked against what it takes, part of the output "

@@ -23,6 +23,10 @@ from ego_adr.errors import UserError
 from ego_adr.monitoring.driver import Benchmark, MonitorResult
 
 PAPER_TOKENS = 512  # Table 16
+#: Bump when what a monitor folder holds changes (a metric, a file): a folder of another version is refused, so
+#: results of older code are never read back as current. A folder written before the key (stage 1 of issue 43) is
+#: the same run by an older harness: taken over and redone (:meth:`HelpMeOut.outdated_identities`).
+HARNESS_VERSION = "1"
 
 
 @dataclass(frozen=True)
@@ -142,11 +146,17 @@ class HelpMeOut(Benchmark):
         ident |= {"max_new_tokens": own.max_new_tokens, "cache_dir": s.cache_dir, "templates": own.templates,
                   "limit": own.limit}
         # a monitor's --monitor-options, one key each (no HelpMeOut monitor declares one yet)
-        return ident | {f"option.{n}.{k}": v for n, o in options.items() for k, v in o.items()}
+        ident |= {f"option.{n}.{k}": v for n, o in options.items() for k, v in o.items()}
+        return ident | {"harness_version": HARNESS_VERSION}
 
     def former_identities(self, s, data, monitor, options) -> list[dict]:
         ident = self.identity(s, data, monitor, options)
         return [ident | {"subset": False}] if monitor == "llm" and not s.own.subset else []
+
+    def outdated_identities(self, s, data, monitor, options) -> list[dict]:
+        """The same run as a harness before :data:`HARNESS_VERSION` wrote it (no such key): redone."""
+        return [{k: v for k, v in i.items() if k != "harness_version"}
+                for i in (self.identity(s, data, monitor, options), *self.former_identities(s, data, monitor, options))]
 
     def result_files(self, names) -> tuple[str, ...]:
         return ("outputs.jsonl", "metrics.json")
