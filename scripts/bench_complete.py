@@ -84,7 +84,7 @@ def timing(seconds: dict, summaries: dict) -> str:
         return "" if "scores" not in sel else "; nested selection read from the cache" if sel.get("cached") else \
             "; nested selection computed"
 
-    from ego_adr.online_mistakes.workers import default_jobs
+    from ego_adr.monitoring.workers import default_jobs
 
     parts = ", ".join(f"{b} {w:.1f} s wall ({c:.1f} s of CPU{how(b)})" for b, (w, c) in seconds.items())
     load = os.getloadavg()[0]

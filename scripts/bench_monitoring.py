@@ -73,7 +73,7 @@ def timed(root: str, out: Path) -> tuple[dict, dict, str]:
     """:func:`run_all` twice on one fresh cache root: cold (every fit, DTGL's graphs and every fold of the nested
     selection computed) and again (the selection's folds and the graphs read back, each monitor's own fit redone);
     the results of the first, and the monitoring-time line. The second run's tables must be the first's."""
-    from ego_adr.online_mistakes.workers import default_jobs
+    from ego_adr.monitoring.workers import default_jobs
     from ego_adr.store import cache_scope
 
     with cache_scope(out / "cache"):

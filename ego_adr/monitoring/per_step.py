@@ -130,7 +130,12 @@ def write_steps(path: str | Path, rows: Iterable[dict]) -> Path:
     """``rows`` as JSON lines, written whole or not at all (:func:`ego_adr.store.write_text`). Not
     :func:`~ego_adr.store.write_jsonl`: a numpy number here is written as a number (``default=float``), where that
     one writes any unknown value as a string, and a non-ASCII string is escaped as the per-step files always were."""
-    return write_text(path, "".join(json.dumps(r, default=float) + "\n" for r in rows))
+    return write_text(path, steps_text(rows))
+
+
+def steps_text(rows: Iterable[dict]) -> str:
+    """The text of a per-step file (:func:`write_steps`)."""
+    return "".join(json.dumps(r, default=float) + "\n" for r in rows)
 
 
 def read_steps(path: str | Path) -> list[dict]:

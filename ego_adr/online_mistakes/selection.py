@@ -48,13 +48,14 @@ import dataclasses
 import hashlib
 import json
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.step_metrics import scored
-from ego_adr.online_mistakes import cv, workers
+from ego_adr.monitoring.workers import run_tasks
+from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.data.cut import Recording, Stream
 from ego_adr.online_mistakes.fitting import feed, fitted
 from ego_adr.online_mistakes.registry import BLIND, REFERENCE, REGISTRY
@@ -89,7 +90,7 @@ def check_seeds(seeds: Sequence) -> tuple[int, ...]:
     return out
 
 
-def _options(names: Sequence[str], options: dict | None) -> dict[str, dict]:
+def options_of(names: Sequence[str], options: dict | None) -> dict[str, dict]:
     """Each monitor's options with its defaults filled in, as the command resolves them: one fold has one key,
     whoever asks for it."""
     return {n: {k: o.default for k, o in REGISTRY.options(n).items()} | dict((options or {}).get(n, {}))
@@ -124,7 +125,7 @@ def outer_streams(train: TrainingSet, seed: int) -> list[tuple[TrainingSet, Stre
 #: (a report's wording) keeps the kept folds. Every other module of ``online_mistakes/`` and ``monitoring/`` is in
 #: the key, a new one included; ``tests/monitoring/test_selection.py`` checks that no module in the key imports one
 #: of these. Paths are relative to ``online_mistakes/``: keep them right when a module moves or is renamed.
-READERS = ("benchmarks.py", "goal.py", "report.py", "evaluate.py", "complete_eval.py", "complete_metrics.py",
+READERS = ("benchmarks.py", "driver.py", "goal.py", "report.py", "evaluate.py", "complete_eval.py", "complete_metrics.py",
            "complete_report.py", "published.py", "data/complete.py", "data/sources.py", "data/download.py",
            "data/convert.py")
 
@@ -240,14 +241,14 @@ def record(train: TrainingSet, names: Sequence[str], options: dict | None = None
            seeds: Sequence[int] = OUTER_SEEDS, jobs: int = 1, found: tuple | None = None) -> dict:
     """``summary.json``'s ``selection``: the rule, the seeds, every monitor's nested scores (means and per seed),
     each seed's choice, the agreement and the choice. The folds come from the cache root where kept, else are
-    computed (on ``jobs`` processes, or passed in ``found`` = (kept rows, keys, computed rows) by
-    :func:`run_beside`) and kept; ``fold_cache`` says how many of each."""
+    computed (on ``jobs`` processes, or passed in ``found`` = (kept rows, keys, computed rows) by the
+    benchmark's harness run, :meth:`~ego_adr.online_mistakes.benchmarks.StepStreams.selection`) and kept; ``fold_cache`` says how many of each."""
     names = [n for n in names if not REGISTRY.get(n).needs_model]
-    opts = _options(names, options)
+    opts = options_of(names, options)
     seeds = check_seeds(seeds)
     if found is None:
         have, keys, todo = plan(train, names, opts, seeds)
-        done = workers.run([t for *_, t in todo], jobs)
+        done = run_tasks([t for *_, t in todo], jobs)
         new = {(s, j, n): rows for (_, (s, j), _), res in zip(todo, done) for n, rows in res.items()}
     else:
         have, keys, new = found
@@ -265,25 +266,3 @@ def record(train: TrainingSet, names: Sequence[str], options: dict | None = None
            "chosen": chosen,
            "fold_cache": {"folder": str(_folder()), "read": len(have), "computed": len(new)}}
     return json.loads(json.dumps(sel, default=str))  # as a reader gets it back (an option's tuple is a list)
-
-
-def run_beside(train: TrainingSet, names: Sequence[str], options: dict, jobs: int, here: Callable[[str], dict],
-               group_task: Callable[[list[str]], tuple], seeds: Sequence[int] = OUTER_SEEDS
-               ) -> tuple[dict[str, dict], dict]:
-    """``--monitor all``'s work: each monitor's own run and the nested selection's missing folds together. The
-    monitors that need a model run here (``here(name)``: their model is in this process); the others, one
-    :mod:`.workers` task per group (``group_task(group)``: a task returning the group's results), and the
-    selection's folds are spread over ``jobs`` processes. ({monitor: result}, :func:`record`)."""
-    own = [n for n in names if REGISTRY.get(n).needs_model]
-    by = {n: here(n) for n in own}
-    opts = _options([n for n in names if n not in own], options)
-    have, keys, todo = plan(train, list(opts), opts, check_seeds(seeds))
-    # group by group, the group's own run then its missing folds: the costly groups first (workers.groups), so
-    # the tasks left for the end are the cheap ones and neither process waits long for the other
-    work = [w for g in groups(list(opts)) for w in
-            [("own", None, group_task(g)), *(("fold", at, t) for tg, at, t in todo if list(tg) == g)]]
-    done = workers.run([t for *_, t in work], jobs)
-    by |= {res["monitor"]: res for (kind, _, _), rs in zip(work, done) if kind == "own" for res in rs}
-    new = {(s, j, n): rows for (kind, at, _), res in zip(work, done) if kind == "fold"
-           for (s, j) in [at] for n, rows in res.items()}
-    return by, record(train, list(opts), opts, seeds, found=(have, keys, new))

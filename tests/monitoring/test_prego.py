@@ -169,18 +169,18 @@ def _mini_root(online_root, tmp_path, videos=2):
 def test_an_outage_is_exit_3_nothing_written_and_the_rerun_resumes_from_the_cache(online_root, cli, tmp_path,
                                                                                   monkeypatch):
     from ego_adr.models.cache import CachedModel, StageCache
-    from ego_adr.online_mistakes import evaluate
+    from ego_adr.online_mistakes import driver
 
     root, out, cache = _mini_root(online_root, tmp_path), tmp_path / "out", tmp_path / "cache.sqlite"
     broken = NextStepModelDouble(fail_after=5)
-    monkeypatch.setattr(evaluate, "_model", lambda a: CachedModel(broken, StageCache(cache), "double"))
+    monkeypatch.setattr(driver, "_model", lambda a: CachedModel(broken, StageCache(cache), "double"))
     argv = ("evaluate", "--benchmark", "epic-tent-o", "--monitor", "prego", "--model", "tiny", "--data-root", root,
             "--out", out, "--quiet")
     code, _, err = cli(*argv)
     assert code == 3 and len(err.strip().splitlines()) == 1 and "rerun the same command" in err, err
     assert not (out / "steps.jsonl").exists() and not (out / "metrics.json").exists()
     healthy = NextStepModelDouble()
-    monkeypatch.setattr(evaluate, "_model", lambda a: CachedModel(healthy, StageCache(cache), "double"))
+    monkeypatch.setattr(driver, "_model", lambda a: CachedModel(healthy, StageCache(cache), "double"))
     code, _, err = cli(*argv)
     assert code == 0, err
     m = json.loads((out / "metrics.json").read_text())
@@ -353,7 +353,11 @@ def test_prego_sampled_runs_offline_with_the_tiny_model_and_resumes_from_the_cac
     assert "temperature=0.6" in report and "samples=3" in report and "emoji" in report
     assert "decoding=sampled" in report  # the options, as given
     before = (out / "steps.jsonl").read_text()
-    code, _, err = cli(*argv)  # the same command again: the same folder, every reply from the cache
+    finished = (out / "metrics.json").read_text()
+    code, _, err = cli(*argv)  # the same command again: the finished folder is read back, not redone
+    assert code == 0 and (out / "metrics.json").read_text() == finished
+    (out / "metrics.json").unlink()  # an unfinished folder: redone, every reply from the cache
+    code, _, err = cli(*argv)
     m2 = json.loads((out / "metrics.json").read_text())
     assert code == 0 and m2["stats"]["model_calls"] == 0 and m2["stats"]["cache_hits"] == m["stats"]["calls"]
     assert (out / "steps.jsonl").read_text() == before
