@@ -45,8 +45,10 @@ class Benchmark:
     Settings: type = NoSettings
     folder_per_monitor = True
     ways: str | None = None  # the ways out of a refusal (None: folders' default)
-    written: tuple[str, ...] = ()  # what --fresh may discard (a benchmark that takes --fresh)
+    written: tuple[str, ...] = ()  # what --fresh discards in a monitor's folder (empty: result_files, report.md,
+    #                                  identity.json) or, for a one-folder benchmark, in its folder
     summary_files: tuple[str, ...] = ("summary.json", "summary.md")  # the results of several monitors' folder
+    summary_written: tuple[str, ...] = ()  # what --fresh discards in that folder (empty: summary_files, identity)
 
     def __init__(self, spec) -> None:
         self.spec = spec
@@ -101,6 +103,11 @@ class Benchmark:
         """Identities of the same settings written by an older harness (e.g. before its ``harness_version`` key):
         such a folder is taken over and its results redone, never read back."""
         return []
+
+    def resolved(self, s: EvalSettings, names: list[str]) -> dict:
+        """Keys written into a folder of several monitors' ``identity.json`` beside its identity, never compared
+        (e.g. what ``all`` resolved to on this machine, which a package installed later changes)."""
+        return {}
 
     def result_files(self, names: list[str]) -> tuple[str, ...]:
         """Files whose presence means a folder holds results of these monitors."""

@@ -139,6 +139,15 @@ def confirm_late(out: Path, early: dict, late: dict, full: dict | None = None) -
         write_json(out / IDENTITY_FILE, full)
 
 
+def beside_identity(out: Path, keys: dict) -> None:
+    """``keys`` written into ``out``'s ``identity.json`` beside the compared identity (:meth:`Benchmark.resolved`):
+    a claim compares only the keys of the current identity, so these never refuse a rerun."""
+    stored = read_identity(out) or {}
+    keys = json.loads(json.dumps(keys, default=str))
+    if keys and any(stored.get(k) != v for k, v in keys.items()):
+        write_json(out / IDENTITY_FILE, stored | keys)
+
+
 def write_monitor_files(out: Path, result: MonitorResult, bench: Benchmark, steps_name: str = "steps.jsonl",
                         metrics_name: str | None = METRICS) -> None:
     """A monitor's files, each atomically: the per-step rows, the other files, the report, ``metrics.json`` last."""
@@ -209,7 +218,8 @@ def _monitor_into(bench: Benchmark, s: EvalSettings, data, name: str, options: d
     """One monitor into its folder: claimed first, read back when finished, else run (``lazy``: the model is
     loaded here, after the claim)."""
     ident = bench.identity(s, data, name, {name: options})
-    with open_folder(out, ident, bench.result_files([name]), ways=bench.ways,
+    written = bench.written or (*bench.result_files([name]), "report.md", IDENTITY_FILE)
+    with open_folder(out, ident, bench.result_files([name]), ways=bench.ways, fresh=s.fresh, written=written,
                      former=bench.former_identities(s, data, name, {name: options}),
                      outdated=bench.outdated_identities(s, data, name, {name: options})) as state:
         done = read_back(out, name) if state == "resume" else None
@@ -255,9 +265,11 @@ def _every(bench: Benchmark, s: EvalSettings, data, names: list[str], options: d
     from ego_adr.monitoring.workers import run_tasks
 
     jobs, out = _jobs(s), s.out
+    written = bench.summary_written or (*bench.summary_files, IDENTITY_FILE)
     with open_folder(out, bench.identity(s, data, names, options), bench.summary_files, ways=bench.ways,
-                     former=bench.former_identities(s, data, names, options),
+                     fresh=s.fresh, written=written, former=bench.former_identities(s, data, names, options),
                      outdated=bench.outdated_identities(s, data, names, options)):
+        beside_identity(out, bench.resolved(s, names))
         groups = bench.groups([n for n in names if not bench.registry.get(n).needs_model])
         tasks = [(_task, (bench.spec.name, s, data, g, {n: options[n] for n in g}, str(out))) for g in groups]
         side = bench.beside(s, data, names, options)

@@ -152,16 +152,22 @@ class CompleteStreams(StepStreams):
         for note in data.stream.notes:
             print(f"note: {note}")
 
-    def identity(self, s, data: CompleteData, monitor, options: dict[str, dict]) -> dict:
+    def identity(self, s, data: CompleteData, monitor, options: dict[str, dict], former: bool = False) -> dict:
+        """As the cut benchmarks' (:meth:`~ego_adr.online_mistakes.evaluate.CutStreams.identity`); ``former``: as
+        main spelled a summary's before issue 46 (the resolved list, no options)."""
         stream = data.stream
         ident = {"command": "monitoring evaluate", "benchmark": s.benchmark, "stream": stream.name,
                  "stream_sha256": stream.sha256, "corrections": stream.corrections,
                  **{f"{k}_sha256": v for k, v in data.fingerprint.items()}, "harness_version": COMPLETE_VERSION,
                  "validation_noise": dict(data.train.noise)}
-        ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
         if isinstance(monitor, str):
+            ident["monitor"] = monitor
             ident.update({f"option.{k}": v for k, v in options.get(monitor, {}).items()})
         else:
+            asked, given = self.asked(s, list(monitor))
+            ident["monitors"] = list(monitor) if former else asked
+            if not former:
+                ident["options"] = given
             ident["selection_seeds"] = list(self.seeds(s))
         return ident | self.model_keys(s, [monitor] if isinstance(monitor, str) else list(monitor))
 

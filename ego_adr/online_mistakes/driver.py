@@ -45,6 +45,7 @@ class StepStreams(Benchmark):
     """What the step-stream benchmarks share on the harness (module docstring)."""
 
     Settings = Settings
+    written = ("steps.jsonl", "metrics.json", "report.md", "prompts.json", "identity.json")
 
     def cut_of(self, s) -> str:
         """The cut benchmark whose step taxonomy and training set a run reads (itself, for a cut one)."""
@@ -149,6 +150,22 @@ class StepStreams(Benchmark):
             except UserError as e:
                 why[n] = str(e).removeprefix(f"--monitor {n}: ")
         return why
+
+    def asked(self, s, names: list[str]) -> tuple[str | list[str], dict[str, str]]:
+        """The monitors and options of a folder of several as the user asked for them (issue 46 item 1): ``all``
+        as typed (what it resolved to depends on the packages installed: a package installed later adds a monitor,
+        which then runs into its own folder while the others are read back), and the options as given
+        (``--monitor-option`` and PREGO's alias flags; each monitor's folder holds its resolved ones)."""
+        given = {k.strip().replace("-", "_"): v for k, _, v in (o.partition("=") for o in s.monitor_options)}
+        given |= {k: v for k, v, _ in self.option_aliases(s)}
+        return ("all" if s.every else list(names)), dict(sorted(given.items()))
+
+    def former_identities(self, s, data, monitor, options: dict[str, dict]) -> list[dict]:
+        """A summary folder as main wrote it before issue 46 item 1 (the resolved list): resumed and re-labelled."""
+        return [] if isinstance(monitor, str) else [self.identity(s, data, monitor, options, former=True)]
+
+    def resolved(self, s, names: list[str]) -> dict:
+        return {"resolved_monitors": list(names)} if s.every else {}
 
     def model_keys(self, s, names: list[str]) -> dict:
         """The model's flags, part of the identity of a folder whose monitors need one."""

@@ -112,19 +112,23 @@ class CutStreams(StepStreams):
         for note in data.stream.notes:
             print(f"note: {note}")
 
-    def identity(self, s, data: CutData, monitor, options: dict[str, dict]) -> dict:
+    def identity(self, s, data: CutData, monitor, options: dict[str, dict], former: bool = False) -> dict:
         """What a folder holds: one monitor's results (``monitor``: its name, the same whether run alone or by
-        ``all``), or ``all``'s summary (``monitor``: the list)."""
+        ``all``), or the summary of several (``monitor``: the list; the identity holds the monitors and options as
+        asked, :meth:`~ego_adr.online_mistakes.driver.StepStreams.asked`; ``former``: as main spelled it before
+        issue 46, the resolved list and every monitor's resolved options)."""
         stream = data.stream
         ident = {"command": "monitoring evaluate", "benchmark": s.benchmark, "stream": stream.name,
                  "stream_sha256": stream.sha256, **{f"{k}_sha256": v for k, v in data.fingerprint.items()},
                  "harness_version": HARNESS_VERSION, "validation_noise": dict(data.train.noise)}
         names = [monitor] if isinstance(monitor, str) else list(monitor)
-        ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
         if isinstance(monitor, str):  # one key per option, so a refusal names the option that differs
+            ident["monitor"] = monitor
             ident.update({f"option.{k}": v for k, v in options[monitor].items()})
         else:
-            ident["options"] = {n: options[n] for n in names}
+            asked, given = self.asked(s, names)
+            ident["monitors"] = names if former else asked
+            ident["options"] = {n: options[n] for n in names} if former else given
             ident["selection_seeds"] = list(self.seeds(s))
         if stream.coverage["scored"] < stream.coverage["benchmark"]:
             ident["coverage"] = stream.coverage

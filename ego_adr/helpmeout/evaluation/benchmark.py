@@ -81,7 +81,9 @@ def on_subset(own: Settings, name: str) -> bool:
 
 class HelpMeOut(Benchmark):
     Settings = Settings
-    ways = "pass another --out, or delete that folder's results"
+    ways = "pass another --out, or --fresh to start it over"
+    written = ("outputs.jsonl", "steps.jsonl", "metrics.json", "report.md", "identity.json")
+    summary_written = ("summary.md", "summary.html", "figure3.png", "identity.json")
 
     def add_arguments(self, e) -> None:
         e.add_argument("--episodes", required=True, help="episodes .jsonl (usually DIR/test.jsonl)")
