@@ -11,7 +11,8 @@ Why: a change of structure (issue 43 moved HelpMeOut and the video stream onto o
 step streams) must not change a number. Compared, byte for byte, in every folder both sides wrote: ``steps.jsonl``
 (and ``steps/*.jsonl``), ``metrics.json``, ``summary.json``, each monitor's ``outputs.jsonl`` / ``outputs/*.jsonl``
 and ``identity.json``. A field that holds a timing is taken out of both sides before the comparison and named in
-the output (:data:`TIMING`: ``seconds``, ``timing``, ``processing_s``, ``real_time_factor``, ``wall_s``); the
+the output (:data:`TIMING`: ``seconds``, ``timing``, ``processing_s``, ``real_time_factor``, ``wall_s``,
+``train_seconds``); the
 libraries' ``versions`` are the same on one machine and stay in. A file only one side wrote is listed (the video
 stream writes ``steps/`` since issue 43). Exit 0 when every compared file is identical, 1 otherwise.
 
@@ -31,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-TIMING = ("seconds", "timing", "processing_s", "real_time_factor", "wall_s")
+TIMING = ("seconds", "timing", "processing_s", "real_time_factor", "wall_s", "train_seconds")
 COMPARED = ("steps.jsonl", "steps/*.jsonl", "metrics.json", "summary.json", "outputs.jsonl", "outputs/*.jsonl",
             "identity.json")
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "online-mistakes"

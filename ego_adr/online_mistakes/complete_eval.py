@@ -50,7 +50,7 @@ from ego_adr.online_mistakes import complete_metrics as CM
 from ego_adr.online_mistakes import complete_report as CR
 from ego_adr.online_mistakes.data import complete as C
 from ego_adr.online_mistakes.data import cut as D
-from ego_adr.online_mistakes.driver import Settings, StepStreams
+from ego_adr.online_mistakes.driver import TIMING, Settings, StepStreams, timing_apart
 from ego_adr.online_mistakes.fitting import THRESHOLD, configured, feed, fitted
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
@@ -178,11 +178,11 @@ class CompleteStreams(StepStreams):
         monitor = fitted(name, data.train, **kw)
         rows = rows_of(monitor, data.stream)
         cut_rows = feed(monitor, data.train, data.cut)
-        res = result(name, data.train, data.stream, rows, cut_rows, monitor, data.extra)
-        res["seconds"] = round(time.perf_counter() - t0, 3)
+        res, timing = timing_apart(result(name, data.train, data.stream, rows, cut_rows, monitor, data.extra),
+                                   round(time.perf_counter() - t0, 3))
         files = {f: json.dumps(d, indent=1, ensure_ascii=False, default=str)
                  for f, d in (getattr(monitor, "files", None) or {}).items()}
-        return MonitorResult(name, res, rows, CR.monitor_report(res), files)
+        return MonitorResult(name, res, rows, CR.monitor_report(res), files | {TIMING: timing})
 
     def said(self, s, result: MonitorResult, out: Path) -> None:
         if not s.quiet:
@@ -194,12 +194,13 @@ class CompleteStreams(StepStreams):
                beside=None) -> None:
         """``summary.json``/``summary.md``: a row per monitor with its cut row, led by the cut benchmarks' choice
         on the same training set (the nested selection); the goal lines."""
-        how = self.selection(s, data, beside or [])
+        how, timing = self.selection(s, data, beside or [])
         chosen, names = how["chosen"], [r.name for r in results]
         summary = CR.summary([r.metrics for r in results], s.benchmark, data.stream, list(not_run), chosen, how,
                              _agreement(out, chosen, names))
         write_text(out / "summary.md", CR.summary_markdown([r.metrics for r in results], summary))
         write_json(out / "summary.json", summary)
+        write_json(out / TIMING, timing)
         if not s.quiet:
             print(f"-> {out}/summary.json, summary.md" + (f" (not run: {', '.join(not_run)})" if not_run else ""))
             for line in CR.goal_lines(summary):

@@ -19,6 +19,22 @@ from ego_adr.store import check_writable_dir
 ALIASES = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's flags: aliases of its options
 
 
+#: A monitor's ``stats`` that follow the cache and the clock, not the data (``dtgl-do``'s graph read from the
+#: cache or trained, and how long that took): kept in ``timing.json``, out of ``metrics.json`` and ``report.md``.
+VOLATILE_STATS = ("from_cache", "train_seconds")
+TIMING = "timing.json"
+
+
+def timing_apart(res: dict, seconds: float) -> tuple[dict, str]:
+    """``res`` (a monitor's metrics) without what varies with the cache state and the clock, and ``timing.json``'s
+    text holding it (issue 46 item 3: ``--jobs N`` and a warm or cold cache write the same result files)."""
+    stats = res.get("stats") or {}
+    moved = {k: stats[k] for k in VOLATILE_STATS if k in stats}
+    if moved:
+        res = res | {"stats": {k: v for k, v in stats.items() if k not in moved}}
+    return res, json.dumps({"seconds": seconds, **({"stats": moved} if moved else {})}, indent=1)
+
+
 def _model(s):
     """The model of the monitors that need one (``--model``/``--backend``/``--base-url``/``--device``)."""
     from ego_adr.models.loading import ModelSettings, load_vlm
@@ -45,7 +61,8 @@ class StepStreams(Benchmark):
     """What the step-stream benchmarks share on the harness (module docstring)."""
 
     Settings = Settings
-    written = ("steps.jsonl", "metrics.json", "report.md", "prompts.json", "identity.json")
+    written = ("steps.jsonl", "metrics.json", "report.md", "prompts.json", "timing.json", "identity.json")
+    summary_written = ("summary.json", "summary.md", "timing.json", "identity.json")
 
     def cut_of(self, s) -> str:
         """The cut benchmark whose step taxonomy and training set a run reads (itself, for a cut one)."""
@@ -197,13 +214,15 @@ class StepStreams(Benchmark):
         self._plan = (opts, *selection.plan(data.train, list(opts), opts, self.seeds(s)))
         return [t for *_, t in self._plan[3]]
 
-    def selection(self, s, data, beside: list) -> dict:
-        """``summary.json``'s ``selection``: :func:`~ego_adr.online_mistakes.selection.record` of the folds kept
-        and those :meth:`beside` computed."""
+    def selection(self, s, data, beside: list) -> tuple[dict, dict]:
+        """``summary.json``'s ``selection`` (:func:`~ego_adr.online_mistakes.selection.record` of the folds kept
+        and those :meth:`beside` computed) and the summary's ``timing.json``: how many folds were read from the
+        fold cache and how many computed, which follows the cache state, not the data."""
         from ego_adr.online_mistakes import selection
 
         opts, have, keys, todo = self._plan
         new = {(seed, j, n): rows for (_, (seed, j), _), res in zip(todo, beside) for n, rows in res.items()}
-        return selection.record(data.train, list(opts), opts, self.seeds(s), found=(have, keys, new))
+        sel = selection.record(data.train, list(opts), opts, self.seeds(s), found=(have, keys, new))
+        return {k: v for k, v in sel.items() if k != "fold_cache"}, {"fold_cache": sel["fold_cache"]}
 
 

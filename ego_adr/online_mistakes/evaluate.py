@@ -38,9 +38,10 @@ from pathlib import Path
 
 from ego_adr.errors import UserError
 from ego_adr.monitoring.driver import MonitorResult
+from ego_adr.monitoring.harness import monitors_to_run
 from ego_adr.monitoring.step_metrics import COUNT_KEYS, METRIC_KEYS, RANK_KEYS
 from ego_adr.online_mistakes.data import cut as D
-from ego_adr.online_mistakes.driver import Settings, StepStreams
+from ego_adr.online_mistakes.driver import TIMING, Settings, StepStreams, timing_apart
 from ego_adr.online_mistakes.fitting import HARNESS_VERSION, configured, result, run_monitor
 from ego_adr.online_mistakes.goal import agreement
 from ego_adr.online_mistakes.registry import BLIND, REFERENCE, REGISTRY
@@ -58,7 +59,6 @@ class CutData:
     stream: D.Stream
     fingerprint: dict
     refs: tuple
-    untrained: bool = False  # the training file holds no sequence (a monitor that trains is refused)
 
 
 def references(train, stream) -> tuple[list[dict], dict, dict[str, list[dict]]]:
@@ -99,15 +99,14 @@ class CutStreams(StepStreams):
                             "file")
         parsed = None if own.stream in D.STREAMS else D.parse_predictions(own.stream)
         train = D.load_training(own.data_root, s.benchmark)
+        if not train.sequences and any(REGISTRY.get(n).trains for n in monitors_to_run(REGISTRY, s.monitor)):
+            raise UserError(f"--data-root {own.data_root}: {D.spec(s.benchmark).files()['train']} holds no "
+                            f"training sequence, and --monitor {s.monitor} trains on them; {D.DOWNLOAD_HINT}")
         stream = D.load_stream(own.data_root, s.benchmark, own.stream, parsed, partial=own.partial)
         train = configured(train, stream.name)  # every fit of this run, the nested selection's too, gets the stream's
-        return CutData(train, stream, D.data_fingerprint(own.data_root, s.benchmark), references(train, stream),
-                       untrained=not train.sequences)
+        return CutData(train, stream, D.data_fingerprint(own.data_root, s.benchmark), references(train, stream))
 
     def check_data(self, s, data: CutData, names: list[str], options: dict[str, dict]) -> None:
-        if data.untrained and any(REGISTRY.get(n).trains for n in names):
-            raise UserError(f"--data-root {s.own.data_root}: {D.spec(s.benchmark).files()['train']} holds no "
-                            f"training sequence, and --monitor {s.monitor} trains on them; {D.DOWNLOAD_HINT}")
         self.check_inputs(s, data.train, names, options)
         for note in data.stream.notes:
             print(f"note: {note}")
@@ -141,8 +140,8 @@ class CutStreams(StepStreams):
         kw = {"data_root": s.own.data_root, **options, **({"model": prepared} if needs else {})}
         t0 = time.perf_counter()
         rows, monitor = run_monitor(name, data.train, data.stream, progress=needs and not s.quiet, **kw)
-        res = result(name, data.train, data.stream, rows, monitor, options)
-        res["seconds"] = round(time.perf_counter() - t0, 3)
+        res, timing = timing_apart(result(name, data.train, data.stream, rows, monitor, options),
+                                   round(time.perf_counter() - t0, 3))
         rules, ceiling, rule_rows = data.refs
         for key, names in (("blind_baselines", BLIND), ("reference_rules", REFERENCE)):
             res[key] = {b["monitor"]: {k: b[k] for k in ("macro_f1", "balanced_f1")} for b in rules
@@ -151,7 +150,7 @@ class CutStreams(StepStreams):
         res["reference_agreement"] = {r: agreement(rows, rr) for r, rr in rule_rows.items() if r != name}
         files = {f: json.dumps(d, indent=1, ensure_ascii=False, default=str)
                  for f, d in (getattr(monitor, "files", None) or {}).items()}
-        return MonitorResult(name, res, rows, monitor_report(res, rules, ceiling), files)
+        return MonitorResult(name, res, rows, monitor_report(res, rules, ceiling), files | {TIMING: timing})
 
     def said(self, s, result: MonitorResult, out: Path) -> None:
         if not s.quiet:
@@ -167,7 +166,7 @@ class CutStreams(StepStreams):
         (:mod:`.selection`, on the training recordings alone) leads; every row carries its intervals."""
         from ego_adr.online_mistakes.goal import goal
 
-        sel, stream, ceiling = self.selection(s, data, beside or []), data.stream, data.refs[1]
+        (sel, timing), stream, ceiling = self.selection(s, data, beside or []), data.stream, data.refs[1]
         metrics = [r.metrics for r in results]
         keys = (*METRIC_KEYS, *RANK_KEYS, *COUNT_KEYS)
         rows = [{"monitor": m["monitor"], "privileged": m["privileged"], "blind": m["monitor"] in BLIND,
@@ -184,5 +183,6 @@ class CutStreams(StepStreams):
         write_text(out / "summary.md", summary_markdown(metrics, s.benchmark, stream.name, summary["not_run"],
                                                         goals, sel, ceiling, agree))
         write_json(out / "summary.json", summary)
+        write_json(out / TIMING, timing)
         if not s.quiet:
             print(f"-> {out}/summary.json, summary.md" + (f" (not run: {', '.join(not_run)})" if not_run else ""))

@@ -33,7 +33,7 @@ four: fixed in this file before the repeated selection was first run, never chos
 ``--selection-seeds`` runs others (recorded in ``summary.json`` and the folder's identity).
 
 Nothing here reads a test file: :func:`record` takes the training set alone, so the choice is the same whatever the
-test labels are (``tests/monitoring/test_selection.py`` shuffles them under a fresh cache). **Each fold is kept**
+test labels are (``tests/online_mistakes/test_selection.py`` shuffles them under a fresh cache). **Each fold is kept**
 under the cache root (``online_mistakes/selection-folds/<key>.json``: the rows scoring needs, per monitor), the key
 digesting what the rows depend on -- the fold's fit recordings and its validation episodes, the steps and recogniser
 noise of the run, the monitor and its options, the code of ``online_mistakes/`` (but the modules that only read
@@ -123,7 +123,7 @@ def outer_streams(train: TrainingSet, seed: int) -> list[tuple[TrainingSet, Stre
 #: The step-stream modules that only read results (reports, goal rows, the commands around the selection, the
 #: published rows, the complete trials' labels, the download): no fold's rows depend on them, so a change to them
 #: (a report's wording) keeps the kept folds. Every other module of ``online_mistakes/`` and ``monitoring/`` is in
-#: the key, a new one included; ``tests/monitoring/test_selection.py`` checks that no module in the key imports one
+#: the key, a new one included; ``tests/online_mistakes/test_selection.py`` checks that no module in the key imports one
 #: of these. Paths are relative to ``online_mistakes/``: keep them right when a module moves or is renamed.
 READERS = ("benchmarks.py", "driver.py", "goal.py", "report.py", "evaluate.py", "complete_eval.py", "complete_metrics.py",
            "complete_report.py", "published.py", "data/complete.py", "data/sources.py", "data/download.py",

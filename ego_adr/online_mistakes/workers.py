@@ -5,7 +5,7 @@ What takes the time of ``evaluate --monitor all`` is fitting: every learned moni
 for the nested selection (:mod:`.selection`), once per outer fold. Those fits are independent of one another, and
 each is deterministic on one thread (float64, :mod:`ego_adr.monitoring.numerics`), so they can run in separate
 processes and give the same bytes as in one: ``--jobs 1`` and ``--jobs 2`` write identical folders
-(``tests/monitoring/test_workers.py``).
+(``tests/online_mistakes/test_workers.py``).
 
 The processes are the harness's (:mod:`ego_adr.monitoring.workers`, one task per group of monitors and one per
 missing fold of the selection). What is the step streams' own is which monitors share a process: those that reuse

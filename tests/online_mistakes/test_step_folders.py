@@ -35,7 +35,8 @@ def test_a_monitor_folder_of_main_resumes_other_settings_refuse_and_fresh_starts
     assert code == 2 and len(err.strip().splitlines()) == 1 and 'stream "oracle" -> "oracle-merged"' in err, err
     (out / "mine.txt").write_text("a user's file")
     code, _, err = cli(*_argv(online_root, out)[:4], "oracle-merged", *_argv(online_root, out)[5:], "--fresh")
-    assert code == 0 and "--fresh: removed steps.jsonl, metrics.json, report.md, identity.json" in caplog.text, err
+    removed = "--fresh: removed steps.jsonl, metrics.json, report.md, timing.json, identity.json"
+    assert code == 0 and removed in caplog.text, err
     assert json.loads((out / "identity.json").read_text())["stream"] == "oracle-merged"
     assert (out / "mine.txt").read_text() == "a user's file"
 
@@ -55,7 +56,8 @@ def test_all_as_asked_a_monitor_that_joins_later_runs_and_nothing_else_is_redone
     code, _, err = cli(*argv)
     assert code == 0, err
     summary = json.loads((out / "summary.json").read_text())
-    assert "never-alarm (needs a package)" in summary["not_run"] and summary["selection"]["fold_cache"]["computed"] == 0
+    assert "never-alarm (needs a package)" in summary["not_run"]
+    assert json.loads((out / "timing.json").read_text())["fold_cache"]["computed"] == 0
     assert "never-alarm" not in json.loads((out / "identity.json").read_text())["resolved_monitors"]
     # the package installed: the monitor joins all, runs into its own folder, and every other folder is read back
     monkeypatch.setattr(registry, "unavailable", real)
