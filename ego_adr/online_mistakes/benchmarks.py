@@ -12,8 +12,6 @@ line below (and its data).
 
 from __future__ import annotations
 
-import argparse
-
 from ego_adr.monitoring.benchmarks import BenchmarkSpec, Split
 
 _CUT_DRIVER = "ego_adr.online_mistakes.evaluate:CutStreams"
@@ -52,4 +50,4 @@ def download(out: str, base_url: str | None, timeout: float, quiet: bool) -> int
     """``monitoring download``: the step streams' files (:func:`ego_adr.online_mistakes.data.download.download_cli`)."""
     from ego_adr.online_mistakes.data.download import download_cli
 
-    return download_cli(argparse.Namespace(out=out, base_url=base_url, timeout=timeout, quiet=quiet))
+    return download_cli(out, base_url, timeout, quiet)

@@ -135,7 +135,7 @@ class CompleteStreams(StepStreams):
         stream = s.own.stream
         if stream != "oracle" and (stream in D.STREAMS or not Path(stream).is_file()):
             raise UserError(f"--stream {stream!r}: {s.benchmark} takes oracle or a predictions file covering whole "
-                            f"recordings ({', '.join(x for x in D.STREAMS if x != 'oracle')} hold only the cut "
+                            f"recordings ({', '.join(x for x in D.STREAMS.names() if x != 'oracle')} hold only the cut "
                             "sequences)")
 
     def load(self, s) -> CompleteData:

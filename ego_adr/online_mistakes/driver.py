@@ -75,15 +75,15 @@ class StepStreams(Benchmark):
         from ego_adr.online_mistakes.selection import OUTER_SEEDS
 
         e.add_argument("--stream", default="oracle", metavar="S",
-                       help=f"{', '.join(STREAMS)} (default oracle), or a file in PREGO's predictions format "
+                       help=f"{', '.join(STREAMS.names())} (default oracle), or a file in PREGO's predictions format "
                        '({"<video>": {"pred": [step ids]}}) holding a recogniser\'s output on the test videos')
         e.add_argument("--partial", action="store_true",
                        help="--stream FILE covers only some test videos: score those (coverage in metrics.json, the "
                        "others listed, no comparison with published full-benchmark rows)")
         e.add_argument("--data-root", required=True,
                        help="folder that `python -m ego_adr.monitoring download --out DIR` wrote (dtgl/, prego/)")
-        e.add_argument("--corrections", default=None, choices=CORRECTIONS,
-                       help=f"{', '.join(COMPLETE)}: a correction step is scored as correct (default) or left out "
+        e.add_argument("--corrections", default=None, choices=CORRECTIONS.names(),
+                       help=f"{', '.join(COMPLETE.names())}: a correction step is scored as correct (default) or left out "
                        "of the scores (exclude; the monitor still sees it)")
         e.add_argument("--decoding", default=None, choices=tuple(DECODINGS),
                        help="prego: alias of --monitor-option decoding=...; PREGO's decoding, numeric (default: its "

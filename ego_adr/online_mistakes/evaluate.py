@@ -88,14 +88,14 @@ class CutStreams(StepStreams):
 
         super().check(s, names, options)
         if s.own.corrections is not None:
-            raise UserError(f"--corrections applies to {', '.join(COMPLETE)} (every step of whole recordings); "
+            raise UserError(f"--corrections applies to {', '.join(COMPLETE.names())} (every step of whole recordings); "
                             f"{s.benchmark} scores each recording up to its first mistake, where there is no "
                             "correction")
 
     def load(self, s) -> CutData:
         own: Settings = s.own
         if own.stream not in D.STREAMS and not Path(own.stream).is_file():
-            raise UserError(f"--stream {own.stream!r} is neither one of {', '.join(D.STREAMS)} nor a predictions "
+            raise UserError(f"--stream {own.stream!r} is neither one of {', '.join(D.STREAMS.names())} nor a predictions "
                             "file")
         parsed = None if own.stream in D.STREAMS else D.parse_predictions(own.stream)
         train = D.load_training(own.data_root, s.benchmark)

@@ -39,8 +39,12 @@ from ego_adr.errors import UserError
 from ego_adr.online_mistakes.data import cut as D
 from ego_adr.online_mistakes.data import sources as S
 from ego_adr.online_mistakes.types import TrainingSet
+from ego_adr.registry import Registry
 
-CORRECTIONS = ("correct", "exclude")
+#: What ``--corrections`` does with a step the dataset labels a correction (name -> what it is).
+CORRECTIONS: Registry[str] = Registry("corrections rule", {
+    "correct": "a correction is scored as a correct step (the default)",
+    "exclude": "a correction is left out of the scores (the monitor still sees it)"}, describe=str)
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,12 @@ class CompleteSpec:
     title: str
 
 
-COMPLETE = {
-    "assembly101-complete": CompleteSpec("assembly101-complete", "assembly101-o", "assembly101", "assembly101",
-                                         "Assembly101, complete trials"),
-    "epic-tent-complete": CompleteSpec("epic-tent-complete", "epic-tent-o", "epic-tent", "epic-tent",
-                                       "EPIC-Tent, complete trials"),
-}
+#: The complete-trial benchmarks' data (one line per benchmark).
+COMPLETE: Registry[CompleteSpec] = Registry("complete-trial benchmark", (
+    CompleteSpec("assembly101-complete", "assembly101-o", "assembly101", "assembly101",
+                 "Assembly101, complete trials"),
+    CompleteSpec("epic-tent-complete", "epic-tent-o", "epic-tent", "epic-tent", "EPIC-Tent, complete trials"),
+), describe=lambda sp: sp.title)
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ class CompleteStream:
 
 def spec(benchmark: str) -> CompleteSpec:
     if benchmark not in COMPLETE:
-        raise UserError(f"--benchmark {benchmark!r} is not one of {', '.join([*D.BENCHMARKS, *COMPLETE])}")
+        raise UserError(f"--benchmark {benchmark!r} is not one of {', '.join([*D.BENCHMARKS.names(), *COMPLETE.names()])}")
     return COMPLETE[benchmark]
 
 
@@ -126,7 +130,7 @@ def annotated(root: str | os.PathLike, benchmark: str, corrections: str = "corre
     """The ``oracle`` stream: every test recording whole, labelled."""
     sp = spec(benchmark)
     if corrections not in CORRECTIONS:
-        raise UserError(f"--corrections {corrections!r} is not one of {', '.join(CORRECTIONS)}")
+        raise UserError(f"--corrections {corrections!r} is not one of {', '.join(CORRECTIONS.names())}")
     anns, cut_tax, test_path = D.read_test(root, sp.cut)
     videos = list(anns)
     segs = _segments(root, sp, videos, cut_tax)

@@ -290,9 +290,10 @@ def download(out: str | os.PathLike, base: str = RAW, pins: Pins | None = None, 
     return sorted(layout)
 
 
-def download_cli(a) -> int:
-    files = download(a.out, a.base_url or RAW, timeout=a.timeout)
-    if not a.quiet:
-        print(f"{len(files)} files laid out in {a.out} (every fetched file's sha256 checked; "
+def download_cli(out: str, base_url: str | None, timeout: float, quiet: bool) -> int:
+    """``monitoring download``'s step-stream part: the files laid out in ``out``, said in one line."""
+    files = download(out, base_url or RAW, timeout=timeout)
+    if not quiet:
+        print(f"{len(files)} files laid out in {out} (every fetched file's sha256 checked; "
               "dtgl/{assembly101,epic-tent}/{train,test}.json built and equal to DTGL's hashes)")
     return 0
