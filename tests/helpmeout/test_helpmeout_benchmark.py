@@ -123,3 +123,21 @@ def test_a_summary_of_one_llm_folder_prints_only_what_it_holds(release, tmp_path
     for k, line in enumerate(lines[:-1]):  # a header row's cells = its delimiter row's cells
         if lines[k + 1].startswith("|---"):
             assert line.count("|") == lines[k + 1].count("|"), line
+
+
+def test_an_all_folder_holds_all_as_asked_and_the_list_it_held_before_still_resumes(release, tmp_path):
+    """Issue 46 item 1 on HelpMeOut: ``--monitor all``'s folder identity is ``all`` as asked (what it resolved to is
+    written beside it, never compared), and a folder that held the resolved list is the same run."""
+    from ego_adr.helpmeout.evaluation.benchmark import Settings
+    from ego_adr.monitoring.benchmarks import BENCHMARKS
+    from ego_adr.monitoring.settings import EvalSettings
+
+    bench = BENCHMARKS.get("helpmeout").make_driver()
+    s = EvalSettings("helpmeout", "all", own=Settings(episodes=str(release / "test.jsonl")))
+    names = ["random", "cusum"]
+    ident = bench.identity(s, None, names, {})
+    assert ident["monitors"] == "all" and bench.resolved(s, names) == {"resolved_monitors": names}
+    assert [f["monitors"] for f in bench.former_identities(s, None, names, {})] == [names]
+    assert bench.identity(s, None, names[:1], {}) == ident  # a monitor more or less in all: the same folder
+    listed = EvalSettings("helpmeout", "random,cusum", own=s.own)
+    assert bench.identity(listed, None, names, {})["monitors"] == names

@@ -133,12 +133,14 @@ class HelpMeOut(Benchmark):
 
         return monitors_to_run(self.registry, s.monitor)
 
-    def identity(self, s, data, monitor, options) -> dict:
-        """The keys the former ``helpmeout evaluate`` wrote, in its order (its folders resume)."""
+    def identity(self, s, data, monitor, options, former: bool = False) -> dict:
+        """The keys the former ``helpmeout evaluate`` wrote, in its order (its folders resume); a folder of several
+        monitors holds ``all`` as asked (issue 46 item 1; ``former``: the resolved list, as before)."""
         own: Settings = s.own
         one = isinstance(monitor, str)
+        several = "all" if s.every and not former else list(monitor)
         ident = {"helpmeout": "evaluate", "cmd": "evaluate",
-                 **({"monitor": monitor} if one else {"monitors": list(monitor)}),
+                 **({"monitor": monitor} if one else {"monitors": several}),
                  "episodes": own.episodes, "train": own.train, "val": own.val, "threshold": own.threshold,
                  "tolerance": own.tolerance, "bootstrap": own.bootstrap, "seeds": own.seeds,
                  "subset": on_subset(own, monitor) if one else own.subset, "budget_s": own.budget_s,
@@ -152,8 +154,13 @@ class HelpMeOut(Benchmark):
         return ident | {"harness_version": HARNESS_VERSION}
 
     def former_identities(self, s, data, monitor, options) -> list[dict]:
+        if not isinstance(monitor, str):  # a summary folder that lists what all resolved to
+            return [self.identity(s, data, monitor, options, former=True)] if s.every else []
         ident = self.identity(s, data, monitor, options)
         return [ident | {"subset": False}] if monitor == "llm" and not s.own.subset else []
+
+    def resolved(self, s, names: list[str]) -> dict:
+        return {"resolved_monitors": list(names)} if s.every else {}
 
     def outdated_identities(self, s, data, monitor, options) -> list[dict]:
         """The same run as a harness before :data:`HARNESS_VERSION` wrote it (no such key): redone."""
