@@ -58,12 +58,13 @@ def run(root: str, out: Path) -> tuple[dict, dict]:
                 raise SystemExit(f"evaluate {b} failed")
         seconds[b] = (time.perf_counter() - t0, cpu() - c0)
         summaries[b] = json.loads((out / b / "summary.json").read_text())
+        summaries[b]["selection"] |= json.loads((out / b / "timing.json").read_text())  # the fold cache's counts
     return summaries, seconds
 
 
 def table(out: Path, summaries: dict) -> str:
     from ego_adr.online_mistakes import complete_report as CR
-    from ego_adr.online_mistakes.complete import COMPLETE
+    from ego_adr.online_mistakes.data.complete import COMPLETE
 
     lines = []
     for b, s in summaries.items():
@@ -81,10 +82,11 @@ def table(out: Path, summaries: dict) -> str:
 def timing(seconds: dict, summaries: dict) -> str:
     def how(b: str) -> str:
         sel = summaries[b].get("selection") or {}
-        return "" if "scores" not in sel else "; nested selection read from the cache" if sel.get("cached") else \
-            "; nested selection computed"
+        cache = sel.get("fold_cache") or {}
+        return "" if "scores" not in sel else "; nested selection read from the cache" if not cache.get("computed") \
+            else "; nested selection computed"
 
-    from ego_adr.online_mistakes.workers import default_jobs
+    from ego_adr.monitoring.workers import default_jobs
 
     parts = ", ".join(f"{b} {w:.1f} s wall ({c:.1f} s of CPU{how(b)})" for b, (w, c) in seconds.items())
     load = os.getloadavg()[0]

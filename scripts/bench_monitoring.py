@@ -64,6 +64,7 @@ def run_all(root: str, out: Path) -> tuple[dict, dict, tuple[float, float]]:
                      "--out", str(d), "--quiet"]) != 0:
                 raise SystemExit(f"evaluate {b} {s} failed")
             summaries[(b, s)] = json.loads((d / "summary.json").read_text())
+            summaries[(b, s)]["selection"] |= json.loads((d / "timing.json").read_text())  # the fold cache's counts
             results[(b, s)] = [json.loads((d / r["monitor"] / "metrics.json").read_text())
                                for r in summaries[(b, s)]["rows"]]
     return results, summaries, (time.perf_counter() - t0, bench_complete.cpu() - c0)
@@ -73,7 +74,7 @@ def timed(root: str, out: Path) -> tuple[dict, dict, str]:
     """:func:`run_all` twice on one fresh cache root: cold (every fit, DTGL's graphs and every fold of the nested
     selection computed) and again (the selection's folds and the graphs read back, each monitor's own fit redone);
     the results of the first, and the monitoring-time line. The second run's tables must be the first's."""
-    from ego_adr.online_mistakes.workers import default_jobs
+    from ego_adr.monitoring.workers import default_jobs
     from ego_adr.store import cache_scope
 
     with cache_scope(out / "cache"):
@@ -101,21 +102,21 @@ def table(results: dict, summaries: dict) -> str:
     every stream's rows (the learned and fixed monitors, the blind baselines, position's ceiling), then the
     published ones measured on that stream."""
     from ego_adr.online_mistakes import published as pub
-    from ego_adr.online_mistakes.data import BENCHMARKS as SPECS
+    from ego_adr.online_mistakes.data.cut import BENCHMARKS as SPECS
     from ego_adr.online_mistakes.registry import BLIND, REFERENCE
     from ego_adr.online_mistakes.report import (
         POINT_NOTE,
-        _header,
         ceiling_row,
         coverage_text,
         ours_row,
         published_row,
+        table_header,
     )
 
     lines = [*_goal_lines(summaries), "", f"{POINT_NOTE}.", ""]
     for b in BENCHMARKS:
         cov = sorted({coverage_text(m) for s in STREAMS for m in results[(b, s)]})
-        lines += [f"**{SPECS[b].title}** ({', '.join(cov)})", "", *_header()]
+        lines += [f"**{SPECS[b].title}** ({', '.join(cov)})", "", *table_header()]
         for s in STREAMS:
             ms = results[(b, s)]
             lines += [ours_row(m) for m in ms if m["monitor"] not in (*BLIND, *REFERENCE)]
@@ -216,8 +217,8 @@ def dtgl_do_seeds(root: str, seeds: list[int]) -> tuple[list[str], dict]:
     """dtgl-do on DTGL's four DO rows, each seed trained afresh; the table lines and seed 42's training records."""
     import statistics
 
-    from ego_adr.online_mistakes.data import load_stream, load_training
-    from ego_adr.online_mistakes.harness import result, run_monitor
+    from ego_adr.online_mistakes.data.cut import load_stream, load_training
+    from ego_adr.online_mistakes.fitting import result, run_monitor
     from ego_adr.store import cache_scope
 
     lines = ["| data set / stream | DTGL Table 3 | config | macro F1 per seed (" + ", ".join(map(str, seeds))
@@ -285,7 +286,7 @@ def dtgl_do(args) -> str:
 def cycle_facts(root: str) -> str:
     """The cycles of each data set's precondition edges before any is removed (strongly connected components of
     more than one step), with each edge's transition probability: what DTGL's seed-dependent rule chooses among."""
-    from ego_adr.online_mistakes.data import load_training
+    from ego_adr.online_mistakes.data.cut import load_training
     from ego_adr.online_mistakes.monitors.count_based import TransitionGraph
 
     lines = []

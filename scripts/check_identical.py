@@ -4,12 +4,15 @@
     git archive main | tar -x -C /tmp/before      # a checkout of the code before the change
     python scripts/check_identical.py --before /tmp/before --benchmarks helpmeout,egoadr-stream
     python scripts/check_identical.py --before /tmp/before --benchmarks epic-tent-o --full
+    python scripts/check_identical.py --before /tmp/before --benchmarks assembly101-o --full --side before  # now, then
+    python scripts/check_identical.py --before /tmp/before --benchmarks assembly101-o --full --side after   # later
 
 Why: a change of structure (issue 43 moved HelpMeOut and the video stream onto one harness; its stage 2 moves the
 step streams) must not change a number. Compared, byte for byte, in every folder both sides wrote: ``steps.jsonl``
 (and ``steps/*.jsonl``), ``metrics.json``, ``summary.json``, each monitor's ``outputs.jsonl`` / ``outputs/*.jsonl``
 and ``identity.json``. A field that holds a timing is taken out of both sides before the comparison and named in
-the output (:data:`TIMING`: ``seconds``, ``timing``, ``processing_s``, ``real_time_factor``, ``wall_s``); the
+the output (:data:`TIMING`: ``seconds``, ``timing``, ``processing_s``, ``real_time_factor``, ``wall_s``,
+``train_seconds``); the
 libraries' ``versions`` are the same on one machine and stay in. A file only one side wrote is listed (the video
 stream writes ``steps/`` since issue 43). Exit 0 when every compared file is identical, 1 otherwise.
 
@@ -29,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-TIMING = ("seconds", "timing", "processing_s", "real_time_factor", "wall_s")
+TIMING = ("seconds", "timing", "processing_s", "real_time_factor", "wall_s", "train_seconds")
 COMPARED = ("steps.jsonl", "steps/*.jsonl", "metrics.json", "summary.json", "outputs.jsonl", "outputs/*.jsonl",
             "identity.json")
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "online-mistakes"
@@ -159,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", default="/tmp/check_identical", help="where both sides write (emptied first)")
     p.add_argument("--data-root", default=str(DATA), help="the step streams' data root")
     p.add_argument("--full", action="store_true", help="the documented commands as the docs give them")
+    p.add_argument("--side", choices=("both", "before", "after"), default="both",
+                   help="run one side only: `before` leaves WORK/<benchmark>/before for a later `after` run, which "
+                   "compares with it (the before side of a --full run costs an hour of CPU: run it while you work)")
     a = p.parse_args(argv)
     import shutil
 
@@ -166,8 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in a.benchmarks.split(","):
         if name not in RUNS:
             raise SystemExit(f"--benchmarks: unknown {name!r}; choose from {', '.join(RUNS)}")
-        sides = {}
+        sides = {"before": Path(a.work) / name / "before"} if a.side == "after" else {}
+        if a.side == "after" and not sides["before"].is_dir():
+            raise SystemExit(f"--side after: no {sides['before']}; run --side before first")
         for side, checkout in (("before", a.before), ("after", a.after)):
+            if a.side not in ("both", side):
+                continue
             # both sides run in the same folder (paths are part of identities and metrics), then move aside
             folder, kept = Path(a.work) / name / "run", Path(a.work) / name / side
             for f in (folder, kept):
@@ -177,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
                         for argv in (r[0 if side == "before" else 1] for r in RUNS[name](a.full)))
             folder.rename(kept)
             sides[side] = kept
-            print(f"{name} {side}: {spent:.1f} s")
-        bad += compare(sides["before"], sides["after"])
+            print(f"{name} {side}: {spent:.1f} s", flush=True)
+        if len(sides) == 2:
+            bad += compare(sides["before"], sides["after"])
     print("identical" if not bad else f"{bad} file(s) differ")
     return 1 if bad else 0
 

@@ -37,7 +37,7 @@ def pytest_configure(config):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         # and the step-stream benchmarks' fits stay in the worker (--jobs defaults to the CPUs available: two
         # spawned processes per `--monitor all` would only add their start-up to two busy cores);
-        # tests/monitoring/test_workers.py runs --jobs 2 itself
+        # tests/online_mistakes/test_workers.py runs --jobs 2 itself
         os.environ.setdefault("EGO_ADR_JOBS", "1")
     if GUARD_ENV not in os.environ:
         # the outermost session (under xdist: the controller, before it starts the workers; a pytest that a test
@@ -157,3 +157,62 @@ SLOWEST_FILES = (
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(SLOWEST_FILES)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order
+
+
+# -- the step-stream benchmarks (tests/online_mistakes/, and tests/monitoring/'s command tests on their data): the
+# data root (``../shared/online-mistakes`` next to the checkout, or ``$EGO_ADR_ONLINE_MISTAKES`` for a checkout
+# elsewhere, e.g. a git worktree), the command line in-process, and one shared ``--monitor all`` run
+SEEDS = "1"  # the outer-fold seed of tent_all's nested selection (one: each seed is a whole nested selection)
+STEP_STREAMS = Path(__file__).resolve().parents[1].parent / "shared" / "online-mistakes"
+
+
+def step_streams_root() -> Path:
+    return Path(os.environ.get("EGO_ADR_ONLINE_MISTAKES") or STEP_STREAMS)
+
+
+@pytest.fixture(scope="session")
+def online_root() -> Path:
+    root = step_streams_root()
+    if not (root / "dtgl" / "assembly101" / "test.json").is_file():
+        pytest.skip(f"the step-stream benchmark files are not at {root} (../shared/online-mistakes, or set "
+                    "EGO_ADR_ONLINE_MISTAKES); `python -m ego_adr.monitoring download --out DIR` fetches them")
+    return root
+
+
+@pytest.fixture
+def cli(capsys):
+    """``python -m ego_adr.monitoring ARGS`` in this process: (exit code, stdout, stderr)."""
+    from ego_adr.monitoring.__main__ import main
+
+    def call(*argv) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as e:  # argparse's own exits
+            code = e.code if isinstance(e.code, int) else 2
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return call
+
+
+@pytest.fixture(scope="session")
+def tent_all_seeds() -> str:
+    """The ``--selection-seeds`` of :func:`tent_all` (a run that is to read its selection back gives the same)."""
+    return SEEDS
+
+
+@pytest.fixture(scope="session")
+def tent_all(online_root) -> Path:
+    """``evaluate --monitor all`` on EPIC-Tent-O's oracle stream, run once for every test that reads it (the
+    learned monitors' fits and the nested selection take tens of seconds), into the session's cache folder, which
+    both xdist workers share (:func:`ego_adr.store.build_once`: the second worker finds the first one's folder);
+    read only. Its nested selection runs the outer-fold seed :data:`SEEDS` alone (the default five cost five times
+    as much; ``test_selection.py`` checks the choice over several seeds on a few cheap monitors)."""
+    from ego_adr.monitoring.__main__ import main
+    from ego_adr.store import build_once, cache_root
+
+    def build(out: Path) -> None:
+        assert main(["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
+                     "--data-root", str(online_root), "--out", str(out), "--selection-seeds", SEEDS, "--quiet"]) == 0
+
+    return build_once(cache_root() / "tests" / "tent-all", build, lambda p: (p / "summary.json").is_file())

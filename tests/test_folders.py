@@ -95,14 +95,9 @@ def test_a_folder_written_before_the_command_was_recorded_is_still_its_own(tmp_p
     assert (foreign / "predictions.jsonl").exists()
 
 
-#: Commands that write a folder but take no --fresh, and why. The three online-monitoring commands are being made
-#: into one (issue 46 assigns their --fresh to that work, on this same mechanism).
+#: Commands that write a folder but take no --fresh, and why.
 NO_FRESH = {
-    "stream": "being rebuilt into the one online-monitoring command",
-    "helpmeout generate": "being rebuilt into the one online-monitoring command",
-    "helpmeout evaluate": "being rebuilt into the one online-monitoring command",
-    "helpmeout summarize": "being rebuilt into the one online-monitoring command",
-    "monitoring evaluate": "being rebuilt into the one online-monitoring command",
+    "helpmeout summarize": "writes tables read off evaluate folders, which a rerun replaces whole",
     "eval merge": "writes one file, which a rerun replaces whole",
     "models.tiny": "a model folder: a rerun of the same model is refused, another --out is the way",
 }

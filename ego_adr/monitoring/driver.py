@@ -37,15 +37,18 @@ class Benchmark:
     """What a benchmark gives the harness; one subclass per benchmark room (its spec's ``driver``).
 
     The hooks in the order the harness calls them: :meth:`add_arguments` (its flags; their ``dest`` names are
-    the fields of :attr:`Settings`), :meth:`check` (flags that need no data), :meth:`load` (its splits),
-    :meth:`not_run` (monitors left out, each with why), :meth:`identity`, :meth:`prepare` (the model, once),
-    :meth:`late_identity`, :meth:`run_monitor`, :meth:`said` and :meth:`finish`."""
+    the fields of :attr:`Settings`), :meth:`option_aliases` (its own flags that spell a monitor option),
+    :meth:`not_run` (monitors left out, each with why), :meth:`check` (flags that need no data), :meth:`load`
+    (its splits), :meth:`check_data` (what needs the data), :meth:`identity`, :meth:`prepare` (the model, once),
+    :meth:`late_identity`, :meth:`cannot_run`, :meth:`run_monitor`, :meth:`said` and :meth:`finish`."""
 
     Settings: type = NoSettings
     folder_per_monitor = True
     ways: str | None = None  # the ways out of a refusal (None: folders' default)
-    written: tuple[str, ...] = ()  # what --fresh may discard (a benchmark that takes --fresh)
+    written: tuple[str, ...] = ()  # what --fresh discards in a monitor's folder (empty: result_files, report.md,
+    #                                  identity.json) or, for a one-folder benchmark, in its folder
     summary_files: tuple[str, ...] = ("summary.json", "summary.md")  # the results of several monitors' folder
+    summary_written: tuple[str, ...] = ()  # what --fresh discards in that folder (empty: summary_files, identity)
 
     def __init__(self, spec) -> None:
         self.spec = spec
@@ -59,6 +62,11 @@ class Benchmark:
     def out_required(self) -> bool:
         return True
 
+    def option_aliases(self, s: EvalSettings) -> list[tuple[str, str, str]]:
+        """Flags of its own that set a monitor option, as ``(option, value as text, how the user wrote it)``:
+        checked with ``--monitor-option`` (one option given twice with two values is refused)."""
+        return []
+
     # -- before any data ------------------------------------------------------------------------------------------
     def check(self, s: EvalSettings, names: list[str], options: dict[str, dict]) -> None:
         """Every check that needs no data (a :class:`~ego_adr.errors.UserError`: one line, exit 2)."""
@@ -66,9 +74,18 @@ class Benchmark:
     def load(self, s: EvalSettings) -> Any:
         """Its splits (episodes to fit on, to choose on, to score on), checked."""
 
+    def check_data(self, s: EvalSettings, data: Any, names: list[str], options: dict[str, dict]) -> None:
+        """Every check that needs the data (what a monitor reads beside it is there, its options fit the data):
+        before the folder is claimed, so a refusal writes nothing."""
+
     def not_run(self, s: EvalSettings, names: list[str]) -> dict[str, str]:
         """Monitors of ``names`` that will not run, each with why (``all`` lists them as not run)."""
         return {n: "needs --model" for n in names if self.registry.get(n).needs_model and not s.model.model}
+
+    def cannot_run(self, s: EvalSettings, prepared: Any, names: list[str]) -> dict[str, str]:
+        """Monitors of ``names`` that the loaded model cannot serve, each with why (known only once ``prepared``):
+        named alone, one line and exit 2; within ``all``, listed as not run."""
+        return {}
 
     # -- the folder ------------------------------------------------------------------------------------------------
     def identity(self, s: EvalSettings, data: Any, monitor: str | list[str], options: dict[str, dict]) -> dict:
@@ -80,6 +97,17 @@ class Benchmark:
                           options: dict[str, dict]) -> list[dict]:
         """Older spellings of the same run's identity (a folder written so resumes and is re-labelled)."""
         return []
+
+    def outdated_identities(self, s: EvalSettings, data: Any, monitor: str | list[str],
+                            options: dict[str, dict]) -> list[dict]:
+        """Identities of the same settings written by an older harness (e.g. before its ``harness_version`` key):
+        such a folder is taken over and its results redone, never read back."""
+        return []
+
+    def resolved(self, s: EvalSettings, names: list[str]) -> dict:
+        """Keys written into a folder of several monitors' ``identity.json`` beside its identity, never compared
+        (e.g. what ``all`` resolved to on this machine, which a package installed later changes)."""
+        return {}
 
     def result_files(self, names: list[str]) -> tuple[str, ...]:
         """Files whose presence means a folder holds results of these monitors."""
@@ -108,6 +136,13 @@ class Benchmark:
                     out: Path) -> MonitorResult:
         raise NotImplementedError
 
+    def steps_text(self, rows: list[dict]) -> str:
+        """``steps.jsonl`` as this benchmark has always written it (default: the layer's,
+        :func:`~ego_adr.monitoring.per_step.steps_text`)."""
+        from ego_adr.monitoring.per_step import steps_text
+
+        return steps_text(rows)
+
     def metrics_text(self, metrics: dict) -> str:
         """``metrics.json`` as this benchmark has always written it."""
         return json.dumps(metrics, indent=1, ensure_ascii=False, default=str)
@@ -130,6 +165,6 @@ class Benchmark:
         """The summary of several monitors (``all``, or a benchmark that runs several into one folder)."""
 
     def evaluate(self, s: EvalSettings) -> int | None:
-        """None: the harness runs this benchmark. A benchmark not yet on the harness runs itself here and returns
-        its exit code (the step streams' stage-1 adapter)."""
+        """None: the harness runs this benchmark (every benchmark of the house since stage 2 of issue 43). A
+        benchmark not on the harness runs itself here and returns its exit code."""
         return None

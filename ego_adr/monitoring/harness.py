@@ -35,7 +35,6 @@ from ego_adr.errors import UserError
 from ego_adr.folders import IDENTITY_FILE, FolderLock, IdentityMismatch, claim, confirm, read_identity
 from ego_adr.monitoring.driver import METRICS, Benchmark, MonitorResult
 from ego_adr.monitoring.monitor import StepOutput, run_episode
-from ego_adr.monitoring.per_step import write_steps
 from ego_adr.monitoring.settings import EvalSettings
 from ego_adr.store import check_writable_dir, write_json, write_text
 
@@ -52,29 +51,35 @@ def monitors_to_run(registry, asked: str) -> list[str]:
     return [registry.get(n).name for n in dict.fromkeys(names)]
 
 
-def monitor_options(registry, names: Sequence[str], given: Sequence[str], every: bool) -> dict[str, dict]:
-    """Each monitor's options resolved (defaults filled in) from ``--monitor-option KEY=VALUE``; with ``every``
-    (``all``) an option goes to the monitors that take it and one that none takes is refused."""
+def monitor_options(registry, names: Sequence[str], given: Sequence[str], every: bool,
+                    aliases: Sequence[tuple[str, str, str]] = ()) -> dict[str, dict]:
+    """Each monitor's options resolved (defaults filled in) from ``--monitor-option KEY=VALUE`` and a benchmark's
+    alias flags (``aliases``: (option, value, how the user wrote it), :meth:`Benchmark.option_aliases`), then
+    checked by the monitor's own ``check_options`` where it has one; with ``every`` (``all``) an option goes to the
+    monitors that take it and one that none takes is refused. A refusal names the option as the user wrote it."""
     pairs: dict[str, str] = {}
-    for item in given:
-        key, eq, value = item.partition("=")
+    typed: dict[str, str] = {}
+    for key, value, how, ok in [(*item.partition("=")[::2], f"--monitor-option {item}", "=" in item)
+                                for item in given] + [(*a, True) for a in aliases]:
         key = key.strip().replace("-", "_")
-        if not eq or not key:
-            raise UserError(f"--monitor-option {item}: not KEY=VALUE (e.g. --monitor-option seed=1)")
+        if not ok or not key:
+            raise UserError(f"{how}: not KEY=VALUE (e.g. --monitor-option seed=1)")
         if pairs.get(key, value) != value:
-            raise UserError(f"--monitor-option {item} contradicts {key}={pairs[key]}: give the option once")
-        pairs[key] = value
+            raise UserError(f"{how} contradicts {typed[key]}: give the option once")
+        pairs.setdefault(key, value)
+        typed.setdefault(key, how)
     out = {}
     for n in names:
         takes = registry.options(n)
         mine = {k: v for k, v in pairs.items() if k in takes} if every else pairs
         try:
             out[n] = registry.resolve_options(n, mine)
+            getattr(registry.factory(n), "check_options", lambda o: None)(dict(out[n]))
         except ValueError as e:
-            raise UserError(f"--monitor-option: {e}") from None
-    unused = [k for k in pairs if not any(k in registry.options(n) for n in names)]
+            raise UserError(f"{', '.join(typed.values()) or '--monitor-option'}: {e}") from None
+    unused = [typed[k] for k in pairs if not any(k in registry.options(n) for n in names)]
     if unused:
-        raise UserError(f"--monitor-option {unused[0]}: no monitor asked for takes it (`--help` lists them)")
+        raise UserError(f"{unused[0]}: no monitor takes this option (`--help` lists each monitor's options)")
     return out
 
 
@@ -103,9 +108,11 @@ def episode_outputs(monitor, episodes: Iterable, *, id_of: Callable, context_of:
 
 @contextlib.contextmanager
 def open_folder(out: Path, identity: dict, result_files: tuple[str, ...], *, ways: str | None = None,
-                fresh: bool = False, written: tuple[str, ...] = (), former: Sequence[dict] = ()):
+                fresh: bool = False, written: tuple[str, ...] = (), former: Sequence[dict] = (),
+                outdated: Sequence[dict] = ()):
     """``out`` checked writable, locked and claimed for ``identity``; yields ``"new"`` or ``"resume"``. A folder
-    whose identity is one of ``former`` (the same run as an older version spelled it) is re-labelled and resumed."""
+    whose identity is one of ``former`` (the same run as an older version spelled it) is re-labelled and resumed;
+    one of ``outdated`` (the same settings, results of an older harness) is re-labelled and redone (``"new"``)."""
     check_writable_dir(out, "--out")
     with FolderLock(out):
         kw = {"result_files": result_files, **({"ways": ways} if ways else {})}
@@ -113,10 +120,11 @@ def open_folder(out: Path, identity: dict, result_files: tuple[str, ...], *, way
             state = claim(out, identity, fresh=fresh, **({"written": written} if fresh else {}), **kw)
         except IdentityMismatch:
             stored = read_identity(out)
-            if not former or stored not in [json.loads(json.dumps(f, default=str)) for f in former]:
+            spelled = [json.loads(json.dumps(f, default=str)) for f in (*former, *outdated)]
+            if stored not in spelled:
                 raise
             write_json(out / IDENTITY_FILE, identity)
-            state = "resume"
+            state = "resume" if spelled.index(stored) < len(former) else "new"
         yield state
 
 
@@ -131,13 +139,22 @@ def confirm_late(out: Path, early: dict, late: dict, full: dict | None = None) -
         write_json(out / IDENTITY_FILE, full)
 
 
+def beside_identity(out: Path, keys: dict) -> None:
+    """``keys`` written into ``out``'s ``identity.json`` beside the compared identity (:meth:`Benchmark.resolved`):
+    a claim compares only the keys of the current identity, so these never refuse a rerun."""
+    stored = read_identity(out) or {}
+    keys = json.loads(json.dumps(keys, default=str))
+    if keys and any(stored.get(k) != v for k, v in keys.items()):
+        write_json(out / IDENTITY_FILE, stored | keys)
+
+
 def write_monitor_files(out: Path, result: MonitorResult, bench: Benchmark, steps_name: str = "steps.jsonl",
                         metrics_name: str | None = METRICS) -> None:
     """A monitor's files, each atomically: the per-step rows, the other files, the report, ``metrics.json`` last."""
     out.mkdir(parents=True, exist_ok=True)
     if result.steps is not None:
         (out / steps_name).parent.mkdir(parents=True, exist_ok=True)
-        write_steps(out / steps_name, result.steps)
+        write_text(out / steps_name, bench.steps_text(result.steps))
     for name, text in result.files.items():
         write_text(out / name, text)
     if result.report is not None:
@@ -161,14 +178,14 @@ def read_back(out: Path, name: str) -> MonitorResult | None:
 def evaluate(spec, s: EvalSettings) -> int:
     """Run benchmark ``spec`` with settings ``s`` (the command's entry)."""
     bench = spec.make_driver()
-    rc = bench.evaluate(s)  # a benchmark not yet on the harness runs itself (its exit code)
+    rc = bench.evaluate(s)  # a benchmark that runs itself (none of the house's since stage 2): its exit code
     return run(bench, s) if rc is None else rc
 
 
 def run(bench: Benchmark, s: EvalSettings) -> int:
     names = monitors_to_run(bench.registry, s.monitor)
     several = s.every or len(names) > 1
-    options = monitor_options(bench.registry, names, s.monitor_options, several)
+    options = monitor_options(bench.registry, names, s.monitor_options, several, bench.option_aliases(s))
     if s.out is None and bench.out_required():
         raise UserError(f"--benchmark {bench.spec.name} needs --out DIR (its output folder)")
     why = bench.not_run(s, names)
@@ -177,9 +194,11 @@ def run(bench: Benchmark, s: EvalSettings) -> int:
         raise UserError(f"--monitor {n} {w}")
     if s.out is not None:
         check_writable_dir(s.out, "--out")
+    _jobs(s)
     bench.check(s, names, options)
     data = bench.load(s)
     runnable = [n for n in names if n not in why]
+    bench.check_data(s, data, runnable, options)
     skipped = [f"{n} ({w})" for n, w in why.items()]
     if not bench.folder_per_monitor:
         return _one_folder(bench, s, data, runnable, options, skipped)
@@ -199,14 +218,18 @@ def _monitor_into(bench: Benchmark, s: EvalSettings, data, name: str, options: d
     """One monitor into its folder: claimed first, read back when finished, else run (``lazy``: the model is
     loaded here, after the claim)."""
     ident = bench.identity(s, data, name, {name: options})
-    with open_folder(out, ident, bench.result_files([name]), ways=bench.ways, fresh=s.fresh and bool(bench.written),
-                     written=bench.written, former=bench.former_identities(s, data, name, {name: options})) as state:
+    written = bench.written or (*bench.result_files([name]), "report.md", IDENTITY_FILE)
+    with open_folder(out, ident, bench.result_files([name]), ways=bench.ways, fresh=s.fresh, written=written,
+                     former=bench.former_identities(s, data, name, {name: options}),
+                     outdated=bench.outdated_identities(s, data, name, {name: options})) as state:
         done = read_back(out, name) if state == "resume" else None
         if done is not None:
             return done
         if lazy:
             prepared = bench.prepare(s, data, [name])
             confirm_late(out, ident, bench.late_identity(prepared))
+            for n, w in bench.cannot_run(s, prepared, [name]).items():
+                raise UserError(f"--monitor {n}: {w}")
         result = bench.run_monitor(s, data, name, options, prepared, out)
         write_monitor_files(out, result, bench)
     return result
@@ -242,8 +265,11 @@ def _every(bench: Benchmark, s: EvalSettings, data, names: list[str], options: d
     from ego_adr.monitoring.workers import run_tasks
 
     jobs, out = _jobs(s), s.out
+    written = bench.summary_written or (*bench.summary_files, IDENTITY_FILE)
     with open_folder(out, bench.identity(s, data, names, options), bench.summary_files, ways=bench.ways,
-                     fresh=s.fresh and bool(bench.written), written=bench.written):
+                     fresh=s.fresh, written=written, former=bench.former_identities(s, data, names, options),
+                     outdated=bench.outdated_identities(s, data, names, options)):
+        beside_identity(out, bench.resolved(s, names))
         groups = bench.groups([n for n in names if not bench.registry.get(n).needs_model])
         tasks = [(_task, (bench.spec.name, s, data, g, {n: options[n] for n in g}, str(out))) for g in groups]
         side = bench.beside(s, data, names, options)
@@ -251,7 +277,10 @@ def _every(bench: Benchmark, s: EvalSettings, data, names: list[str], options: d
         got = {r.name: r for rs in done[: len(tasks)] for r in rs}
         rest = [n for n in names if n not in got]
         prepared = bench.prepare(s, data, rest) if rest else None
-        for n in rest:
+        cannot = bench.cannot_run(s, prepared, rest) if rest else {}
+        skipped = [*skipped, *(f"{n} ({w})" for n, w in cannot.items())]
+        names = [n for n in names if n not in cannot]
+        for n in (n for n in rest if n not in cannot):
             got[n] = _monitor_into(bench, s, data, n, options[n], prepared, out / n)
         results = [got[n] for n in names]
         for r in results:

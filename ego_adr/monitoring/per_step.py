@@ -16,7 +16,7 @@ it with nothing else, so the numbers of a run can be recomputed from its file al
 A benchmark may add fields of its own (the step streams add ``step_id``); :func:`schema_errors` checks the
 layer's fields and their types, and every benchmark's writer is tested against it (HelpMeOut's
 ``helpmeout/evaluation/scoring.py``, the video stream's ``stream/metrics.py``, the step streams'
-``online_mistakes/harness.py``).
+``online_mistakes/fitting.py``).
 """
 
 from __future__ import annotations
@@ -130,7 +130,12 @@ def write_steps(path: str | Path, rows: Iterable[dict]) -> Path:
     """``rows`` as JSON lines, written whole or not at all (:func:`ego_adr.store.write_text`). Not
     :func:`~ego_adr.store.write_jsonl`: a numpy number here is written as a number (``default=float``), where that
     one writes any unknown value as a string, and a non-ASCII string is escaped as the per-step files always were."""
-    return write_text(path, "".join(json.dumps(r, default=float) + "\n" for r in rows))
+    return write_text(path, steps_text(rows))
+
+
+def steps_text(rows: Iterable[dict]) -> str:
+    """The text of a per-step file (:func:`write_steps`)."""
+    return "".join(json.dumps(r, default=float) + "\n" for r in rows)
 
 
 def read_steps(path: str | Path) -> list[dict]:

@@ -55,12 +55,16 @@ class NoSettings:
 
 def add_common_arguments(p: argparse.ArgumentParser, monitor_help: str) -> None:
     """The flags of every benchmark (its own come from its driver's ``add_arguments``)."""
-    p.add_argument("--benchmark", required=True, metavar="B", help="which benchmark (`list` prints them)")
+    from ego_adr.monitoring.benchmarks import BENCHMARKS
+
+    p.add_argument("--benchmark", required=True, metavar="B",
+                   help=f"which benchmark: {', '.join(BENCHMARKS.names())} (`list` describes each)")
     p.add_argument("--monitor", required=True, metavar="M", help=monitor_help)
     p.add_argument("--monitor-option", action="append", default=[], metavar="KEY=VALUE", dest="monitor_option",
                    help="an option of the monitor (repeatable): checked against what it takes, part of the output "
                    "folder's identity; with --monitor all it goes to every monitor that takes it")
-    add_out_argument(p, "output folder")
+    add_out_argument(p, "output folder", fresh="each monitor's per-step rows, metrics, report and other result "
+                     "files, the summary of several, identity.json")
     add_model_arguments(p, purpose="monitors that need a model: ", device_default=None)
     p.add_argument("--cache-dir", default=None, help="folder of the stage cache (default: the benchmark's)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",

@@ -1,5 +1,5 @@
 """``python -m ego_adr.monitoring evaluate --benchmark assembly101-complete|epic-tent-complete``: one monitor (or
-``all``) over every step of every test recording (:mod:`.complete`).
+``all``) over every step of every test recording (:mod:`.data.complete`).
 
 Each monitor is built from the step-stream registry and fitted once on the cut benchmark's training set, exactly as
 for Assembly101-O / EPIC-Tent-O, then fed every complete test recording one step at a time through
@@ -8,12 +8,14 @@ step gets its own verdict. The same fitted monitor is also fed the cut benchmark
 row (the per-step metrics and AUROC there) is kept beside the complete one: how much of a cut-protocol score its
 position explained shows in one table.
 
-Order of work, so that bad input never leaves anything in ``--out``: the flags (as the cut command checks them),
-the stream file's syntax, the data root and its source files (labels, intervals, the stream's lengths), the model
-when one is needed; only then the output folder is claimed and written (:class:`ego_adr.folders.OutputFolder`).
+It runs on the one harness (:mod:`ego_adr.monitoring.harness`; :class:`CompleteStreams` is its driver). Order of
+work, so that bad input never leaves anything in ``--out``: the flags (as the cut benchmark checks them), the
+stream file's syntax, the data root and its source files (labels, intervals, the stream's lengths); only then the
+output folder is claimed (a finished monitor folder is read back, not redone), the model loaded when one is needed,
+and results written.
 
-Every monitor is built and fitted by :func:`ego_adr.online_mistakes.harness.fitted` on the training set
-:func:`~ego_adr.online_mistakes.harness.configured` for the complete stream (``oracle``: the annotated steps, as the
+Every monitor is built and fitted by :func:`ego_adr.online_mistakes.fitting.fitted` on the training set
+:func:`~ego_adr.online_mistakes.fitting.configured` for the complete stream (``oracle``: the annotated steps, as the
 cut benchmark's ``oracle``; a file: a recogniser's steps, with the recogniser-noise channel in validation), so
 ``dtgl-do`` trains DTGL's DO* config on the oracle steps here as on the cut benchmark.
 
@@ -22,7 +24,7 @@ set: the nested selection over the outer-fold seeds (:mod:`.selection`), whose f
 (``online_mistakes/selection-folds/<key>.json``, the key covering the fold's recordings and validation episodes,
 the monitor and its options, this code and the library versions), so they are paid once per training set, not once
 per run; ``summary.json``'s ``selection.fold_cache`` says how many were read. With ``--monitor all`` the fits (each
-monitor's and the selection's) run on ``--jobs`` processes (:mod:`.workers`).
+monitor's and the selection's) run on ``--jobs`` processes (the harness's, grouped by :mod:`.workers`).
 
 A monitor folder holds ``steps.jsonl`` (per step: the monitoring layer's fields, ``episode`` the video and the
 recording's truth included, then ``video``, ``step_id``, ``step_name``, ``source_label`` (correct, mistake,
@@ -33,29 +35,41 @@ monitor's selection, the benchmark's rules and options) and ``report.md``; ``--m
 
 from __future__ import annotations
 
-import copy
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ego_adr.errors import UserError
-from ego_adr.folders import OutputFolder
 from ego_adr.models.compat import runtime_versions
+from ego_adr.monitoring.driver import MonitorResult
 from ego_adr.monitoring.monitor import run_episode
 from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
-from ego_adr.online_mistakes import complete as C
 from ego_adr.online_mistakes import complete_metrics as CM
 from ego_adr.online_mistakes import complete_report as CR
-from ego_adr.online_mistakes import data as D
-from ego_adr.online_mistakes import evaluate as E
-from ego_adr.online_mistakes.harness import THRESHOLD, configured, feed, fitted, write_folder
-from ego_adr.online_mistakes.registry import REGISTRY, not_runnable
-from ego_adr.online_mistakes.types import StepContext
+from ego_adr.online_mistakes.data import complete as C
+from ego_adr.online_mistakes.data import cut as D
+from ego_adr.online_mistakes.driver import TIMING, Settings, StepStreams, timing_apart
+from ego_adr.online_mistakes.fitting import THRESHOLD, configured, feed, fitted
+from ego_adr.online_mistakes.registry import REGISTRY
+from ego_adr.online_mistakes.types import StepContext, TrainingSet
 from ego_adr.store import write_json, write_text
 
 COMPLETE_VERSION = "3"  # bump when what a complete-trial folder holds changes
-RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
+
+
+@dataclass(frozen=True)
+class CompleteData:
+    """A complete-trial benchmark's splits as a run reads them: the training set (:func:`configured` for the
+    stream), the complete stream to score, the cut benchmark's ``oracle`` stream (each monitor's cut row), the data's
+    fingerprint and what every ``metrics.json`` adds (the training steps by source label)."""
+
+    train: TrainingSet
+    stream: C.CompleteStream
+    cut: D.Stream
+    fingerprint: dict
+    extra: dict
 
 
 def _truth(rec: C.CompleteRecording) -> dict:
@@ -87,17 +101,11 @@ def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
     return rows
 
 
-def _kwargs(a, name: str, model) -> dict:
-    """What the cut command hands a monitor: the data root, its resolved ``--monitor-option``s, the model."""
-    options = (getattr(a, "options", None) or {}).get(name, {})
-    return {"data_root": a.data_root, **options, **({"model": model} if REGISTRY.get(name).needs_model else {})}
-
-
-def result(a, name: str, train, stream: C.CompleteStream, rows: list[dict], cut_rows: list[dict], monitor,
+def result(name: str, train, stream: C.CompleteStream, rows: list[dict], cut_rows: list[dict], monitor,
            extra: dict) -> dict:
     """``metrics.json`` of one monitor on a complete-trial benchmark."""
     spec = REGISTRY.get(name)
-    cut = CM.step_block(cut_rows) | {"benchmark": C.spec(a.benchmark).cut, "stream": "oracle",
+    cut = CM.step_block(cut_rows) | {"benchmark": C.spec(stream.benchmark).cut, "stream": "oracle",
                                      "steps": len(cut_rows), "mistakes": sum(r["label"] for r in cut_rows)}
     return {
         "benchmark": stream.benchmark, "stream": stream.name, "stream_source": stream.source,
@@ -116,109 +124,87 @@ def result(a, name: str, train, stream: C.CompleteStream, rows: list[dict], cut_
     }
 
 
-def _identity(a, train, stream: C.CompleteStream, fingerprint: dict, monitor) -> dict:
-    ident = {"command": "monitoring evaluate", "benchmark": a.benchmark, "stream": stream.name,
-             "stream_sha256": stream.sha256, "corrections": stream.corrections,
-             **{f"{k}_sha256": v for k, v in fingerprint.items()}, "harness_version": COMPLETE_VERSION,
-             "validation_noise": dict(train.noise)}
-    ident["monitor" if isinstance(monitor, str) else "monitors"] = monitor
-    if isinstance(monitor, str):
-        ident.update({f"option.{k}": v for k, v in (getattr(a, "options", None) or {}).get(monitor, {}).items()})
-    else:
-        ident["selection_seeds"] = list(a.seeds)
-    names = [monitor] if isinstance(monitor, str) else monitor
-    if any(REGISTRY.get(m).needs_model for m in names):
-        ident.update({k: getattr(a, k, None) for k in E.MODEL_KEYS})
-        ident.update(getattr(a, "prego_settings", None) or {})
-    return ident
+class CompleteStreams(StepStreams):
+    """The complete-trial benchmarks on the harness (module docstring)."""
 
+    def cut_of(self, s) -> str:
+        return C.spec(s.benchmark).cut
 
-def _one(a, name, train, stream, cut, out: Path, ident: dict, model, extra: dict) -> dict:
-    with OutputFolder(out, ident, "--out", RESULT_FILES):
+    def check(self, s, names: list[str], options: dict[str, dict]) -> None:
+        super().check(s, names, options)
+        stream = s.own.stream
+        if stream != "oracle" and (stream in D.STREAMS or not Path(stream).is_file()):
+            raise UserError(f"--stream {stream!r}: {s.benchmark} takes oracle or a predictions file covering whole "
+                            f"recordings ({', '.join(x for x in D.STREAMS.names() if x != 'oracle')} hold only the cut "
+                            "sequences)")
+
+    def load(self, s) -> CompleteData:
+        own: Settings = s.own
+        parsed = None if own.stream == "oracle" else D.parse_predictions(own.stream)
+        stream = C.load_stream(own.data_root, s.benchmark, own.stream, own.corrections or "correct", parsed)
+        train = configured(C.training(own.data_root, s.benchmark), stream.name)  # every fit of the run: the stream's
+        return CompleteData(train, stream, D.load_stream(own.data_root, self.cut_of(s), "oracle"),
+                            C.fingerprint(own.data_root, s.benchmark),
+                            {"training_steps_by_source_label": C.training_errors(own.data_root, s.benchmark)})
+
+    def check_data(self, s, data: CompleteData, names: list[str], options: dict[str, dict]) -> None:
+        self.check_inputs(s, data.train, names, options)
+        for note in data.stream.notes:
+            print(f"note: {note}")
+
+    def identity(self, s, data: CompleteData, monitor, options: dict[str, dict], former: bool = False) -> dict:
+        """As the cut benchmarks' (:meth:`~ego_adr.online_mistakes.evaluate.CutStreams.identity`); ``former``: as
+        main spelled a summary's before issue 46 (the resolved list, no options)."""
+        stream = data.stream
+        ident = {"command": "monitoring evaluate", "benchmark": s.benchmark, "stream": stream.name,
+                 "stream_sha256": stream.sha256, "corrections": stream.corrections,
+                 **{f"{k}_sha256": v for k, v in data.fingerprint.items()}, "harness_version": COMPLETE_VERSION,
+                 "validation_noise": dict(data.train.noise)}
+        if isinstance(monitor, str):
+            ident["monitor"] = monitor
+            ident.update({f"option.{k}": v for k, v in options.get(monitor, {}).items()})
+        else:
+            asked, given = self.asked(s, list(monitor))
+            ident["monitors"] = list(monitor) if former else asked
+            if not former:
+                ident["options"] = given
+            ident["selection_seeds"] = list(self.seeds(s))
+        return ident | self.model_keys(s, [monitor] if isinstance(monitor, str) else list(monitor))
+
+    def run_monitor(self, s, data: CompleteData, name: str, options: dict, prepared, out: Path) -> MonitorResult:
+        kw = {"data_root": s.own.data_root, **options,
+              **({"model": prepared} if REGISTRY.get(name).needs_model else {})}
         t0 = time.perf_counter()
-        monitor = fitted(name, train, **_kwargs(a, name, model))
-        rows = rows_of(monitor, stream)
-        cut_rows = feed(monitor, train, cut)
-        res = result(a, name, train, stream, rows, cut_rows, monitor, extra)
-        res["seconds"] = round(time.perf_counter() - t0, 3)
-        write_folder(out, rows, res, CR.monitor_report(res), getattr(monitor, "files", None))
-    return res
+        monitor = fitted(name, data.train, **kw)
+        rows = rows_of(monitor, data.stream)
+        cut_rows = feed(monitor, data.train, data.cut)
+        res, timing = timing_apart(result(name, data.train, data.stream, rows, cut_rows, monitor, data.extra),
+                                   round(time.perf_counter() - t0, 3))
+        files = {f: json.dumps(d, indent=1, ensure_ascii=False, default=str)
+                 for f, d in (getattr(monitor, "files", None) or {}).items()}
+        return MonitorResult(name, res, rows, CR.monitor_report(res), files | {TIMING: timing})
 
+    def said(self, s, result: MonitorResult, out: Path) -> None:
+        if not s.quiet:
+            res = result.metrics
+            print(f"{res['monitor']:<18} macro F1 {res['macro_f1']:.3f} (cut {res['cut']['macro_f1']:.3f})  AUROC "
+                  f"{res['auroc']:.3f} (cut {res['cut']['auroc']:.3f})  -> {out}")
 
-def _said(a, res: dict, out: Path) -> dict:
-    if not getattr(a, "quiet", False):
-        print(f"{res['monitor']:<18} macro F1 {res['macro_f1']:.3f} (cut {res['cut']['macro_f1']:.3f})  AUROC "
-              f"{res['auroc']:.3f} (cut {res['cut']['auroc']:.3f})  -> {out}")
-    return res
-
-
-def _group(a, group: list[str], train, stream, cut, out: Path, idents: dict, extra: dict) -> list[dict]:
-    """A :mod:`.workers` task: the monitors of one group (they share fits in this process), each into its folder."""
-    return [_one(a, n, train, stream, cut, out / n, idents[n], None, extra) for n in group]
-
-
-def _run_all(a, names: list[str], train, stream, cut, out: Path, fingerprint: dict, model, extra):
-    """Every monitor of ``names`` into ``out/<monitor>/`` and the cut benchmarks' nested selection on the same
-    training set, as the cut command runs them (:func:`ego_adr.online_mistakes.evaluate`'s ``--jobs``): the
-    monitors that need no model and the selection's fits (unless cached) on worker processes, the others here."""
-    from ego_adr.online_mistakes import selection, workers
-
-    idents = {n: _identity(a, train, stream, fingerprint, n) for n in names}
-    by, sel = selection.run_beside(
-        train, names, getattr(a, "options", None) or {}, a.jobs,
-        lambda n: _one(a, n, train, stream, cut, out / n, idents[n], model, extra),
-        lambda g: (_group, (workers.plain(a), g, train, stream, cut, out, idents, extra)), a.seeds)
-    return [_said(a, by[n], out / n) for n in names], sel
-
-
-def _checked_flags(a) -> list[str]:
-    """The cut command's checks of the flags, read with the cut benchmark's name."""
-    sp = C.spec(a.benchmark)
-    cut_args = copy.copy(a)
-    cut_args.benchmark = sp.cut
-    names = E._check_flags(cut_args)
-    a.prego_settings = getattr(cut_args, "prego_settings", None)
-    a.options = getattr(cut_args, "options", {})
-    a.jobs, a.seeds, a.monitor = cut_args.jobs, cut_args.seeds, cut_args.monitor
-    if a.stream != "oracle" and (a.stream in D.STREAMS or not Path(a.stream).is_file()):
-        raise UserError(f"--stream {a.stream!r}: {a.benchmark} takes oracle or a predictions file covering whole "
-                        f"recordings ({', '.join(s for s in D.STREAMS if s != 'oracle')} hold only the cut sequences)")
-    return names
-
-
-def evaluate_complete(a) -> int:
-    names = _checked_flags(a)
-    corrections = getattr(a, "corrections", None) or "correct"
-    parsed = None if a.stream == "oracle" else D.parse_predictions(a.stream)
-    stream = C.load_stream(a.data_root, a.benchmark, a.stream, corrections, parsed)
-    train = configured(C.training(a.data_root, a.benchmark), stream.name)  # every fit of the run gets the stream's
-    cut = D.load_stream(a.data_root, C.spec(a.benchmark).cut, "oracle")
-    fingerprint = C.fingerprint(a.data_root, a.benchmark)
-    extra = {"training_steps_by_source_label": C.training_errors(a.data_root, a.benchmark)}
-    why = not_runnable(a.monitor, names, bool(a.model))
-    skipped = list(why)
-    names = [n for n in names if n not in why]
-    E.check_inputs(a, names, train)
-    model = E._model(a) if any(REGISTRY.get(n).needs_model for n in names) else None
-    for note in stream.notes:
-        print(f"note: {note}")
-    out = Path(a.out)
-    if a.monitor != "all":
-        _said(a, _one(a, names[0], train, stream, cut, out, _identity(a, train, stream, fingerprint, names[0]), model,
-                      extra), out)
-        return 0
-    with OutputFolder(out, _identity(a, train, stream, fingerprint, names), "--out", ("summary.json",)):
-        results, how = _run_all(a, names, train, stream, cut, out, fingerprint, model, extra)
-        chosen = how["chosen"]
-        summary = CR.summary(results, a.benchmark, stream, [f"{n} ({why[n]})" for n in skipped], chosen, how,
+    def finish(self, s, data: CompleteData, results: list[MonitorResult], out: Path, not_run: list[str], prepared,
+               beside=None) -> None:
+        """``summary.json``/``summary.md``: a row per monitor with its cut row, led by the cut benchmarks' choice
+        on the same training set (the nested selection); the goal lines."""
+        how, timing = self.selection(s, data, beside or [])
+        chosen, names = how["chosen"], [r.name for r in results]
+        summary = CR.summary([r.metrics for r in results], s.benchmark, data.stream, list(not_run), chosen, how,
                              _agreement(out, chosen, names))
-        write_text(out / "summary.md", CR.summary_markdown(results, summary))
+        write_text(out / "summary.md", CR.summary_markdown([r.metrics for r in results], summary))
         write_json(out / "summary.json", summary)
-    if not getattr(a, "quiet", False):
-        print(f"-> {out}/summary.json, summary.md" + (f" (not run: {', '.join(skipped)})" if skipped else ""))
-        for line in CR.goal_lines(summary):
-            print(line)
-    return 0
+        write_json(out / TIMING, timing)
+        if not s.quiet:
+            print(f"-> {out}/summary.json, summary.md" + (f" (not run: {', '.join(not_run)})" if not_run else ""))
+            for line in CR.goal_lines(summary):
+                print(line)
 
 
 def _agreement(out: Path, chosen: str | None, names: list[str]) -> dict:

@@ -13,7 +13,7 @@ these benchmarks, so there is no published row to print.
 
 from __future__ import annotations
 
-from ego_adr.online_mistakes.complete import COMPLETE, CompleteStream
+from ego_adr.online_mistakes.data.complete import COMPLETE, CompleteStream
 from ego_adr.online_mistakes.goal import agreement_text, seed_choices, seeds_text, verdict
 from ego_adr.online_mistakes.registry import BLIND, REFERENCE
 

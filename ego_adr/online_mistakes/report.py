@@ -5,7 +5,7 @@ papers print them)."""
 from __future__ import annotations
 
 from ego_adr.online_mistakes import published as pub
-from ego_adr.online_mistakes.data import BENCHMARKS
+from ego_adr.online_mistakes.data.cut import BENCHMARKS
 from ego_adr.online_mistakes.goal import agreement_text, coverage_text, partial  # noqa: F401  (re-exported)
 from ego_adr.online_mistakes.registry import BLIND, REFERENCE
 
@@ -38,7 +38,7 @@ def _input(stream: str) -> str:
     return pub.INPUT_NAMES.get(stream, f"file {stream}")
 
 
-def _header() -> list[str]:
+def table_header() -> list[str]:
     cols = " | ".join(c for c, _ in COLUMNS)
     return [f"| method | step input | {cols} |", "|---|---|" + "---:|" * len(COLUMNS)]
 
@@ -62,7 +62,7 @@ def blind_block(blind: list[dict], ceiling: dict | None, refs: list[dict] = (), 
     """The blind rows, position's ceiling and the reference rules, under a table header of their own; then each
     rule's alarm agreement with monitor ``of`` (``agree``: {rule: :func:`.goal.agreement`})."""
     lines = ["", "Blind baselines (they never look at which step was done) and reference rules (the training "
-             "vocabulary alone, no threshold):", "", *_header(), *map(ours_row, blind)]
+             "vocabulary alone, no threshold):", "", *table_header(), *map(ours_row, blind)]
     lines += ([ceiling_row(ceiling)] if ceiling else []) + list(map(ours_row, refs))
     if agree and of:
         lines += ["", f"Alarms of {of} that each reference rule also raises (‡ at its macro-F1 point, † at its F1b "
@@ -82,9 +82,9 @@ def published_tables(benchmark: str, stream: str) -> list[str]:
     lines = []
     if near:
         lines += ["", f"Published, on comparable step input ({', '.join(_input(s) for s in pub.same_family(stream))}):",
-                  "", *_header(), *map(published_row, near)]
+                  "", *table_header(), *map(published_row, near)]
     if far:
-        lines += ["", "Published, on other step input:", "", *_header(), *map(published_row, far)]
+        lines += ["", "Published, on other step input:", "", *table_header(), *map(published_row, far)]
     return lines
 
 
@@ -131,7 +131,7 @@ def monitor_report(m: dict, rules: list[dict] = (), ceiling: dict | None = None)
     if m.get("validation_noise"):
         lines.append("- validation episodes through the recogniser-noise channel (rates fixed in advance, never fitted "
                      "to a stream): " + ", ".join(f"{k} {v}" for k, v in m["validation_noise"].items()))
-    lines += ["", f"Ours ({coverage_text(m)}):", "", *_header(), ours_row(m)]
+    lines += ["", f"Ours ({coverage_text(m)}):", "", *table_header(), ours_row(m)]
     others = [b for b in rules if b["monitor"] != m["monitor"]]
     if others or ceiling:
         lines += blind_block([b for b in others if b["monitor"] in BLIND], ceiling,
@@ -162,13 +162,13 @@ def summary_markdown(results: list[dict], benchmark: str, stream: str, skipped: 
     cov = coverage_text(results[0]) if results else "no test videos"
     part = _partial_lines(results[0]) if results else []
     lines = [f"# {title}, stream {stream}: every monitor ({cov})", "", *part, *([""] if part else []),
-             *headline(results, selection), "", *_header()]
+             *headline(results, selection), "", *table_header()]
     lines += [ours_row(m) for m in results if not m["privileged"] and m["monitor"] not in (*BLIND, *REFERENCE)]
     lines += blind_block([m for m in results if m["monitor"] in BLIND], ceiling,
                          [m for m in results if m["monitor"] in REFERENCE], agree, selection.get("chosen"))
     priv = [m for m in results if m["privileged"]]
     if priv:
-        lines += ["", f"Privileged (read more than the task input; {cov}):", "", *_header(), *map(ours_row, priv)]
+        lines += ["", f"Privileged (read more than the task input; {cov}):", "", *table_header(), *map(ours_row, priv)]
     if skipped:
         lines += ["", f"Not run: {', '.join(skipped)}."]
     lines += published_tables(benchmark, stream) + [""]

@@ -10,8 +10,8 @@ grid wins by its optimism. The comparison is therefore made one level up, on rec
 
 - **outer folds**: :data:`OUTER_FOLDS` folds over the training recordings (:func:`cv.folds`; leave-one-out when
   there are fewer recordings), drawn once for each seed of :data:`OUTER_SEEDS`;
-- for each seed and outer fold, every candidate is built and fitted by :func:`ego_adr.online_mistakes.harness.fitted`
-  (the one builder: the run's training set as :func:`~ego_adr.online_mistakes.harness.configured` for its stream,
+- for each seed and outer fold, every candidate is built and fitted by :func:`ego_adr.online_mistakes.fitting.fitted`
+  (the one builder: the run's training set as :func:`~ego_adr.online_mistakes.fitting.configured` for its stream,
   reduced to the fold's fit recordings, so ``dtgl-do`` trains DTGL's config of the run's steps) -- its whole tuning,
   inner cross-validation included, sees nothing else; its ``--monitor-option``s are those of its test row -- then
   streamed over validation episodes built from the fold's held-out recordings (:func:`cv.construct` with the
@@ -33,7 +33,7 @@ four: fixed in this file before the repeated selection was first run, never chos
 ``--selection-seeds`` runs others (recorded in ``summary.json`` and the folder's identity).
 
 Nothing here reads a test file: :func:`record` takes the training set alone, so the choice is the same whatever the
-test labels are (``tests/monitoring/test_selection.py`` shuffles them under a fresh cache). **Each fold is kept**
+test labels are (``tests/online_mistakes/test_selection.py`` shuffles them under a fresh cache). **Each fold is kept**
 under the cache root (``online_mistakes/selection-folds/<key>.json``: the rows scoring needs, per monitor), the key
 digesting what the rows depend on -- the fold's fit recordings and its validation episodes, the steps and recogniser
 noise of the run, the monitor and its options, the code of ``online_mistakes/`` (but the modules that only read
@@ -48,15 +48,16 @@ import dataclasses
 import hashlib
 import json
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.step_metrics import scored
-from ego_adr.online_mistakes import cv, workers
-from ego_adr.online_mistakes.data import Recording, Stream
-from ego_adr.online_mistakes.harness import feed, fitted
+from ego_adr.monitoring.workers import run_tasks
+from ego_adr.online_mistakes import cv
+from ego_adr.online_mistakes.data.cut import Recording, Stream
+from ego_adr.online_mistakes.fitting import feed, fitted
 from ego_adr.online_mistakes.registry import BLIND, REFERENCE, REGISTRY
 from ego_adr.online_mistakes.types import TrainingSet
 from ego_adr.online_mistakes.workers import groups
@@ -89,7 +90,7 @@ def check_seeds(seeds: Sequence) -> tuple[int, ...]:
     return out
 
 
-def _options(names: Sequence[str], options: dict | None) -> dict[str, dict]:
+def options_of(names: Sequence[str], options: dict | None) -> dict[str, dict]:
     """Each monitor's options with its defaults filled in, as the command resolves them: one fold has one key,
     whoever asks for it."""
     return {n: {k: o.default for k, o in REGISTRY.options(n).items()} | dict((options or {}).get(n, {}))
@@ -122,19 +123,19 @@ def outer_streams(train: TrainingSet, seed: int) -> list[tuple[TrainingSet, Stre
 #: The step-stream modules that only read results (reports, goal rows, the commands around the selection, the
 #: published rows, the complete trials' labels, the download): no fold's rows depend on them, so a change to them
 #: (a report's wording) keeps the kept folds. Every other module of ``online_mistakes/`` and ``monitoring/`` is in
-#: the key, a new one included; ``tests/monitoring/test_selection.py`` checks that no module in the key imports one
-#: of these.
-READERS = ("benchmarks.py", "goal.py", "report.py", "evaluate.py", "complete.py", "complete_eval.py",
-           "complete_metrics.py", "complete_report.py", "complete_sources.py", "published.py", "download.py",
-           "convert.py")
+#: the key, a new one included; ``tests/online_mistakes/test_selection.py`` checks that no module in the key imports one
+#: of these. Paths are relative to ``online_mistakes/``: keep them right when a module moves or is renamed.
+READERS = ("benchmarks.py", "driver.py", "goal.py", "report.py", "evaluate.py", "complete_eval.py", "complete_metrics.py",
+           "complete_report.py", "published.py", "data/complete.py", "data/sources.py", "data/download.py",
+           "data/convert.py")
 
 
 def code_files() -> list[Path]:
     """The files whose code a fold's rows follow: the step-stream benchmarks' but :data:`READERS`, and the monitoring
     layer's but its command line (``monitoring/__main__.py``, which nothing imports)."""
     pkg = Path(__file__).resolve().parents[1]
-    own = [f for f in (pkg / "online_mistakes").rglob("*.py") if f.parent.name != "online_mistakes"
-           or f.name not in READERS]
+    room = pkg / "online_mistakes"
+    own = [f for f in room.rglob("*.py") if f.relative_to(room).as_posix() not in READERS]
     return sorted([*own, *(f for f in (pkg / "monitoring").rglob("*.py") if f.name != "__main__.py")])
 
 
@@ -173,7 +174,7 @@ def _read(key: str) -> list[dict] | None:
 
 def fold_rows(train: TrainingSet, seed: int, j: int, names: Sequence[str], options: dict) -> dict[str, list[dict]]:
     """One task of the nested selection: each monitor of ``names`` (one group: they share their fits in this
-    process) fitted on seed ``seed``'s outer fold ``j`` (:func:`ego_adr.online_mistakes.harness.fitted`, with its
+    process) fitted on seed ``seed``'s outer fold ``j`` (:func:`ego_adr.online_mistakes.fitting.fitted`, with its
     ``options``) and streamed over the fold's validation episodes; the rows scoring reads."""
     sub, stream = outer_streams(train, seed)[j]
     return {n: [{k: r[k] for k in KEPT if k in r} for r in feed(fitted(n, sub, **options.get(n, {})), sub, stream)]
@@ -240,14 +241,14 @@ def record(train: TrainingSet, names: Sequence[str], options: dict | None = None
            seeds: Sequence[int] = OUTER_SEEDS, jobs: int = 1, found: tuple | None = None) -> dict:
     """``summary.json``'s ``selection``: the rule, the seeds, every monitor's nested scores (means and per seed),
     each seed's choice, the agreement and the choice. The folds come from the cache root where kept, else are
-    computed (on ``jobs`` processes, or passed in ``found`` = (kept rows, keys, computed rows) by
-    :func:`run_beside`) and kept; ``fold_cache`` says how many of each."""
+    computed (on ``jobs`` processes, or passed in ``found`` = (kept rows, keys, computed rows) by the
+    benchmark's harness run, :meth:`~ego_adr.online_mistakes.benchmarks.StepStreams.selection`) and kept; ``fold_cache`` says how many of each."""
     names = [n for n in names if not REGISTRY.get(n).needs_model]
-    opts = _options(names, options)
+    opts = options_of(names, options)
     seeds = check_seeds(seeds)
     if found is None:
         have, keys, todo = plan(train, names, opts, seeds)
-        done = workers.run([t for *_, t in todo], jobs)
+        done = run_tasks([t for *_, t in todo], jobs)
         new = {(s, j, n): rows for (_, (s, j), _), res in zip(todo, done) for n, rows in res.items()}
     else:
         have, keys, new = found
@@ -265,25 +266,3 @@ def record(train: TrainingSet, names: Sequence[str], options: dict | None = None
            "chosen": chosen,
            "fold_cache": {"folder": str(_folder()), "read": len(have), "computed": len(new)}}
     return json.loads(json.dumps(sel, default=str))  # as a reader gets it back (an option's tuple is a list)
-
-
-def run_beside(train: TrainingSet, names: Sequence[str], options: dict, jobs: int, here: Callable[[str], dict],
-               group_task: Callable[[list[str]], tuple], seeds: Sequence[int] = OUTER_SEEDS
-               ) -> tuple[dict[str, dict], dict]:
-    """``--monitor all``'s work: each monitor's own run and the nested selection's missing folds together. The
-    monitors that need a model run here (``here(name)``: their model is in this process); the others, one
-    :mod:`.workers` task per group (``group_task(group)``: a task returning the group's results), and the
-    selection's folds are spread over ``jobs`` processes. ({monitor: result}, :func:`record`)."""
-    own = [n for n in names if REGISTRY.get(n).needs_model]
-    by = {n: here(n) for n in own}
-    opts = _options([n for n in names if n not in own], options)
-    have, keys, todo = plan(train, list(opts), opts, check_seeds(seeds))
-    # group by group, the group's own run then its missing folds: the costly groups first (workers.groups), so
-    # the tasks left for the end are the cheap ones and neither process waits long for the other
-    work = [w for g in groups(list(opts)) for w in
-            [("own", None, group_task(g)), *(("fold", at, t) for tg, at, t in todo if list(tg) == g)]]
-    done = workers.run([t for *_, t in work], jobs)
-    by |= {res["monitor"]: res for (kind, _, _), rs in zip(work, done) if kind == "own" for res in rs}
-    new = {(s, j, n): rows for (kind, at, _), res in zip(work, done) if kind == "fold"
-           for (s, j) in [at] for n, rows in res.items()}
-    return by, record(train, list(opts), opts, seeds, found=(have, keys, new))

@@ -35,7 +35,7 @@ class TrainingSet:
     # harness for a recogniser's stream (MiniRoad, a file), empty for the oracle steps (cv.NOISE)
     noise: tuple[tuple[str, float], ...] = ()
     # what the steps the monitor will be fed are (ORACLE_STEPS or RECOGNISED_STEPS), set with ``noise`` by
-    # harness.configured, the one place a run's stream configures its monitors (dtgl-do's config=auto reads it)
+    # fitting.configured, the one place a run's stream configures its monitors (dtgl-do's config=auto reads it)
     steps: str = ORACLE_STEPS
 
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from ego_adr.errors import OneLineParser
-from ego_adr.folders import add_out_argument
+from ego_adr.folders import add_fresh_argument, add_out_argument
 from ego_adr.models.arguments import add_model_arguments
 from ego_adr.reasoning.modes import MODES
 from ego_adr.reasoning.pipeline import NARRATION_SOURCES
@@ -54,8 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
       help="reference: a diagnostic that narrates each window from the annotations (annotated recordings only)")
     a("--max-new-tokens", type=int, help="default 256 (Appendix C); 64 for the tiny models (random weights)")
     add_out_argument(p, "output folder (default runs/stream-<model>-<mode>-<settings>-<recording>)")
-    a("--fresh", action="store_true", help="discard the results already in --out (ticks, alerts, timelines) and "
-                                           "start over (needed when the folder holds other settings)")
+    add_fresh_argument(p, "ticks, alerts, timelines, run.json, identity.json")
     a("--cache-dir", help="stage cache, probe results, demo recordings (default ~/.cache/ego_adr)")
     a("--no-cache", action="store_true", help="do not reuse model outputs from the stage cache")
     a("--quiet", action="store_true", help="do not print alerts")

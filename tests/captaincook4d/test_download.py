@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from ego_adr.captaincook4d import sources as S
-from ego_adr.online_mistakes import download as dl
+from ego_adr.online_mistakes.data import download as dl
 
 
 def test_every_file_the_benchmarks_read_is_downloaded_and_pinned_to_the_shared_bytes(cc4d_root):

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from ego_adr.helpmeout.cli import main as helpmeout
+from ego_adr.helpmeout.evaluation.benchmark import HARNESS_VERSION
 from ego_adr.monitoring.cli import main as monitoring
 
 
@@ -35,8 +36,9 @@ def test_a_folder_of_the_former_command_resumes_and_other_settings_are_refused(r
     out = tmp_path / "precondition"
     episodes = str(release / "test.jsonl")
     assert monitoring(_evaluate(release, out, "--monitor", "precondition")) == 0
-    # the identity is the one the former command wrote, key for key and in its order
-    assert (out / "identity.json").read_text() == json.dumps(_former_identity(episodes), indent=1)
+    # the identity is the one the former command wrote, key for key and in its order, and the harness's version
+    ident = _former_identity(episodes) | {"harness_version": HARNESS_VERSION}
+    assert (out / "identity.json").read_text() == json.dumps(ident, indent=1)
     before = {f: (out / f).read_bytes() for f in ("steps.jsonl", "metrics.json", "outputs.jsonl", "report.md")}
     capsys.readouterr()
     assert monitoring(_evaluate(release, out, "--monitor", "precondition")) == 0  # read back, not redone
@@ -45,6 +47,17 @@ def test_a_folder_of_the_former_command_resumes_and_other_settings_are_refused(r
     assert monitoring(_evaluate(release, out, "--monitor", "precondition", "--tolerance", "2")) == 2
     err = capsys.readouterr().err
     assert "tolerance 0 -> 2" in err and len(err.strip().splitlines()) == 1
+    # a folder the former command (or stage 1, before the version key) wrote: the same run, its results redone
+    (out / "identity.json").write_text(json.dumps(_former_identity(episodes), indent=1))
+    (out / "metrics.json").write_text((out / "metrics.json").read_text().replace('"seconds"', '"stale_seconds"'))
+    assert monitoring(_evaluate(release, out, "--monitor", "precondition")) == 0
+    assert "finished before" not in capsys.readouterr().out
+    assert json.loads((out / "identity.json").read_text()) == ident and "stale_seconds" not in (
+        out / "metrics.json").read_text()
+    # a folder of another harness version is refused, naming the key
+    (out / "identity.json").write_text(json.dumps(ident | {"harness_version": "0"}, indent=1))
+    assert monitoring(_evaluate(release, out, "--monitor", "precondition")) == 2
+    assert "harness_version" in capsys.readouterr().err
 
 
 def test_the_former_command_runs_and_prints_the_new_one(release, tmp_path, capsys):
@@ -110,3 +123,21 @@ def test_a_summary_of_one_llm_folder_prints_only_what_it_holds(release, tmp_path
     for k, line in enumerate(lines[:-1]):  # a header row's cells = its delimiter row's cells
         if lines[k + 1].startswith("|---"):
             assert line.count("|") == lines[k + 1].count("|"), line
+
+
+def test_an_all_folder_holds_all_as_asked_and_the_list_it_held_before_still_resumes(release, tmp_path):
+    """Issue 46 item 1 on HelpMeOut: ``--monitor all``'s folder identity is ``all`` as asked (what it resolved to is
+    written beside it, never compared), and a folder that held the resolved list is the same run."""
+    from ego_adr.helpmeout.evaluation.benchmark import Settings
+    from ego_adr.monitoring.benchmarks import BENCHMARKS
+    from ego_adr.monitoring.settings import EvalSettings
+
+    bench = BENCHMARKS.get("helpmeout").make_driver()
+    s = EvalSettings("helpmeout", "all", own=Settings(episodes=str(release / "test.jsonl")))
+    names = ["random", "cusum"]
+    ident = bench.identity(s, None, names, {})
+    assert ident["monitors"] == "all" and bench.resolved(s, names) == {"resolved_monitors": names}
+    assert [f["monitors"] for f in bench.former_identities(s, None, names, {})] == [names]
+    assert bench.identity(s, None, names[:1], {}) == ident  # a monitor more or less in all: the same folder
+    listed = EvalSettings("helpmeout", "random,cusum", own=s.own)
+    assert bench.identity(listed, None, names, {})["monitors"] == names

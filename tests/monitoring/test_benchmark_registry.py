@@ -61,3 +61,15 @@ def test_a_benchmarks_help_lists_its_monitors_and_its_own_flags(capsys):
     assert "--stream" in text and "--episodes" not in text
     for spec in BENCHMARKS.get("assembly101-o").monitor_registry():
         assert any(line.strip().startswith(spec.name + " ") for line in text.splitlines()), spec.name
+
+
+def test_the_benchmark_flag_and_an_unknown_benchmark_name_every_benchmark(tmp_path, capsys):
+    """Issue 46 item 4: ``--benchmark``'s help and the refusal of an unknown name list every registered benchmark
+    (the cut and complete step streams, HelpMeOut, the video stream), from the registry."""
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    flag = capsys.readouterr().out.split("--benchmark B")[2].split("--monitor M")[0]
+    assert main(["evaluate", "--benchmark", "assembly101", "--monitor", "all", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    for name in BENCHMARKS.names():
+        assert name in "".join(flag.split()) and name in err, name

@@ -1,6 +1,6 @@
 """One ``steps.jsonl`` schema for the three online benchmarks (issue 34 item 9): HelpMeOut's rows
 (``helpmeout/evaluation/scoring.py``), the video stream's (``stream/metrics.py``) and the step streams'
-(``online_mistakes/harness.py``) all pass the layer's check (:func:`ego_adr.monitoring.per_step.schema_errors`),
+(``online_mistakes/fitting.py``) all pass the layer's check (:func:`ego_adr.monitoring.per_step.schema_errors`),
 and the check refuses rows that are not the layer's."""
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def test_video_stream_rows_are_the_layer_s():
 
 
 def test_step_stream_rows_are_the_layer_s():
-    from ego_adr.online_mistakes.data import Recording, Stream
-    from ego_adr.online_mistakes.harness import run_monitor
+    from ego_adr.online_mistakes.data.cut import Recording, Stream
+    from ego_adr.online_mistakes.fitting import run_monitor
     from ego_adr.online_mistakes.types import TrainingSet
 
     train = TrainingSet("toy", ((1, 2, 3), (1, 3, 2)), {i: f"s{i}" for i in range(1, 5)}, ("v0", "v1"))

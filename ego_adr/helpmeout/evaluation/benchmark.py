@@ -23,6 +23,10 @@ from ego_adr.errors import UserError
 from ego_adr.monitoring.driver import Benchmark, MonitorResult
 
 PAPER_TOKENS = 512  # Table 16
+#: Bump when what a monitor folder holds changes (a metric, a file): a folder of another version is refused, so
+#: results of older code are never read back as current. A folder written before the key (stage 1 of issue 43) is
+#: the same run by an older harness: taken over and redone (:meth:`HelpMeOut.outdated_identities`).
+HARNESS_VERSION = "1"
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,9 @@ def on_subset(own: Settings, name: str) -> bool:
 
 class HelpMeOut(Benchmark):
     Settings = Settings
-    ways = "pass another --out, or delete that folder's results"
+    ways = "pass another --out, or --fresh to start it over"
+    written = ("outputs.jsonl", "steps.jsonl", "metrics.json", "report.md", "identity.json")
+    summary_written = ("summary.md", "summary.html", "figure3.png", "identity.json")
 
     def add_arguments(self, e) -> None:
         e.add_argument("--episodes", required=True, help="episodes .jsonl (usually DIR/test.jsonl)")
@@ -127,12 +133,14 @@ class HelpMeOut(Benchmark):
 
         return monitors_to_run(self.registry, s.monitor)
 
-    def identity(self, s, data, monitor, options) -> dict:
-        """The keys the former ``helpmeout evaluate`` wrote, in its order (its folders resume)."""
+    def identity(self, s, data, monitor, options, former: bool = False) -> dict:
+        """The keys the former ``helpmeout evaluate`` wrote, in its order (its folders resume); a folder of several
+        monitors holds ``all`` as asked (issue 46 item 1; ``former``: the resolved list, as before)."""
         own: Settings = s.own
         one = isinstance(monitor, str)
+        several = "all" if s.every and not former else list(monitor)
         ident = {"helpmeout": "evaluate", "cmd": "evaluate",
-                 **({"monitor": monitor} if one else {"monitors": list(monitor)}),
+                 **({"monitor": monitor} if one else {"monitors": several}),
                  "episodes": own.episodes, "train": own.train, "val": own.val, "threshold": own.threshold,
                  "tolerance": own.tolerance, "bootstrap": own.bootstrap, "seeds": own.seeds,
                  "subset": on_subset(own, monitor) if one else own.subset, "budget_s": own.budget_s,
@@ -142,11 +150,22 @@ class HelpMeOut(Benchmark):
         ident |= {"max_new_tokens": own.max_new_tokens, "cache_dir": s.cache_dir, "templates": own.templates,
                   "limit": own.limit}
         # a monitor's --monitor-options, one key each (no HelpMeOut monitor declares one yet)
-        return ident | {f"option.{n}.{k}": v for n, o in options.items() for k, v in o.items()}
+        ident |= {f"option.{n}.{k}": v for n, o in options.items() for k, v in o.items()}
+        return ident | {"harness_version": HARNESS_VERSION}
 
     def former_identities(self, s, data, monitor, options) -> list[dict]:
+        if not isinstance(monitor, str):  # a summary folder that lists what all resolved to
+            return [self.identity(s, data, monitor, options, former=True)] if s.every else []
         ident = self.identity(s, data, monitor, options)
         return [ident | {"subset": False}] if monitor == "llm" and not s.own.subset else []
+
+    def resolved(self, s, names: list[str]) -> dict:
+        return {"resolved_monitors": list(names)} if s.every else {}
+
+    def outdated_identities(self, s, data, monitor, options) -> list[dict]:
+        """The same run as a harness before :data:`HARNESS_VERSION` wrote it (no such key): redone."""
+        return [{k: v for k, v in i.items() if k != "harness_version"}
+                for i in (self.identity(s, data, monitor, options), *self.former_identities(s, data, monitor, options))]
 
     def result_files(self, names) -> tuple[str, ...]:
         return ("outputs.jsonl", "metrics.json")

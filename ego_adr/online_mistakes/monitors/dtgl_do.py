@@ -7,7 +7,7 @@ EPIC-Tent-O's DO* and DO+ rows both read ``EPIC-Tent-O/DO.yaml`` (early stopping
 (oracle steps) reads ``DO-without-early-stopping.yaml`` (1,200 epochs) and its DO+ row (MiniRoad's recognised
 steps) ``DO-with-early-stopping.yaml`` (mask, early stopping at 0.79). ``config="auto"`` (the default) follows
 that from what the training set says the run's steps are (``TrainingSet.steps``, set by
-:func:`ego_adr.online_mistakes.harness.configured` for every fit of a run, the nested selection's and the complete
+:func:`ego_adr.online_mistakes.fitting.configured` for every fit of a run, the nested selection's and the complete
 trials' included): the early-stopping config for a recogniser's steps (``miniroad`` or a predictions file), the
 other for the annotated steps (``oracle``, ``oracle-merged``, a complete benchmark's ``oracle``);
 ``config=early-stopping`` / ``no-early-stopping`` picks one on any stream (Assembly101-O only; EPIC-Tent-O has one

@@ -1,10 +1,10 @@
 """The complete-trial step-stream benchmarks ``assembly101-complete`` and ``epic-tent-complete``: every step of every
 test recording, every mistake scored, the person going on after each (issue 35).
 
-Assembly101-O and EPIC-Tent-O (:mod:`.data`) cut each test recording at its first mistake, which then is always the
+Assembly101-O and EPIC-Tent-O (:mod:`.cut`) cut each test recording at its first mistake, which then is always the
 last step: a rule that reads only a step's position scores well there, and no later mistake is ever tested. Here
 the same test recordings (DTGL's test splits: 182 Assembly101 recordings, 15 EPIC-Tent ones) are read whole from
-the datasets' own annotation files, labelled by the rules of :mod:`.complete_sources`.
+the datasets' own annotation files, labelled by the rules of :mod:`.sources`.
 
 - **Training** is the cut benchmark's, unchanged: DTGL's ``train.json`` (135 / 13 recordings) and its taxonomy,
   given under the cut benchmark's name, so every monitor is fitted exactly as for Assembly101-O / EPIC-Tent-O
@@ -36,11 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ego_adr.errors import UserError
-from ego_adr.online_mistakes import complete_sources as S
-from ego_adr.online_mistakes import data as D
+from ego_adr.online_mistakes.data import cut as D
+from ego_adr.online_mistakes.data import sources as S
 from ego_adr.online_mistakes.types import TrainingSet
+from ego_adr.registry import Registry
 
-CORRECTIONS = ("correct", "exclude")
+#: What ``--corrections`` does with a step the dataset labels a correction (name -> what it is).
+CORRECTIONS: Registry[str] = Registry("corrections rule", {
+    "correct": "a correction is scored as a correct step (the default)",
+    "exclude": "a correction is left out of the scores (the monitor still sees it)"}, describe=str)
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,12 @@ class CompleteSpec:
     title: str
 
 
-COMPLETE = {
-    "assembly101-complete": CompleteSpec("assembly101-complete", "assembly101-o", "assembly101", "assembly101",
-                                         "Assembly101, complete trials"),
-    "epic-tent-complete": CompleteSpec("epic-tent-complete", "epic-tent-o", "epic-tent", "epic-tent",
-                                       "EPIC-Tent, complete trials"),
-}
+#: The complete-trial benchmarks' data (one line per benchmark).
+COMPLETE: Registry[CompleteSpec] = Registry("complete-trial benchmark", (
+    CompleteSpec("assembly101-complete", "assembly101-o", "assembly101", "assembly101",
+                 "Assembly101, complete trials"),
+    CompleteSpec("epic-tent-complete", "epic-tent-o", "epic-tent", "epic-tent", "EPIC-Tent, complete trials"),
+), describe=lambda sp: sp.title)
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ class CompleteStream:
 
 def spec(benchmark: str) -> CompleteSpec:
     if benchmark not in COMPLETE:
-        raise UserError(f"--benchmark {benchmark!r} is not one of {', '.join([*D.BENCHMARKS, *COMPLETE])}")
+        raise UserError(f"--benchmark {benchmark!r} is not one of {', '.join([*D.BENCHMARKS.names(), *COMPLETE.names()])}")
     return COMPLETE[benchmark]
 
 
@@ -126,7 +130,7 @@ def annotated(root: str | os.PathLike, benchmark: str, corrections: str = "corre
     """The ``oracle`` stream: every test recording whole, labelled."""
     sp = spec(benchmark)
     if corrections not in CORRECTIONS:
-        raise UserError(f"--corrections {corrections!r} is not one of {', '.join(CORRECTIONS)}")
+        raise UserError(f"--corrections {corrections!r} is not one of {', '.join(CORRECTIONS.names())}")
     anns, cut_tax, test_path = D.read_test(root, sp.cut)
     videos = list(anns)
     segs = _segments(root, sp, videos, cut_tax)
@@ -149,7 +153,7 @@ def annotated(root: str | os.PathLike, benchmark: str, corrections: str = "corre
 
 def load_stream(root: str | os.PathLike, benchmark: str, stream: str, corrections: str = "correct",
                 parsed: Mapping | None = None) -> CompleteStream:
-    """``oracle`` or a predictions file (``parsed``: its :func:`.data.parse_predictions`) over whole recordings."""
+    """``oracle`` or a predictions file (``parsed``: its :func:`.cut.parse_predictions`) over whole recordings."""
     base = annotated(root, benchmark, corrections)
     if stream == "oracle":
         return base

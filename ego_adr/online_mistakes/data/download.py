@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ego_adr.errors import InfrastructureError
-from ego_adr.online_mistakes import convert
+from ego_adr.online_mistakes.data import convert
 from ego_adr.store import check_writable_dir
 
 RAW = "https://raw.githubusercontent.com"
@@ -45,7 +45,7 @@ PREGO = ("aleflabo/PREGO", "3078571f6a827c763a4220e919c4d9b5b8adea07")
 A101 = ("assembly-101/assembly101-mistake-detection", "6f3a953267ffb86cdeabf6751af05a75a011a4f8")
 TENT = ("youngkyoonjang/EPIC_Tent2019", "1e784a97ca0a1669988a8ba05d0a73ad812a204a")
 CC4D = ("CaptainCook4D/annotations", "a8a920a3293c4db27099a20ddbe3a3a9be1283e3")
-#: where each dataset's own annotation files go (read by the complete-trial benchmarks, :mod:`.complete_sources`,
+#: where each dataset's own annotation files go (read by the complete-trial benchmarks, :mod:`.sources`,
 #: and by :mod:`ego_adr.captaincook4d`)
 SOURCES = {A101: "sources/assembly101-mistake-detection", TENT: "sources/EPIC_Tent2019",
            CC4D: "sources/CaptainCook4D-annotations"}
@@ -290,9 +290,10 @@ def download(out: str | os.PathLike, base: str = RAW, pins: Pins | None = None, 
     return sorted(layout)
 
 
-def download_cli(a) -> int:
-    files = download(a.out, a.base_url or RAW, timeout=a.timeout)
-    if not a.quiet:
-        print(f"{len(files)} files laid out in {a.out} (every fetched file's sha256 checked; "
+def download_cli(out: str, base_url: str | None, timeout: float, quiet: bool) -> int:
+    """``monitoring download``'s step-stream part: the files laid out in ``out``, said in one line."""
+    files = download(out, base_url or RAW, timeout=timeout)
+    if not quiet:
+        print(f"{len(files)} files laid out in {out} (every fetched file's sha256 checked; "
               "dtgl/{assembly101,epic-tent}/{train,test}.json built and equal to DTGL's hashes)")
     return 0

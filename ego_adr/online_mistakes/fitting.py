@@ -28,7 +28,7 @@ from ego_adr.monitoring.numerics import cpu_model, stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.monitoring.step_metrics import COLUMN_POINT, OPERATING_POINTS, RESAMPLES, SEED, intervals, scored
 from ego_adr.online_mistakes import cv
-from ego_adr.online_mistakes.data import Stream
+from ego_adr.online_mistakes.data.cut import Stream
 from ego_adr.online_mistakes.registry import REGISTRY
 from ego_adr.online_mistakes.types import ORACLE_STEPS, RECOGNISED_STEPS, StepContext, TrainingSet
 from ego_adr.store import write_json, write_text

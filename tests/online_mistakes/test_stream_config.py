@@ -59,8 +59,8 @@ NOISE = tuple(cv.NOISE)
 
 def test_every_path_fits_with_the_streams_configuration(probe, online_root, cli, tmp_path):
     from ego_adr.online_mistakes import selection
-    from ego_adr.online_mistakes.complete import training
-    from ego_adr.online_mistakes.harness import configured
+    from ego_adr.online_mistakes.data.complete import training
+    from ego_adr.online_mistakes.fitting import configured
 
     runs = [("epic-tent-o", "miniroad", ("recognised", NOISE)), ("epic-tent-o", "oracle-merged", ("oracle", ())),
             ("epic-tent-complete", "oracle", ("oracle", ()))]
@@ -89,14 +89,14 @@ def test_every_path_fits_with_the_streams_configuration(probe, online_root, cli,
 
 
 def _complete_oracle(root) -> dict:
-    from ego_adr.online_mistakes.complete import load_stream
+    from ego_adr.online_mistakes.data.complete import load_stream
 
     stream = load_stream(root, "epic-tent-complete", "oracle", "correct", None)
     return {r.video: [{"step_id": s} for s in r.steps] for r in stream.recordings}
 
 
 def test_one_builder_and_one_configuration_in_the_code():
-    """``REGISTRY.build`` is called in one function (harness.fitted) and a training set is made only by the data
+    """``REGISTRY.build`` is called in one function (fitting.fitted) and a training set is made only by the data
     loader, so no path builds a monitor or a training set that drops what ``configured`` set."""
     builds, made = [], []
     for f in sorted(PKG.rglob("*.py")):
@@ -111,8 +111,8 @@ def test_one_builder_and_one_configuration_in_the_code():
                     builds.append((f.name, fn.name))
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TrainingSet":
                     made.append((f.name, fn.name))
-    assert builds == [("harness.py", "fitted")]
-    assert made == [("data.py", "load_training")]
+    assert builds == [("fitting.py", "fitted")]
+    assert made == [("cut.py", "load_training")]
 
 
 def test_dtgl_do_declares_its_options_and_refuses_a_config_the_benchmark_lacks(online_root, cli, tmp_path):

@@ -33,13 +33,18 @@ from pathlib import Path
 
 from ego_adr.errors import UserError
 from ego_adr.online_mistakes.types import TrainingSet
+from ego_adr.registry import Registry
 
-STREAMS = ("oracle", "oracle-merged", "miniroad")
+#: The streams every cut benchmark has (name -> what it is); ``--stream`` also takes a file in PREGO's format.
+STREAMS: Registry[str] = Registry("stream", {
+    "oracle": "the segments of DTGL's test.json, consecutive repeats kept (DTGL's *)",
+    "oracle-merged": "PREGO's gt: the same steps, consecutive repeats merged (TI-PREGO's oracle)",
+    "miniroad": "PREGO's pred: the MiniRoad online step recogniser's output (DTGL's +)"}, describe=str)
 DOWNLOAD_HINT = "get the files with `python -m ego_adr.monitoring download --out DIR` and pass --data-root DIR"
 
 
 @dataclass(frozen=True)
-class BenchmarkSpec:
+class CutSpec:
     name: str
     dtgl_dir: str  # dtgl/<dir>/{train,test}.json
     scenario: str  # the key of DTGL's taxonomy and of each annotation's "scenario"
@@ -52,12 +57,11 @@ class BenchmarkSpec:
                 "predictions": f"prego/predictions/{self.predictions}"}
 
 
-BENCHMARKS = {
-    "assembly101-o": BenchmarkSpec("assembly101-o", "assembly101", "assembly101",
-                                   "output_miniROAD_Assembly101-O.json", "Assembly101-O"),
-    "epic-tent-o": BenchmarkSpec("epic-tent-o", "epic-tent", "epic-tent", "output_miniROAD_Epic-tent-O.json",
-                                 "EPIC-Tent-O"),
-}
+#: The cut benchmarks' data: where each one's files are under the data root (one line per benchmark).
+BENCHMARKS: Registry[CutSpec] = Registry("cut benchmark", (
+    CutSpec("assembly101-o", "assembly101", "assembly101", "output_miniROAD_Assembly101-O.json", "Assembly101-O"),
+    CutSpec("epic-tent-o", "epic-tent", "epic-tent", "output_miniROAD_Epic-tent-O.json", "EPIC-Tent-O"),
+), describe=lambda sp: sp.title)
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,9 @@ class Stream:
         return {"scored": n, "benchmark": self.benchmark_videos or n}
 
 
-def spec(benchmark: str) -> BenchmarkSpec:
+def spec(benchmark: str) -> CutSpec:
     if benchmark not in BENCHMARKS:
-        raise UserError(f"--benchmark {benchmark!r} is not one of {', '.join(BENCHMARKS)}")
+        raise UserError(f"--benchmark {benchmark!r} is not one of {', '.join(BENCHMARKS.names())}")
     return BENCHMARKS[benchmark]
 
 
@@ -140,7 +144,7 @@ def _path(root: str | os.PathLike, rel: str) -> Path:
     return p
 
 
-def taxonomy(doc: Mapping, sp: BenchmarkSpec, path: Path) -> dict[int, str]:
+def taxonomy(doc: Mapping, sp: CutSpec, path: Path) -> dict[int, str]:
     try:
         return {int(k): str(v["name"]) for k, v in doc["taxonomy"][sp.scenario].items()}
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -148,7 +152,7 @@ def taxonomy(doc: Mapping, sp: BenchmarkSpec, path: Path) -> dict[int, str]:
                         f"DTGL's {sp.dtgl_dir} file?") from None
 
 
-def _annotations(path: Path, sp: BenchmarkSpec) -> tuple[dict[str, list[dict]], dict[int, str]]:
+def _annotations(path: Path, sp: CutSpec) -> tuple[dict[str, list[dict]], dict[int, str]]:
     """DTGL's ``annotations``: video -> its segments, and the taxonomy, checked for shape."""
     doc = read_json(path, "data file")
     if not isinstance(doc, dict) or not isinstance(doc.get("annotations"), dict):

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ego_adr.online_mistakes import convert
-from ego_adr.online_mistakes import download as dl
+from ego_adr.online_mistakes.data import convert
+from ego_adr.online_mistakes.data import download as dl
 
 TENT_HEADER = ("subject_id,str_GoPro_ts,end_GoPro_ts,str_GoPro_frame,end_GoPro_frame,str_SMI_w_ts,end_SMI_w_ts,"
                "str_SMI_w_frame,end_SMI_w_frame,str_SMI_wo_ts,end_SMI_wo_ts,str_SMI_wo_frame,end_SMI_wo_frame,"
@@ -63,7 +63,7 @@ def _row(subject: str, start: int, end: int, label: int) -> str:
 
 def tent_sources(root: Path) -> tuple[str, dict[str, str]]:
     """The label file's text and the split files' texts."""
-    from ego_adr.online_mistakes.convert import TENT_DROP, TENT_RELABEL
+    from ego_adr.online_mistakes.data.convert import TENT_DROP, TENT_RELABEL
 
     real, splits = [], {}
     for s in ("train", "test"):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from ego_adr.monitoring.monitor import Monitor, StepOutput
-from ego_adr.online_mistakes.data import Recording, Stream
-from ego_adr.online_mistakes.harness import feed
+from ego_adr.online_mistakes.data.cut import Recording, Stream
+from ego_adr.online_mistakes.fitting import feed
 from ego_adr.online_mistakes.types import StepContext, TrainingSet
 
 EVENTS: list[tuple] = []

@@ -17,8 +17,8 @@ PUBLISHED = {("assembly101-o", "oracle"): 0.260, ("assembly101-o", "miniroad"): 
 
 
 def _macro_f1(root, bench: str, stream: str) -> tuple[float, list]:
-    from ego_adr.online_mistakes.data import load_stream, load_training
-    from ego_adr.online_mistakes.harness import result, run_monitor
+    from ego_adr.online_mistakes.data.cut import load_stream, load_training
+    from ego_adr.online_mistakes.fitting import result, run_monitor
 
     train, s = load_training(root, bench), load_stream(root, bench, stream)
     rows, mon = run_monitor("count-based", train, s)
@@ -36,8 +36,8 @@ def test_count_based_is_the_same_under_any_hash_seed(online_root, tmp_path):
     code = ("import json, sys; from tests_count_based_probe import probe; print(json.dumps(probe(sys.argv[1])))")
     probe = tmp_path / "tests_count_based_probe.py"
     probe.write_text(
-        "from ego_adr.online_mistakes.data import load_stream, load_training\n"
-        "from ego_adr.online_mistakes.harness import run_monitor\n"
+        "from ego_adr.online_mistakes.data.cut import load_stream, load_training\n"
+        "from ego_adr.online_mistakes.fitting import run_monitor\n"
         "def probe(root):\n"
         "    out = {}\n"
         "    for b in ('assembly101-o', 'epic-tent-o'):\n"

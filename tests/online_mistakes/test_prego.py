@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from ego_adr.models.base import Capabilities, Generation
-from ego_adr.online_mistakes.data import Recording, Stream
+from ego_adr.online_mistakes.data.cut import Recording, Stream
 from ego_adr.online_mistakes.monitors.prego import Prego, parse_symbol, task_of
 from ego_adr.online_mistakes.types import TrainingSet
 
@@ -64,7 +64,7 @@ Z99 = "nusar-2021_action_both_9000-z99_x"
 
 
 def test_the_prompt_is_prego_s_same_toy_examples_and_only_the_prefix():
-    from ego_adr.online_mistakes.harness import feed
+    from ego_adr.online_mistakes.fitting import feed
 
     model = NextStepModelDouble()
     mon = Prego(model=model, example_order="training")
@@ -93,7 +93,7 @@ def test_our_earlier_prompt_is_three_named_deviations():
     model = NextStepModelDouble()
     mon = Prego(model=model, example_order="training", unseen_task="all", example_labels="query")
     mon.fit(_train())
-    from ego_adr.online_mistakes.harness import feed
+    from ego_adr.online_mistakes.fitting import feed
 
     feed(mon, _train(), Stream("assembly101-o", "toy", "-", "-", (Recording(A08, (1,)), Recording(Z99, (5,)))))
     assert model.prompts[0].startswith("Sequence type: a08\nInput Sequence:\n -1, 1, 2\nNext Symbol:\n 3\n---\n")
@@ -110,7 +110,7 @@ def test_prego_s_examples_come_in_prego_s_order_from_its_file(online_root):
     """PREGO's default example file (its supplementary ``assembly_context_prompt_train_onlyToy.json``) holds, for
     toy b06b, DTGL's three b06b training sequences in another order than train.json; a21's are copied here from
     it."""
-    from ego_adr.online_mistakes.data import load_training, read_test
+    from ego_adr.online_mistakes.data.cut import load_training, read_test
 
     train = load_training(online_root, "assembly101-o")
     mon = Prego(model=NextStepModelDouble(), data_root=online_root)
@@ -128,8 +128,8 @@ def test_prego_s_examples_come_in_prego_s_order_from_its_file(online_root):
 
 
 def test_on_epic_tent_prego_writes_sequence_type_none(online_root):
-    from ego_adr.online_mistakes.data import load_training
-    from ego_adr.online_mistakes.harness import feed
+    from ego_adr.online_mistakes.data.cut import load_training
+    from ego_adr.online_mistakes.fitting import feed
 
     train = load_training(online_root, "epic-tent-o")
     for option, line in (("prego", "Sequence type: None\n"), ("omit", "")):
@@ -145,7 +145,7 @@ def test_on_epic_tent_prego_writes_sequence_type_none(online_root):
 
 
 def test_a_failed_call_for_its_input_is_recorded_and_the_run_goes_on():
-    from ego_adr.online_mistakes.harness import feed
+    from ego_adr.online_mistakes.fitting import feed
 
     mon = Prego(model=NextStepModelDouble(fail_after=1, retryable=False), example_order="training")
     mon.fit(_train())
@@ -169,18 +169,18 @@ def _mini_root(online_root, tmp_path, videos=2):
 def test_an_outage_is_exit_3_nothing_written_and_the_rerun_resumes_from_the_cache(online_root, cli, tmp_path,
                                                                                   monkeypatch):
     from ego_adr.models.cache import CachedModel, StageCache
-    from ego_adr.online_mistakes import evaluate
+    from ego_adr.online_mistakes import driver
 
     root, out, cache = _mini_root(online_root, tmp_path), tmp_path / "out", tmp_path / "cache.sqlite"
     broken = NextStepModelDouble(fail_after=5)
-    monkeypatch.setattr(evaluate, "_model", lambda a: CachedModel(broken, StageCache(cache), "double"))
+    monkeypatch.setattr(driver, "_model", lambda a: CachedModel(broken, StageCache(cache), "double"))
     argv = ("evaluate", "--benchmark", "epic-tent-o", "--monitor", "prego", "--model", "tiny", "--data-root", root,
             "--out", out, "--quiet")
     code, _, err = cli(*argv)
     assert code == 3 and len(err.strip().splitlines()) == 1 and "rerun the same command" in err, err
     assert not (out / "steps.jsonl").exists() and not (out / "metrics.json").exists()
     healthy = NextStepModelDouble()
-    monkeypatch.setattr(evaluate, "_model", lambda a: CachedModel(healthy, StageCache(cache), "double"))
+    monkeypatch.setattr(driver, "_model", lambda a: CachedModel(healthy, StageCache(cache), "double"))
     code, _, err = cli(*argv)
     assert code == 0, err
     m = json.loads((out / "metrics.json").read_text())
@@ -249,7 +249,7 @@ def _one_recording(steps=(3, 4, 5)):
 
 
 def test_the_anticipated_set_is_the_union_of_the_parsed_sampled_replies():
-    from ego_adr.online_mistakes.harness import feed
+    from ego_adr.online_mistakes.fitting import feed
 
     double = SeededReplyModelDouble([" 3\n---", "5", "no idea", "3.", "the next is 4"])
     mon = Prego(model=double, decoding="sampled", samples=5, example_order="training")
@@ -270,7 +270,7 @@ def test_the_anticipated_set_is_the_union_of_the_parsed_sampled_replies():
 
 def test_a_failed_sample_is_recorded_and_the_other_samples_still_make_the_set():
     from ego_adr.errors import InfrastructureError
-    from ego_adr.online_mistakes.harness import feed
+    from ego_adr.online_mistakes.fitting import feed
 
     mon = Prego(model=SeededReplyModelDouble(["3", "5", "4"], fail={1}), decoding="sampled", samples=3,
                 example_order="training")
@@ -288,7 +288,7 @@ def test_a_failed_sample_is_recorded_and_the_other_samples_still_make_the_set():
 
 def test_each_sample_is_its_own_cached_call(tmp_path):
     from ego_adr.models.cache import CachedModel, StageCache
-    from ego_adr.online_mistakes.harness import feed
+    from ego_adr.online_mistakes.fitting import feed
 
     def run():
         double = SeededReplyModelDouble(["3", "5", "4", "9"])
@@ -353,7 +353,11 @@ def test_prego_sampled_runs_offline_with_the_tiny_model_and_resumes_from_the_cac
     assert "temperature=0.6" in report and "samples=3" in report and "emoji" in report
     assert "decoding=sampled" in report  # the options, as given
     before = (out / "steps.jsonl").read_text()
-    code, _, err = cli(*argv)  # the same command again: the same folder, every reply from the cache
+    finished = (out / "metrics.json").read_text()
+    code, _, err = cli(*argv)  # the same command again: the finished folder is read back, not redone
+    assert code == 0 and (out / "metrics.json").read_text() == finished
+    (out / "metrics.json").unlink()  # an unfinished folder: redone, every reply from the cache
+    code, _, err = cli(*argv)
     m2 = json.loads((out / "metrics.json").read_text())
     assert code == 0 and m2["stats"]["model_calls"] == 0 and m2["stats"]["cache_hits"] == m["stats"]["calls"]
     assert (out / "steps.jsonl").read_text() == before

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from ego_adr.online_mistakes import data as D
 from ego_adr.online_mistakes import selection
+from ego_adr.online_mistakes.data import cut as D
 
 pytestmark = pytest.mark.slow
 
@@ -19,15 +19,18 @@ def test_two_processes_write_the_folders_of_one_and_read_the_kept_selection(onli
                        tent_all_seeds, "--quiet")
     assert code == 0, err
     one, two = (json.loads((p / "summary.json").read_text()) for p in (tent_all, tmp_path / "two"))
-    kept = two["selection"]["fold_cache"]  # the folds tent_all computed, read back, not fitted again
-    assert kept["computed"] == 0 and kept["read"] == one["selection"]["fold_cache"]["read"] + \
-        one["selection"]["fold_cache"]["computed"]
-    assert {k: v for k, v in two["selection"].items() if k != "fold_cache"} == \
-        {k: v for k, v in one["selection"].items() if k != "fold_cache"}
-    assert one["rows"] == two["rows"] and len(one["rows"]) > 10
+    cold, kept = (json.loads((p / "timing.json").read_text())["fold_cache"] for p in (tent_all, tmp_path / "two"))
+    assert kept["computed"] == 0 and kept["read"] == cold["read"] + cold["computed"] > 0  # read back, not refitted
+    # issue 46 item 3: one process and a cold cache, two processes and a warm one: the same result files, byte for
+    # byte; what follows the cache and the clock is in timing.json alone
+    for f in ("summary.json", "summary.md"):
+        assert (tent_all / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+    assert len(one["rows"]) > 10
     for r in one["rows"]:
-        n = r["monitor"]
-        assert (tent_all / n / "steps.jsonl").read_bytes() == (tmp_path / "two" / n / "steps.jsonl").read_bytes(), n
+        for f in ("steps.jsonl", "metrics.json", "report.md"):
+            n = r["monitor"]
+            assert (tent_all / n / f).read_bytes() == (tmp_path / "two" / n / f).read_bytes(), (n, f)
+    assert "from_cache" in (tent_all / "dtgl-do" / "timing.json").read_text()
 
 
 def test_the_nested_selection_is_the_same_on_two_processes_and_follows_the_options(online_root, tmp_path,

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ego_adr.errors import UserError
-from ego_adr.online_mistakes.convert import tent_rows, timecode_ms
+from ego_adr.online_mistakes.data.convert import tent_rows, timecode_ms
 
 A101_DIR = "sources/assembly101-mistake-detection/annots"
 TENT_DIR = "sources/EPIC_Tent2019"

@@ -25,14 +25,14 @@ def root(online_root) -> Path:
 
 @pytest.fixture(scope="module")
 def a101(root):
-    from ego_adr.online_mistakes.complete import annotated
+    from ego_adr.online_mistakes.data.complete import annotated
 
     return annotated(root, "assembly101-complete")
 
 
 @pytest.fixture(scope="module")
 def tent(root):
-    from ego_adr.online_mistakes.complete import annotated
+    from ego_adr.online_mistakes.data.complete import annotated
 
     return annotated(root, "epic-tent-complete")
 
@@ -124,7 +124,7 @@ def test_epic_tent_labels_recomputed_from_the_two_files(root, tent):
 def test_position_tells_nothing_on_the_complete_trials_but_did_on_the_cut(root, a101):
     """The step's index as a score: AUROC about 0.5 over whole recordings, well above on the cut sequences."""
     from ego_adr.monitoring.ranking import auroc
-    from ego_adr.online_mistakes.data import load_stream
+    from ego_adr.online_mistakes.data.cut import load_stream
 
     y = [lab for r in a101.recordings for lab in r.labels]
     t = [i for r in a101.recordings for i in range(len(r.steps))]
@@ -265,8 +265,8 @@ def test_corrections_on_a_cut_benchmark_is_refused(root, cli, tmp_path):
 
 def test_the_goal_sets_the_validation_choice_against_the_best_rule(root, tent, cli, tmp_path):
     from ego_adr.online_mistakes import complete_report as CR
-    from ego_adr.online_mistakes.complete import training
     from ego_adr.online_mistakes.complete_eval import chosen_without_test
+    from ego_adr.online_mistakes.data.complete import training
 
     results = []
     for name in ("flag-all", "unseen-step", "egoadr-graph"):
