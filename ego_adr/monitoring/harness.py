@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -219,20 +220,34 @@ def _monitor_into(bench: Benchmark, s: EvalSettings, data, name: str, options: d
     loaded here, after the claim)."""
     ident = bench.identity(s, data, name, {name: options})
     written = bench.written or (*bench.result_files([name]), "report.md", IDENTITY_FILE)
-    with open_folder(out, ident, bench.result_files([name]), ways=bench.ways, fresh=s.fresh, written=written,
-                     former=bench.former_identities(s, data, name, {name: options}),
-                     outdated=bench.outdated_identities(s, data, name, {name: options})) as state:
-        done = read_back(out, name) if state == "resume" else None
-        if done is not None:
-            return done
-        if lazy:
-            prepared = bench.prepare(s, data, [name])
-            confirm_late(out, ident, bench.late_identity(prepared))
-            for n, w in bench.cannot_run(s, prepared, [name]).items():
-                raise UserError(f"--monitor {n}: {w}")
-        result = bench.run_monitor(s, data, name, options, prepared, out)
-        write_monitor_files(out, result, bench)
+    existed, state = out.exists(), None
+    try:
+        with open_folder(out, ident, bench.result_files([name]), ways=bench.ways, fresh=s.fresh, written=written,
+                         former=bench.former_identities(s, data, name, {name: options}),
+                         outdated=bench.outdated_identities(s, data, name, {name: options})) as state:
+            done = read_back(out, name) if state == "resume" else None
+            if done is not None:
+                return done
+            if lazy:
+                prepared = bench.prepare(s, data, [name])
+                confirm_late(out, ident, bench.late_identity(prepared))
+                for n, w in bench.cannot_run(s, prepared, [name]).items():
+                    raise UserError(f"--monitor {n}: {w}")
+            result = bench.run_monitor(s, data, name, options, prepared, out)
+            write_monitor_files(out, result, bench)
+    except UserError:
+        if lazy and state == "new":
+            _unclaim(out, existed)
+        raise
     return result
+
+
+def _unclaim(out: Path, existed: bool) -> None:
+    """A folder claimed for a monitor that then cannot run (the model loaded after the claim, as issue 46 item 6
+    asks, cannot do what the monitor needs) is left as it was found: bad input writes nothing."""
+    (out / IDENTITY_FILE).unlink(missing_ok=True)
+    if not existed:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def _task(benchmark: str, s: EvalSettings, data, group: list[str], options: dict, out: str) -> list[MonitorResult]:
