@@ -130,7 +130,8 @@ def _fitted(name: str, train: B.Training, options: dict, key: str | None = None,
             return pickle.loads((folder / "monitor.pkl").read_bytes()), time.process_time() - t0
         except Exception:  # noqa: BLE001 - a damaged or stale cache file is refitted, never trusted
             pass
-    mon = CR.REGISTRY.build(name, stream="oracle", **options, **({"model": model, "folds": 0} if model else {}))
+    given = {"model": model, "folds": 0} if model is not None else {}
+    mon = CR.REGISTRY.build(name, stream="oracle", **options, **given)
     mon.fit(train)
     if folder is not None:
         try:
