@@ -8,7 +8,7 @@ exit 2), the identity of a folder (the benchmark, the rule, the digest of every 
 options: the same identity resumes, another refuses), how one monitor is run (:func:`.evaluate.run_one`: fitted on
 train, its thresholds and checks chosen on validation, scored on test) and its files: ``steps.jsonl`` (test rows),
 ``validation_steps.jsonl`` (the rows the choices were made on), ``metrics.json`` (written last), ``report.md``,
-``timing.json`` (seconds: not part of the results, so ``metrics.json`` has the same bytes on every run). ``--monitor
+``timing.json`` (seconds and the load average when the monitor began: not part of the results, so ``metrics.json`` has the same bytes on every run). ``--monitor
 all`` (or ``a,b``) runs each monitor into ``OUT/<monitor>/`` and writes ``summary.json``/``summary.md``
 (:mod:`.summary`) in ``OUT``.
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -149,7 +150,7 @@ class CaptainCook4D(Benchmark):
         from ego_adr.captaincook4d.summary import monitor_report
         from ego_adr.store import cache_scope
 
-        t0 = time.perf_counter()
+        t0, load = time.perf_counter(), os.getloadavg()[0]
         with cache_scope(s.cache_dir) if s.cache_dir else contextlib.nullcontext():
             model = prepared if self.registry.get(name).needs_model else None
             res = run_one(name, [data.data], options, data.sha256, s.own.missing_target, model)[0]
@@ -161,7 +162,7 @@ class CaptainCook4D(Benchmark):
         if not s.quiet:  # progress: each monitor as it finishes (under --jobs, from its worker)
             print(f"{self.spec.name}: {name} fitted, chosen on validation and scored ({seconds} s)", file=sys.stderr,
                   flush=True)
-        timing = {"seconds": seconds, "fit_cpu_seconds": fit, **volatile}
+        timing = {"seconds": seconds, "fit_cpu_seconds": fit, "load_average": round(load, 2), **volatile}
         files = {VALIDATION: steps_text(val), "timing.json": json.dumps(timing) + "\n",
                  **{k: json.dumps(v, indent=1, ensure_ascii=False) + "\n" for k, v in own.items()}}
         return MonitorResult(name, metrics, steps=rows, report=monitor_report(metrics), seconds=seconds, files=files)

@@ -25,8 +25,8 @@ rank the next step well (``../shared/STACK-NOTES.md``, fourth pass). So here the
   recording's task (its recipe's steps on CaptainCook4D, and the steps of no task, CaptainCook4D's END), for a
   benchmark whose training set lists each task's steps (``recipe_steps``). The task is task input, so this reads
   nothing more; it is recorded as a deviation (PREGO's symbols range over the whole taxonomy). Why: CaptainCook4D's
-  taxonomy has 351 steps over 24 recipes; scored all at every step, SmolLM2 on llama.cpp took 14 s a step on a
-  busy 2-core machine, 7 times the recipe's ~15 (docs/real_models.md).
+  taxonomy holds every recipe's steps, and scoring them all at every step costs several times a recipe's (timed
+  by ``scripts/bench_real_prego.py --cost-steps``, docs/real_models.md).
 
 It needs a model (``needs_model``), so it is never the monitor chosen without the test. Each step's evidence holds
 the most likely step (``expected``) and the observed step's probability; ``metrics.json`` adds the top-1 next-step
