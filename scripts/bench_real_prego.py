@@ -12,9 +12,16 @@ rows. Numbers as they come: small models are weak next-step predictors.
   time, and a recogniser's stream passes ten times as many validation prefixes through the noise channel), with
   AUROC and the top-1 next-step accuracy on the correct steps.
 
-    python scripts/bench_real_prego.py [--benchmarks epic-tent-o assembly101-o] [--streams oracle-merged miniroad]
-        [--monitors prego prego-lm] [--models smollm2-135m gemma3-270m] [--names epic-tent-o/oracle-merged]
-        [--out DIR] [--write-docs]
+On the CaptainCook4D benchmarks (``--benchmarks captaincook4d-o captaincook4d-complete``: oracle steps, no
+``--stream``) each monitor is fitted on train, its threshold chosen on the labelled validation split and scored on
+test, as every CaptainCook4D monitor is (docs/online_mistakes.md), beside that benchmark's blind baselines and
+reference rules run by the same command; ``prego-lm`` there with ``--candidates`` (default ``task``: the steps of
+the recording's recipe and END; ``taxonomy``: all 351). Each such row's seconds are those of the run that wrote
+its folder (its ``timing.json``), so they are what a user pays from a cold stage cache only when ``--out`` was new.
+
+    python scripts/bench_real_prego.py [--benchmarks epic-tent-o assembly101-o captaincook4d-o]
+        [--streams oracle-merged miniroad] [--monitors prego prego-lm] [--models smollm2-135m gemma3-270m]
+        [--names epic-tent-o/oracle-merged] [--candidates task] [--out DIR] [--write-docs]
 
 Every run keeps its stage cache under ``--out``: run again with the same ``--out``, the same command answers from
 it in seconds. On a busy 2-core machine the whole grid took hours the first time (the load is printed above the
@@ -36,6 +43,8 @@ import docs_tables
 REPO = Path(__file__).resolve().parents[1]
 KEYS = ("balanced_precision", "mistake_recall", "balanced_f1", "macro_f1")
 BLIND = ("flag-all", "never-alarm", "position")
+CC4D = ("captaincook4d-o", "captaincook4d-complete")
+CC4D_RULES = (*BLIND, "unseen-step", "unseen-transition")  # its blind baselines and reference rules
 
 
 def _evaluate(args: list[str], folder: Path) -> dict:
@@ -71,11 +80,96 @@ def _cells(m: dict, extra: bool) -> str:
     return " | ".join(cells)
 
 
+def _cc4d_metrics(folder: Path) -> dict:
+    """A CaptainCook4D monitor folder's test metrics in the step streams' shape (the keys the tables read)."""
+    m = json.loads((folder / "metrics.json").read_text())
+    timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
+    return {**m["test"], **{k: m[k] for k in ("next_step_top1", "stats") if k in m}, "seconds": timing.get("seconds"),
+            "load": timing.get("load_average")}
+
+
+def _cc4d(a, out: Path, bench: str) -> tuple[list, list]:
+    """One CaptainCook4D benchmark: its blind and reference rows, PREGO and prego-lm with each model."""
+    common = ["evaluate", "--benchmark", bench, "--data-root", a.data_root, "--quiet", "--cache-dir",
+              str(out / "cache")]
+    here = out / bench / "oracle"
+    from ego_adr.monitoring.__main__ import main
+
+    if main([*common, "--monitor", ",".join(CC4D_RULES), "--out", str(here / "rules")]) != 0:
+        raise SystemExit(f"evaluate {bench} {','.join(CC4D_RULES)} failed")
+    rules = [(f"{r} ({'blind' if r in BLIND else 'reference'})", _cc4d_metrics(here / "rules" / r), "")
+             for r in CC4D_RULES]
+    lm = [*common, "--backend", "llamacpp"]
+    got, rows = [], []
+    for alias in a.models if "prego" in a.monitors else ():
+        f = here / f"prego-{alias}"
+        _evaluate_only([*lm, "--monitor", "prego", "--model", alias], f)
+        got.append((f"PREGO, {alias}", _cc4d_metrics(f), replies(f)))
+    for alias in a.models if "prego-lm" in a.monitors else ():
+        for pool in a.candidates:
+            f = here / f"prego-lm-symbols-{pool}-{alias}"
+            _evaluate_only([*lm, "--monitor", "prego-lm", "--model", alias, "--monitor-option", "form=symbols",
+                            "--monitor-option", f"candidates={pool}"], f)
+            m = _cc4d_metrics(f)
+            st = m["stats"]
+            rows.append((f"prego-lm (symbols, candidates={pool}), {alias}", m,
+                         f"{m['seconds']:.0f} s (the run that wrote the folder, load average {m['load']} when it "
+                         f"began): {st['likelihood_calls']} likelihood calls, {st['model_calls']} asked of the model"))
+    return [(bench, "oracle", *r) for r in [*rules[:1], *got]], [(bench, "oracle", *r) for r in [*rules, *got, *rows]]
+
+
+def cost_probe(a, bench: str, steps: int) -> str:
+    """Seconds a likelihood call takes with each candidate set: ``prego-lm`` (fitted as the CaptainCook4D command
+    fits it) stepping through ``steps`` steps of the longest test recording after its first, with the first of
+    ``--models`` on llama.cpp and no stage cache, so every call is asked of the model."""
+    from ego_adr.captaincook4d import benchmark as B
+    from ego_adr.models.llamacpp_backend import LlamaCppModel
+    from ego_adr.models.packaged import locate
+    from ego_adr.online_mistakes.monitors.prego_lm import POOLS, PregoLM
+    from ego_adr.online_mistakes.types import StepContext
+
+    data = B.load(a.data_root, bench)
+    rec = max(data.test.recordings, key=lambda r: len(r.steps))  # the longest (the first may be shorter than steps)
+    lm = LlamaCppModel(str(locate(a.models[0])), threads=int(os.environ.get("EGO_ADR_LLAMACPP_THREADS") or 2))
+    cells = []
+    try:
+        for pool in POOLS:
+            mon = PregoLM(lm, candidates=pool, folds=0)
+            mon.fit(data.train)
+            mon.reset(StepContext(bench, rec.video, data.train.taxonomy))
+            mon.step(0, rec.steps[0])  # untimed: the examples' prompt into the server's cache, as in a run
+            load, t0 = os.getloadavg()[0], time.perf_counter()
+            for i, s in enumerate(rec.steps[1:steps + 1], 1):
+                mon.step(i, s)
+            dt = time.perf_counter() - t0
+            n = len(rec.steps[1:steps + 1])
+            k = mon.stats()["candidates"]
+            k = k[rec.recipe] if isinstance(k, dict) else k
+            cells.append(f"candidates={pool} ({k} candidates): {n} calls in {dt:.1f} s, "
+                         f"{n / dt:.2f} a second (load average {load:.1f})")
+    finally:
+        lm.close()
+    return (f"Cost of a likelihood call, {a.models[0]} on llama.cpp, no stage cache, steps 2 to {steps + 1} of "
+            f"{rec.video} (the first step untimed, so the examples' prompt is in the server's cache for both): "
+            + "; ".join(cells) + ".")
+
+
+def _evaluate_only(args: list[str], folder: Path) -> None:
+    from ego_adr.monitoring.__main__ import main
+
+    if main([*args, "--out", str(folder)]) != 0:
+        raise SystemExit(f"evaluate {' '.join(args)} exited non-zero")
+
+
 def _grid(a, out: Path) -> tuple[list, list]:
     from ego_adr.online_mistakes.published import rows as published
 
     prego, plm, repeats = [], [], []
     for bench in a.benchmarks:
+        if bench in CC4D:
+            pr, pl = _cc4d(a, out, bench)
+            prego, plm = prego + pr, plm + pl
+            continue
         for stream in a.streams:
             common = ["evaluate", "--benchmark", bench, "--stream", stream, "--data-root", a.data_root, "--quiet",
                       "--cache-dir", str(out / "cache")]
@@ -117,6 +211,43 @@ def _repeats(folder: Path) -> tuple[str, str]:
     return tuple(f"{hits[k]} of {counts[k]}" for k in (1, 0))
 
 
+def _tables(a, prego: list, plm: list, repeats: list, head: str, suffix: str, probe: str = "") -> dict[str, str]:
+    """The blocks of one group of benchmarks (the step streams: ``prego-real``, ``prego-lm-real``; CaptainCook4D:
+    the same names with ``-cc4d``)."""
+    texts = {}
+    if "prego" in a.monitors and prego:
+        with docs_tables.Printed() as table:
+            print("PREGO's numeric decoding (greedy, 4 new tokens); " + head)
+            print("| benchmark | stream | monitor | Pb | recall | F1b | macro F1 | what the replies were |")
+            print("|---|---|---|---:|---:|---:|---:|---|")
+            for bench, stream, name, m, note in prego:
+                print(f"| {bench} | {stream} | {name} | {_cells(m, False)} | {note} |")
+        texts["prego-real" + suffix] = table.text
+    if "prego-lm" in a.monitors and plm:
+        how = ("threshold chosen on the labelled validation split (CaptainCook4D: no cross-validation), blind and "
+               "reference rows of the same command beside" if suffix else
+               "threshold by cross-validation on the training recordings")
+        with docs_tables.Printed() as table:
+            what = "every candidate step (candidates= in each row) scored" if suffix else "every step a candidate"
+            print(f"prego-lm: {what}, 1 - P(observed), {how}; top-1: the most likely step was the one done, on the "
+                  "correct steps; " + head)
+            print("| benchmark | stream | monitor | Pb | recall | F1b | macro F1 | AUROC | top-1 next step | note |")
+            print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+            for bench, stream, name, m, note in plm:
+                print(f"| {bench} | {stream} | {name} | {_cells(m, True)} | {note} |")
+            if repeats:
+                print("\nSteps that repeat a step done earlier in their recording (a small model readily continues "
+                      "with a step it has just read):\n")
+                print("| benchmark | stream | among the mistakes | among the correct steps |")
+                print("|---|---|---:|---:|")
+                for bench, stream, wrong, right in repeats:
+                    print(f"| {bench} | {stream} | {wrong} | {right} |")
+            if probe:
+                print("\n" + probe)
+        texts["prego-lm-real" + suffix] = table.text
+    return texts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=str(REPO.parent / "shared" / "online-mistakes"))
@@ -126,13 +257,23 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
     ap.add_argument("--names", nargs="*", default=["epic-tent-o/oracle-merged"], metavar="BENCHMARK/STREAM",
                     help="where prego-lm also runs with step names (default epic-tent-o/oracle-merged)")
+    ap.add_argument("--candidates", nargs="+", default=["task"], choices=["task", "taxonomy"],
+                    help="CaptainCook4D: prego-lm's candidate steps (default task: the recipe's steps and END)")
+    ap.add_argument("--cost-steps", type=int, default=0, metavar="N",
+                    help="CaptainCook4D: time prego-lm's likelihood calls with each candidate set on N steps of the "
+                    "longest test recording, after its first (0: not timed)")
     ap.add_argument("--out", default=None, help="keep the evaluate folders and the stage cache here (default: a "
                     "temporary folder)")
     docs_tables.add_flag(ap)
     a = ap.parse_args()
-    blocks = [b for m, b in (("prego", "prego-real"), ("prego-lm", "prego-lm-real")) if m in a.monitors]
+    groups = [sfx for sfx, on in (("", any(b not in CC4D for b in a.benchmarks)),
+                                  ("-cc4d", any(b in CC4D for b in a.benchmarks))) if on]
+    blocks = [b + sfx for m, b in (("prego", "prego-real"), ("prego-lm", "prego-lm-real")) if m in a.monitors
+              for sfx in groups]
     docs_tables.check(a, blocks)
     out = Path(a.out or tempfile.mkdtemp(prefix="prego_real_"))
+    cc4d = [b for b in a.benchmarks if b in CC4D]
+    probe = cost_probe(a, cc4d[0], a.cost_steps) if cc4d and a.cost_steps and "prego-lm" in a.monitors else ""
     load, t0 = os.getloadavg(), time.perf_counter()
     prego, plm, repeats = _grid(a, out)
     head = (f"{time.perf_counter() - t0:.0f} s in all on {os.cpu_count()} CPUs (load average {load[0]:.1f} when it "
@@ -142,29 +283,10 @@ def main() -> None:
             f"{os.environ.get('EGO_ADR_LLAMACPP_THREADS', 'unset (the idle cores)')}; every prompt, reply and "
             "score in each folder's steps.jsonl\n")
     texts = {}
-    if "prego" in a.monitors:
-        with docs_tables.Printed() as table:
-            print("PREGO's numeric decoding (greedy, 4 new tokens); " + head)
-            print("| benchmark | stream | monitor | Pb | recall | F1b | macro F1 | what the replies were |")
-            print("|---|---|---|---:|---:|---:|---:|---|")
-            for bench, stream, name, m, note in prego:
-                print(f"| {bench} | {stream} | {name} | {_cells(m, False)} | {note} |")
-        texts["prego-real"] = table.text
-    if "prego-lm" in a.monitors:
-        with docs_tables.Printed() as table:
-            print("prego-lm: every step a candidate, 1 - P(observed), threshold by cross-validation on the training "
-                  "recordings; top-1: the most likely step was the one done, on the correct steps; " + head)
-            print("| benchmark | stream | monitor | Pb | recall | F1b | macro F1 | AUROC | top-1 next step | note |")
-            print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
-            for bench, stream, name, m, note in plm:
-                print(f"| {bench} | {stream} | {name} | {_cells(m, True)} | {note} |")
-            print("\nSteps that repeat a step done earlier in their recording (a small model readily continues with a "
-                  "step it has just read):\n")
-            print("| benchmark | stream | among the mistakes | among the correct steps |")
-            print("|---|---|---:|---:|")
-            for bench, stream, wrong, right in repeats:
-                print(f"| {bench} | {stream} | {wrong} | {right} |")
-        texts["prego-lm-real"] = table.text
+    for sfx in groups:
+        cc = sfx == "-cc4d"
+        texts |= _tables(a, [r for r in prego if (r[0] in CC4D) == cc], [r for r in plm if (r[0] in CC4D) == cc],
+                         [] if cc else repeats, head, sfx, probe if cc else "")
     docs_tables.publish(a, texts)
 
 

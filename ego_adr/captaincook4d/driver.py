@@ -8,9 +8,17 @@ exit 2), the identity of a folder (the benchmark, the rule, the digest of every 
 options: the same identity resumes, another refuses), how one monitor is run (:func:`.evaluate.run_one`: fitted on
 train, its thresholds and checks chosen on validation, scored on test) and its files: ``steps.jsonl`` (test rows),
 ``validation_steps.jsonl`` (the rows the choices were made on), ``metrics.json`` (written last), ``report.md``,
-``timing.json`` (seconds: not part of the results, so ``metrics.json`` has the same bytes on every run). ``--monitor
+``timing.json`` (seconds and the load average when the monitor began: not part of the results, so ``metrics.json`` has the same bytes on every run). ``--monitor
 all`` (or ``a,b``) runs each monitor into ``OUT/<monitor>/`` and writes ``summary.json``/``summary.md``
 (:mod:`.summary`) in ``OUT``.
+
+**A monitor that needs a model** (``prego``, ``prego-lm``) runs with the house's model flags (``--model``,
+``--backend``, ``--base-url``, ``--device``), as on the step streams: the name and device checked before any data
+is read, the folder's identity holding the model keys the step streams record (:data:`MODEL_KEYS`), the model
+loaded once in :meth:`CaptainCook4D.prepare` -- after the folder is claimed, so a refusal never waits for a load --
+and checked there at once (``check_model``: ``prego-lm`` needs token probabilities); a model that cannot serve is
+one line before any result is written (the folder holds only its identity, which the corrected command takes).
+Without ``--model`` such a monitor is not run (named alone: one line, exit 2; in ``all``: listed with why).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -29,6 +38,8 @@ from ego_adr.captaincook4d import sources as S
 from ego_adr.captaincook4d.summary import VALIDATION, steps_text
 from ego_adr.monitoring.driver import METRICS, Benchmark, MonitorResult
 
+#: the model settings a folder's identity holds when one of its monitors needs a model (the step streams' keys)
+MODEL_KEYS = ("model", "backend", "base_url")
 VERSION = "1"  # bump when a change alters what a folder holds: older folders then refuse instead of resuming
 #: what a monitor's ``stats()`` may hold that differs from run to run (timing.json keeps it, metrics.json not)
 VOLATILE = ("train_seconds", "from_cache")
@@ -81,19 +92,47 @@ class CaptainCook4D(Benchmark):
         data = B.load(s.own.data_root, self.spec.name, s.own.missing_target)
         return Loaded(data, digest(s.own.data_root, data.sources))
 
+    def check(self, s, names: list[str], options: dict[str, dict]) -> None:
+        """The model's name and device, before any data is read (as the step streams check them)."""
+        if s.model.model and any(self.registry.get(n).needs_model for n in names):
+            from ego_adr.models.loading import check_device, check_model_name
+
+            if s.model.device:
+                check_device(s.model.device, s.model.backend)
+            check_model_name(s.model.model, s.model.backend)
+
     def not_run(self, s, names: list[str]) -> dict[str, str]:
-        why = {n: "needs a model: not run on the CaptainCook4D benchmarks yet" for n in names
-               if self.registry.get(n).needs_model}
+        why = {n: "needs --model NAME (e.g. --model smollm2-135m --backend llamacpp)" for n in names
+               if self.registry.get(n).needs_model and not s.model.model}
         return why | {n: r for n in names if n not in why and (r := CR.unavailable(n))}
+
+    def _model_keys(self, s, names) -> dict:
+        needs = any(self.registry.get(n).needs_model for n in names)
+        return {k: getattr(s.model, k) for k in MODEL_KEYS} if needs else {}
 
     def identity(self, s, data: Loaded, monitor, options) -> dict:
         ident = {"command": "monitoring evaluate", "benchmark": self.spec.name, "stream": "oracle",
                  "missing_target": s.own.missing_target, "data_sha256": data.sha256, "version": VERSION}
         if isinstance(monitor, str):
-            return ident | {"monitor": monitor} | {f"option.{k}": v for k, v in options[monitor].items()}
+            return (ident | {"monitor": monitor} | {f"option.{k}": v for k, v in options[monitor].items()}
+                    | self._model_keys(s, [monitor]))
         from ego_adr.captaincook4d.choice import RULE
 
-        return ident | {"monitors": list(monitor), "options": options, "choice": RULE}
+        return ident | {"monitors": list(monitor), "options": options, "choice": RULE} | self._model_keys(s, monitor)
+
+    def prepare(self, s, data: Loaded, names: list[str]):
+        """The model of the monitors that need one, loaded once (after the folder is claimed) behind the stage
+        cache, and checked for what each of them asks of it (``check_model``); None when none needs one."""
+        needs = [n for n in names if self.registry.get(n).needs_model]
+        if not needs:
+            return None
+        from ego_adr.models.loading import ModelSettings, load_vlm
+
+        model = load_vlm(ModelSettings(model=s.model.model, backend=s.model.backend, device=s.model.device or "auto",
+                                       base_url=s.model.base_url, cache_dir=s.cache_dir))
+        for n in needs:
+            getattr(self.registry.factory(n), "check_model", lambda m: None)(model)
+        return model
 
     def result_files(self, names) -> tuple[str, ...]:
         return ("steps.jsonl", METRICS)
@@ -111,10 +150,11 @@ class CaptainCook4D(Benchmark):
         from ego_adr.captaincook4d.summary import monitor_report
         from ego_adr.store import cache_scope
 
-        t0 = time.perf_counter()
+        t0, load = time.perf_counter(), os.getloadavg()[0]
         with cache_scope(s.cache_dir) if s.cache_dir else contextlib.nullcontext():
-            res = run_one(name, [data.data], options, data.sha256, s.own.missing_target)[0]
-        rows, val = res.pop("rows"), res.pop("validation_rows")
+            model = prepared if self.registry.get(name).needs_model else None
+            res = run_one(name, [data.data], options, data.sha256, s.own.missing_target, model)[0]
+        rows, val, own = res.pop("rows"), res.pop("validation_rows"), res.pop("files")
         fit = res.pop("fit_cpu_seconds")
         volatile = {k: res["stats"].pop(k) for k in VOLATILE if k in res["stats"]}  # seconds, cache hits
         seconds = round(time.perf_counter() - t0, 2)
@@ -122,8 +162,9 @@ class CaptainCook4D(Benchmark):
         if not s.quiet:  # progress: each monitor as it finishes (under --jobs, from its worker)
             print(f"{self.spec.name}: {name} fitted, chosen on validation and scored ({seconds} s)", file=sys.stderr,
                   flush=True)
-        timing = {"seconds": seconds, "fit_cpu_seconds": fit, **volatile}
-        files = {VALIDATION: steps_text(val), "timing.json": json.dumps(timing) + "\n"}
+        timing = {"seconds": seconds, "fit_cpu_seconds": fit, "load_average": round(load, 2), **volatile}
+        files = {VALIDATION: steps_text(val), "timing.json": json.dumps(timing) + "\n",
+                 **{k: json.dumps(v, indent=1, ensure_ascii=False) + "\n" for k, v in own.items()}}
         return MonitorResult(name, metrics, steps=rows, report=monitor_report(metrics), seconds=seconds, files=files)
 
     def said(self, s, result: MonitorResult, out: Path) -> None:

@@ -20,7 +20,11 @@ mistakes or on folds of the training recordings. For each monitor:
 
 **The headline** is the candidate of best validation objective (mean of macro F1 and F1b at their points);
 candidates are the monitors that are not blind, not a reference rule and need no model. The best on the test is
-printed after it, named so. A monitor that needs a model (``prego``) is listed as not run. How stable that
+printed after it, named so. A monitor that needs a model (``prego``, ``prego-lm``) runs with ``--model`` (the
+driver loads it once and gives it here as ``model``), built with ``folds=0`` (``prego-lm`` then skips its own
+cross-validation on constructed mistakes: its threshold is chosen on the validation split like every other
+monitor's) and never kept in the fit cache (it holds the model; the stage cache keeps its answers); without
+``--model`` it is listed as not run. How stable that
 choice is, and when it is a tie, is :mod:`.choice`'s. The command (:mod:`.driver`) runs one monitor per call of
 :func:`run_one`, each in its folder.
 """
@@ -51,8 +55,9 @@ FIXED = ("flag-all", "never-alarm", *CR.REFERENCE)
 
 
 def group(name: str) -> str:
-    """How a row is read: blind, reference, supervised, official graph, learned graph, or no graph given (the
-    registered step-stream monitors: given no graph, some learn their own from the training sequences)."""
+    """How a row is read: blind, reference, supervised, official graph, learned graph, language model (a monitor
+    that needs a model: never the headline), or no graph given (the registered step-stream monitors: given no
+    graph, some learn their own from the training sequences)."""
     if name in CR.BLIND:
         return "blind"
     if name in CR.REFERENCE:
@@ -63,6 +68,8 @@ def group(name: str) -> str:
         return "official graph"
     if name in (CR.LEARNED_GRAPH,):
         return "learned graph"
+    if CR.REGISTRY.get(name).needs_model:
+        return CR.MODEL_GROUP
     return "no graph given"
 
 
@@ -111,11 +118,11 @@ def _objective(rows: Sequence[dict]) -> float:
     return (m["macro_f1"] + m["balanced_f1"]) / 2
 
 
-def _fitted(name: str, train: B.Training, options: dict, key: str | None = None):
+def _fitted(name: str, train: B.Training, options: dict, key: str | None = None, model=None):
     """``name`` built with ``options`` and fitted on ``train``, and the CPU seconds it took; with ``key``, kept under
     the cache root (``captaincook4d-fits/<key>/monitor.pkl``) and read back from there by the next run of the same
     key (:func:`fit_key`: the other CaptainCook4D benchmark fits the same monitors on the same training split). A
-    monitor that cannot be pickled is fitted each time."""
+    monitor that cannot be pickled is fitted each time; one given a ``model`` is never kept (module docstring)."""
     t0 = time.process_time()
     folder = cache_root() / "captaincook4d-fits" / key if key else None
     if folder is not None and (folder / "monitor.pkl").is_file():
@@ -123,7 +130,8 @@ def _fitted(name: str, train: B.Training, options: dict, key: str | None = None)
             return pickle.loads((folder / "monitor.pkl").read_bytes()), time.process_time() - t0
         except Exception:  # noqa: BLE001 - a damaged or stale cache file is refitted, never trusted
             pass
-    mon = CR.REGISTRY.build(name, stream="oracle", **options)
+    given = {"model": model, "folds": 0} if model is not None else {}
+    mon = CR.REGISTRY.build(name, stream="oracle", **options, **given)
     mon.fit(train)
     if folder is not None:
         try:
@@ -186,13 +194,20 @@ def _version(package: str) -> str | None:
 
 
 def _scored(name: str, mon, data: B.Data, points, val: list[dict], obj: float, tried: dict) -> dict:
+    """The monitor's result on the test rows; what the monitor says of itself where it says it: its deviations from
+    the published method, what it reads off its own rows (``summarise``: prego-lm's top-1 next step) and its files
+    (``files``: prego-lm's prompts.json), as the step streams write them."""
     test = apply(feed(mon, data.train, data.test), points)
+    own = {"deviations": list(mon.deviations)} if getattr(mon, "deviations", None) else {}
+    if hasattr(mon, "summarise"):
+        own |= mon.summarise(test)
     return {"monitor": name, "group": group(name), "reads": list(CR.REGISTRY.get(name).reads),
             "validation": {"objective": round(obj, 4), "choices": tried,
                            "points": {k: {"threshold": round(v[0], 6), **v[1]} for k, v in (points or {}).items()},
                            "macro_f1": round(CMX.step_block(val)["macro_f1"], 4)},
             "test": CMX.complete_metrics(test), "selection": getattr(mon, "selection", None),
-            "stats": mon.stats() if hasattr(mon, "stats") else {}, "rows": test, "validation_rows": val}
+            "stats": mon.stats() if hasattr(mon, "stats") else {}, **own, "rows": test, "validation_rows": val,
+            "files": dict(getattr(mon, "files", None) or {})}
 
 
 def candidates(name: str, options: dict | None) -> tuple[list[dict], bool]:
@@ -206,14 +221,16 @@ def candidates(name: str, options: dict | None) -> tuple[list[dict], bool]:
 
 
 def run_one(name: str, datas: Sequence[B.Data], options: dict | None = None, data_sha256: str | None = None,
-            rule: str = "graph") -> list[dict]:
+            rule: str = "graph", model=None) -> list[dict]:
     """One monitor through the three steps of the module docstring on each of ``datas`` (benchmarks that share
     one training split: it is fitted once per option set); a result per benchmark, with its test and validation
     rows. ``options``: its ``--monitor-option``s, resolved (default: the registry's defaults); ``data_sha256``: the
-    digest of the files read, to keep the fits in the cache (:func:`_fitted`; None: not kept)."""
+    digest of the files read, to keep the fits in the cache (:func:`_fitted`; None: not kept); ``model``: the loaded
+    model of a monitor that needs one."""
     given = CR.REGISTRY.resolve_options(name, {}) if options is None else options
     options, chosen = candidates(name, given)
-    fitted = [_fitted(name, datas[0].train, opt, fit_key(name, opt, data_sha256, rule) if data_sha256 else None)
+    keep = data_sha256 and model is None
+    fitted = [_fitted(name, datas[0].train, opt, fit_key(name, opt, data_sha256, rule) if keep else None, model)
               for opt in options]
     out = []
     for data in datas:
@@ -236,7 +253,7 @@ def run_one(name: str, datas: Sequence[B.Data], options: dict | None = None, dat
 
 def headline(results: Sequence[dict], groups: Sequence[str] | None = None) -> str | None:
     """The candidate of best validation objective (module docstring; ``groups``: only those); ties: run order."""
-    cands = [r for r in results if r["group"] not in ("blind", "reference") and (not groups or r["group"] in groups)]
+    cands = [r for r in results if r["group"] not in CR.NOT_CANDIDATES and (not groups or r["group"] in groups)]
     return max(cands, key=lambda r: r["validation"]["objective"])["monitor"] if cands else None
 
 

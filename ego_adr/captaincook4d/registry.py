@@ -44,6 +44,9 @@ OWN = (
                 (TAXONOMY, PREFIX, TASK, RECIPE_GRAPH, LABELS), trains=True),
 )
 REGISTRY = Registry("captaincook4d-complete / captaincook4d-o", TASK_INPUT, (*STEP_MONITORS, *OWN))
+#: the group of a monitor that needs a model (prego, prego-lm) and the groups that are never the headline
+MODEL_GROUP = "language model"
+NOT_CANDIDATES = ("blind", "reference", MODEL_GROUP)
 #: the monitors of this room (the others are the step streams')
 OWN_NAMES = tuple(s.name for s in OWN)
 

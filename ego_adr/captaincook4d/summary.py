@@ -39,7 +39,9 @@ def monitor_report(m: Mapping) -> str:
     return "\n".join([f"# {m['monitor']} on {m['benchmark']} ({m['group']}; omissions placed by rule "
                       f"`{m['missing_target']}`)", "", *R.table(s)[2:], "",
                       f"Chosen on validation: {json.dumps(m['validation']['choices'])} (objective by option); "
-                      f"chosen by: {sel.get('chosen_by', '-')}.", "", *R.kinds_table(s), ""])
+                      f"chosen by: {sel.get('chosen_by', '-')}.", "",
+                      *([f"Deviations: {'; '.join(m['deviations'])}.", ""] if m.get("deviations") else []),
+                      *R.kinds_table(s), ""])
 
 
 def _plain(m: Mapping) -> dict:
@@ -49,7 +51,7 @@ def _plain(m: Mapping) -> dict:
 def build(out: Path, data: B.Data, metrics: Sequence[Mapping], not_run: Sequence[str], rule: str) -> dict:
     """The summary of the monitors of ``out`` (module docstring)."""
     results = [_plain(m) for m in metrics]
-    cands = [r for r in results if r["group"] not in ("blind", "reference")]
+    cands = [r for r in results if r["group"] not in CR.NOT_CANDIDATES]
     rows = {r["monitor"]: read_steps(out / r["monitor"] / VALIDATION) for r in cands}
     choice = C.stability(rows, fixed=[r["monitor"] for r in cands if not r["validation"]["points"]])
     s = {"benchmark": data.benchmark, "missing_target": rule, "headline": choice.get("chosen"), "choice": choice,
