@@ -17,6 +17,9 @@ from ego_adr.monitoring.driver import Benchmark
 from ego_adr.store import check_writable_dir
 
 ALIASES = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's flags: aliases of its options
+#: Options a monitor gained after folders of it were written, with the value that is what it did before: a folder
+#: whose identity lacks the key is the same run at that value, resumed and re-labelled (not refused).
+LATER_OPTIONS = {("prego-lm", "candidates"): "taxonomy"}
 
 
 #: A monitor's ``stats`` that follow the cache and the clock, not the data (``dtgl-do``'s graph read from the
@@ -178,8 +181,15 @@ class StepStreams(Benchmark):
         return ("all" if s.every else list(names)), dict(sorted(given.items()))
 
     def former_identities(self, s, data, monitor, options: dict[str, dict]) -> list[dict]:
-        """A summary folder as main wrote it before issue 46 item 1 (the resolved list): resumed and re-labelled."""
-        return [] if isinstance(monitor, str) else [self.identity(s, data, monitor, options, former=True)]
+        """A summary folder as main wrote it before issue 46 item 1 (the resolved list), and a monitor's folder
+        written before one of its :data:`LATER_OPTIONS` existed, where the option is at its former behaviour:
+        resumed and re-labelled."""
+        if not isinstance(monitor, str):
+            return [self.identity(s, data, monitor, options, former=True)]
+        given = options.get(monitor, {})
+        later = {f"option.{k}" for (m, k), v in LATER_OPTIONS.items() if m == monitor and given.get(k) == v}
+        ident = self.identity(s, data, monitor, options)
+        return [{k: v for k, v in ident.items() if k not in later}] if later else []
 
     def resolved(self, s, names: list[str]) -> dict:
         return {"resolved_monitors": list(names)} if s.every else {}

@@ -31,13 +31,16 @@ def root(tmp_path) -> Path:
     return root
 
 
+def _args(root: Path, out: Path, *extra: str) -> list[str]:
+    return ["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle-merged", "--monitor", "prego-lm",
+            "--model", "smollm2-135m", "--backend", "llamacpp", "--data-root", str(root), "--out", str(out),
+            "--cache-dir", str(out.parent / "cache"), "--quiet", *extra]
+
+
 def _run(root: Path, out: Path, *extra: str) -> dict:
     from ego_adr.monitoring.__main__ import main
 
-    args = ["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle-merged", "--monitor", "prego-lm",
-            "--model", "smollm2-135m", "--backend", "llamacpp", "--data-root", str(root), "--out", str(out),
-            "--cache-dir", str(out.parent / "cache"), "--quiet", *extra]
-    assert main(args) == 0
+    assert main(_args(root, out, *extra)) == 0
     return json.loads((out / "metrics.json").read_text())
 
 
@@ -69,6 +72,19 @@ def test_prego_lm_scores_every_step_and_alarms_at_a_cross_validated_threshold(fo
         hits = m["stats"]["likelihood_calls"] + 1  # and the check that the model scores candidates at all
         assert again["stats"]["model_calls"] == 0 and again["stats"]["cache_hits"] == hits
         assert (tmp_path / "again" / "steps.jsonl").read_text() == (out / "steps.jsonl").read_text()
+        # a folder written before prego-lm had `candidates` (its identity lacks the key) is that run at the
+        # default: read back and re-labelled, not refused; at the other value it is refused
+        ident = json.loads((out / "identity.json").read_text())
+        assert ident.pop("option.candidates") == "taxonomy"
+        (out / "identity.json").write_text(json.dumps(ident))
+        kept = (out / "metrics.json").stat().st_mtime_ns
+        assert _run(root, out, "--monitor-option", f"form={form}") == m
+        assert (out / "metrics.json").stat().st_mtime_ns == kept
+        assert json.loads((out / "identity.json").read_text())["option.candidates"] == "taxonomy"
+        from ego_adr.monitoring.__main__ import main
+
+        assert main(_args(root, out, "--monitor-option", f"form={form}", "--monitor-option", "candidates=task")) == 2
+        assert (out / "metrics.json").stat().st_mtime_ns == kept
 
 
 def test_a_model_that_cannot_score_candidates_is_one_line_before_anything_is_written(root, tmp_path, capsys):
