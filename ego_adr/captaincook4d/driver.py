@@ -110,7 +110,7 @@ class CaptainCook4D(Benchmark):
         needs = any(self.registry.get(n).needs_model for n in names)
         return {k: getattr(s.model, k) for k in MODEL_KEYS} if needs else {}
 
-    def identity(self, s, data: Loaded, monitor, options) -> dict:
+    def identity(self, s, data: Loaded, monitor, options, former: bool = False) -> dict:
         ident = {"command": "monitoring evaluate", "benchmark": self.spec.name, "stream": "oracle",
                  "missing_target": s.own.missing_target, "data_sha256": data.sha256, "version": VERSION}
         if isinstance(monitor, str):
@@ -118,7 +118,24 @@ class CaptainCook4D(Benchmark):
                     | self._model_keys(s, [monitor]))
         from ego_adr.captaincook4d.choice import RULE
 
-        return ident | {"monitors": list(monitor), "options": options, "choice": RULE} | self._model_keys(s, monitor)
+        if former:  # as the benchmark's first version spelled it: the resolved list and options
+            return ident | {"monitors": list(monitor), "options": options, "choice": RULE} | self._model_keys(s,
+                                                                                                           monitor)
+        # issue 46 item 1: `all` as asked (what it resolved to depends on the packages installed; written beside
+        # the identity by `resolved`) and the options as given, so a monitor that joins `all` later runs into its
+        # own folder while the others are read back
+        given = dict(sorted((k.strip().replace("-", "_"), v) for k, _, v in
+                            (o.partition("=") for o in s.monitor_options)))
+        asked = "all" if s.every else list(monitor)
+        return ident | {"monitors": asked, "options": given, "choice": RULE} | self._model_keys(s, monitor)
+
+    def former_identities(self, s, data: Loaded, monitor, options) -> list[dict]:
+        """A folder of several monitors as this benchmark first spelled it (the resolved list): resumed and
+        re-labelled."""
+        return [] if isinstance(monitor, str) else [self.identity(s, data, monitor, options, former=True)]
+
+    def resolved(self, s, names: list[str]) -> dict:
+        return {"resolved_monitors": list(names)} if s.every else {}
 
     def prepare(self, s, data: Loaded, names: list[str]):
         """The model of the monitors that need one, loaded once (after the folder is claimed) behind the stage

@@ -134,3 +134,33 @@ def test_a_fit_kept_in_the_cache_gives_the_same_bytes_as_a_fresh_fit(cc4d_root, 
     assert cli(*args, tmp_path / "cached")[0] == 0
     for f in ("steps.jsonl", "validation_steps.jsonl", "metrics.json"):
         assert (tmp_path / "fresh" / f).read_bytes() == (tmp_path / "cached" / f).read_bytes(), f
+
+
+def test_all_as_asked_a_monitor_that_joins_later_runs_and_nothing_else_is_redone(cc4d_root, tmp_path, cli,
+                                                                                 monkeypatch):
+    """Issue 46 item 1 on CaptainCook4D: the folder of ``--monitor all`` holds ``all`` as asked, so the same
+    command after a package install (a monitor joins ``all``) is not refused. Here ``all`` is kept to a few cheap
+    monitors by naming the rest unavailable, as a missing package does."""
+    from ego_adr.captaincook4d import registry as CR
+
+    few = {"flag-all", "never-alarm", "unseen-transition"}
+    joins = "position"
+    real = CR.unavailable
+    monkeypatch.setattr(CR, "unavailable", lambda n: None if n in few else ("needs a package" if
+                                                                             n != "procedure-official" else real(n)))
+    # procedure-official is the room's own monitor (never unavailable): the headline's candidate
+    out = tmp_path / "all"
+    argv = ("evaluate", "--benchmark", "captaincook4d-o", "--monitor", "all", "--data-root", cc4d_root, "--out", out,
+            "--jobs", "1", "--quiet")
+    code, _, err = cli(*argv)
+    assert code == 0, err
+    ident = json.loads((out / "identity.json").read_text())
+    assert ident["monitors"] == "all" and set(ident["resolved_monitors"]) == few | {"procedure-official"}
+    kept = {p.relative_to(out): p.stat().st_mtime_ns for p in out.glob("*/*")}
+    few.add(joins)  # its package installed: it joins all
+    code, _, err = cli(*argv)
+    assert code == 0, err
+    assert {p: (out / p).stat().st_mtime_ns for p in kept} == kept  # nothing already done is redone
+    assert (out / joins / "metrics.json").is_file()
+    assert joins in {r["monitor"] for r in json.loads((out / "summary.json").read_text())["results"]}
+    assert joins in json.loads((out / "identity.json").read_text())["resolved_monitors"]
