@@ -182,9 +182,12 @@ def test_prego_on_a_step_stream_records_every_prompt_and_reply_and_resumes(smoll
     metrics = json.loads((out / "metrics.json").read_text())
     stats = json.dumps(metrics)
     assert '"unparseable"' in stats and '"calls"' in stats
-    before = (out / "steps.jsonl").read_text()
-    assert main(args) == 0 and (out / "steps.jsonl").read_text() == before
-    again = json.loads((out / "metrics.json").read_text())
+    before = {f: (out / f).read_text() for f in ("steps.jsonl", "metrics.json")}
+    assert main(args) == 0  # the finished folder is read back, not redone
+    assert {f: (out / f).read_text() for f in before} == before
+    args[args.index(str(out))] = str(tmp_path / "again")  # another folder: every reply from the stage cache
+    assert main(args) == 0 and (tmp_path / "again" / "steps.jsonl").read_text() == before["steps.jsonl"]
+    again = json.loads((tmp_path / "again" / "metrics.json").read_text())
     assert _find(again, "model_calls") == 0 and _find(again, "cache_hits") == len(steps)
 
 
