@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "online-mistakes"
+from tests.conftest import step_streams_root
 
 
 @pytest.fixture(scope="session")
 def cc4d_root() -> Path:
-    root = Path(os.environ.get("EGO_ADR_ONLINE_MISTAKES") or SHARED)
+    root = step_streams_root()  # the step streams' data root: CaptainCook4D's files are laid out in it
     if not (root / "sources" / "CaptainCook4D-annotations" / "annotation_json" / "error_annotations.json").is_file():
         pytest.skip(f"CaptainCook4D's annotation files are not at {root} (../shared/online-mistakes, or set "
                     "EGO_ADR_ONLINE_MISTAKES); `python -m ego_adr.monitoring download --out DIR` fetches them")
@@ -28,22 +27,6 @@ def root_copy(cc4d_root, tmp_path) -> Path:
     for rel in ("sources/CaptainCook4D-annotations", "dtgl/captaincook4d"):
         shutil.copytree(cc4d_root / rel, out / rel)
     return out
-
-
-@pytest.fixture
-def cli(capsys):
-    """``python -m ego_adr.monitoring ARGS`` in this process: (exit code, stdout, stderr)."""
-    from ego_adr.monitoring.__main__ import main
-
-    def call(*argv) -> tuple[int, str, str]:
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as e:  # argparse's own exits
-            code = e.code if isinstance(e.code, int) else 2
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return call
 
 
 #: the monitors the command tests run (cheap ones: a procedure monitor, the supervised one, a reference rule, a
