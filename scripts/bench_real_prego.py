@@ -44,6 +44,13 @@ REPO = Path(__file__).resolve().parents[1]
 KEYS = ("balanced_precision", "mistake_recall", "balanced_f1", "macro_f1")
 BLIND = ("flag-all", "never-alarm", "position")
 CC4D = ("captaincook4d-o", "captaincook4d-complete")
+COMPLETE = ("assembly101-complete", "epic-tent-complete")  # complete trials: blocks of their own (-complete)
+
+
+def group_of(bench: str) -> str:
+    """The suffix of the docs blocks a benchmark's rows go to: the cut step streams, their complete trials, or
+    CaptainCook4D (so a run of one group rewrites its own blocks and leaves the others' rows as they are)."""
+    return "-cc4d" if bench in CC4D else "-complete" if bench in COMPLETE else ""
 CC4D_RULES = (*BLIND, "unseen-step", "unseen-transition")  # its blind baselines and reference rules
 
 
@@ -225,10 +232,11 @@ def _tables(a, prego: list, plm: list, repeats: list, head: str, suffix: str, pr
         texts["prego-real" + suffix] = table.text
     if "prego-lm" in a.monitors and plm:
         how = ("threshold chosen on the labelled validation split (CaptainCook4D: no cross-validation), blind and "
-               "reference rows of the same command beside" if suffix else
+               "reference rows of the same command beside" if suffix == "-cc4d" else
                "threshold by cross-validation on the training recordings")
         with docs_tables.Printed() as table:
-            what = "every candidate step (candidates= in each row) scored" if suffix else "every step a candidate"
+            what = ("every candidate step (candidates= in each row) scored" if suffix == "-cc4d" else
+                    "every step a candidate")
             print(f"prego-lm: {what}, 1 - P(observed), {how}; top-1: the most likely step was the one done, on the "
                   "correct steps; " + head)
             print("| benchmark | stream | monitor | Pb | recall | F1b | macro F1 | AUROC | top-1 next step | note |")
@@ -266,8 +274,7 @@ def main() -> None:
                     "temporary folder)")
     docs_tables.add_flag(ap)
     a = ap.parse_args()
-    groups = [sfx for sfx, on in (("", any(b not in CC4D for b in a.benchmarks)),
-                                  ("-cc4d", any(b in CC4D for b in a.benchmarks))) if on]
+    groups = list(dict.fromkeys(group_of(b) for b in a.benchmarks))
     blocks = [b + sfx for m, b in (("prego", "prego-real"), ("prego-lm", "prego-lm-real")) if m in a.monitors
               for sfx in groups]
     docs_tables.check(a, blocks)
@@ -285,8 +292,8 @@ def main() -> None:
     texts = {}
     for sfx in groups:
         cc = sfx == "-cc4d"
-        texts |= _tables(a, [r for r in prego if (r[0] in CC4D) == cc], [r for r in plm if (r[0] in CC4D) == cc],
-                         [] if cc else repeats, head, sfx, probe if cc else "")
+        texts |= _tables(a, [r for r in prego if group_of(r[0]) == sfx], [r for r in plm if group_of(r[0]) == sfx],
+                         [r for r in repeats if group_of(r[0]) == sfx], head, sfx, probe if cc else "")
     docs_tables.publish(a, texts)
 
 

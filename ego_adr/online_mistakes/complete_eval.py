@@ -103,11 +103,13 @@ def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
 
 def result(name: str, train, stream: C.CompleteStream, rows: list[dict], cut_rows: list[dict], monitor,
            extra: dict) -> dict:
-    """``metrics.json`` of one monitor on a complete-trial benchmark."""
+    """``metrics.json`` of one monitor on a complete-trial benchmark; as on the cut benchmarks, a monitor's own
+    ``stats`` (a model's calls and cache hits, a graph's training) and what it reads off its rows (``summarise``:
+    prego-lm's top-1 next step) are part of it."""
     spec = REGISTRY.get(name)
     cut = CM.step_block(cut_rows) | {"benchmark": C.spec(stream.benchmark).cut, "stream": "oracle",
                                      "steps": len(cut_rows), "mistakes": sum(r["label"] for r in cut_rows)}
-    return {
+    out = {
         "benchmark": stream.benchmark, "stream": stream.name, "stream_source": stream.source,
         "stream_sha256": stream.sha256, "monitor": name, "privileged": REGISTRY.privileged(spec),
         "reads": list(spec.reads), "extra_reads": list(REGISTRY.extra_reads(spec)),
@@ -122,6 +124,11 @@ def result(name: str, train, stream: C.CompleteStream, rows: list[dict], cut_row
         "notes": list(stream.notes), "extra_videos": list(stream.extra_videos),
         "harness_version": COMPLETE_VERSION, "versions": runtime_versions(),
     }
+    if hasattr(monitor, "stats"):
+        out["stats"] = monitor.stats()
+    if hasattr(monitor, "summarise"):
+        out.update(monitor.summarise(rows))
+    return out
 
 
 class CompleteStreams(StepStreams):
