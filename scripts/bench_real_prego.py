@@ -60,7 +60,9 @@ def _evaluate(args: list[str], folder: Path) -> dict:
     rc = main([*args, "--out", str(folder)])
     if rc != 0:
         raise SystemExit(f"evaluate {' '.join(args)} exited {rc}")
-    return json.loads((folder / "metrics.json").read_text())
+    timing = folder / "timing.json"  # the seconds live beside metrics.json (the same bytes on any --jobs)
+    seconds = json.loads(timing.read_text()).get("seconds") if timing.is_file() else None
+    return json.loads((folder / "metrics.json").read_text()) | {"seconds": seconds}
 
 
 def replies(folder: Path) -> str:
