@@ -51,7 +51,9 @@ def group_of(bench: str) -> str:
     """The suffix of the docs blocks a benchmark's rows go to: the cut step streams, their complete trials, or
     CaptainCook4D (so a run of one group rewrites its own blocks and leaves the others' rows as they are)."""
     return "-cc4d" if bench in CC4D else "-complete" if bench in COMPLETE else ""
-CC4D_RULES = (*BLIND, "unseen-step", "unseen-transition")  # its blind baselines and reference rules
+REFERENCE = ("unseen-step", "unseen-transition")  # the rules that read only the training vocabulary
+RULES = (*BLIND, *REFERENCE)  # printed beside every model row
+CC4D_RULES = RULES
 
 
 def _evaluate(args: list[str], folder: Path) -> dict:
@@ -61,8 +63,8 @@ def _evaluate(args: list[str], folder: Path) -> dict:
     if rc != 0:
         raise SystemExit(f"evaluate {' '.join(args)} exited {rc}")
     timing = folder / "timing.json"  # the seconds live beside metrics.json (the same bytes on any --jobs)
-    seconds = json.loads(timing.read_text()).get("seconds") if timing.is_file() else None
-    return json.loads((folder / "metrics.json").read_text()) | {"seconds": seconds}
+    m = json.loads((folder / "metrics.json").read_text())  # (a folder written before timing.json: its own)
+    return m | {"seconds": json.loads(timing.read_text()).get("seconds") if timing.is_file() else m.get("seconds")}
 
 
 def replies(folder: Path) -> str:
@@ -183,7 +185,8 @@ def _grid(a, out: Path) -> tuple[list, list]:
             common = ["evaluate", "--benchmark", bench, "--stream", stream, "--data-root", a.data_root, "--quiet",
                       "--cache-dir", str(out / "cache")]
             here = out / bench / stream
-            blind = [(f"{b} (blind)", _evaluate([*common, "--monitor", b], here / b), "") for b in BLIND]
+            blind = [(f"{b} ({'blind' if b in BLIND else 'reference'})", _evaluate([*common, "--monitor", b],
+                                                                                   here / b), "") for b in RULES]
             pub = [(row.label, row.values, "published") for row in published(bench, stream)]
             lm = [*common, "--backend", "llamacpp"]
             got = []
