@@ -23,8 +23,11 @@ import os
 import shutil
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+from filelock import FileLock
 
 from ego_adr.errors import UserError
 
@@ -213,13 +216,19 @@ def write_text(path: str | os.PathLike, text: str | bytes, durable: bool = False
     write-then-rename of the package (JSON, JSONL, pages, copied files)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(text.encode("utf-8") if isinstance(text, str) else text)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    tmp.replace(path)
+    # a name of this writer's own: two processes writing one file at once (two test workers filling one cache, two
+    # runs sharing a --cache-dir) each rename a whole file of their own, never each other's half-written one
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -294,11 +303,22 @@ def build_once(final: Path, build: Callable[[Path], None], is_complete: Callable
     """Build a folder at ``final`` exactly once, atomically: ``build(tmp)`` fills a temporary sibling that is then
     renamed into place, so an interrupted build is never seen as complete and concurrent builders never see a
     half-written folder. ``is_complete(folder)`` says whether an existing folder is current (a stale one is moved
-    away and rebuilt); when another process wins the race with a complete build, its build is kept."""
+    away and rebuilt). Builders of one folder take turns on a lock file beside it (``.NAME.lock``): whoever comes
+    second waits and finds the first one's folder; a builder that takes no lock (an older version) and wins the
+    race with a complete build has its build kept."""
     final = Path(final)
     if is_complete(final):
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
+    # one builder at a time: a second process asking while the first builds waits for its folder instead of
+    # building a copy of its own beside it (two test workers each built the same 45-second run, issue 46)
+    with FileLock(str(final.parent / f".{final.name}.lock")):
+        if is_complete(final):
+            return final
+        return _build(final, build, is_complete)
+
+
+def _build(final: Path, build: Callable[[Path], None], is_complete: Callable[[Path], bool]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))
     try:
         build(tmp / "build")

@@ -3,8 +3,8 @@ built once for the whole suite and nothing is written to the user's real cache.
 
 Under pytest-xdist (README's ``-n 2 --dist loadfile``: whole files to each worker, so module fixtures are built
 once) the controller makes the folder before it starts the workers, which inherit ``$EGO_ADR_CACHE`` and share
-it: every build into it is atomic (:func:`ego_adr.store.build_once`), so two workers asking for the demo set at
-once both get one complete folder, and a test that must see what a run writes to the default cache points
+it: every build into it is atomic and done once (:func:`ego_adr.store.build_once`: a worker asking for the demo
+set while the other builds it waits for that folder), and a test that must see what a run writes to the default cache points
 ``$EGO_ADR_CACHE`` at a folder of its own (tests/run/test_cache_and_limit.py).
 
 The session's cache is its own even when the user exports ``$EGO_ADR_CACHE`` (their real cache: the suite used to
@@ -16,6 +16,7 @@ filling ``~/.cache/ego_adr``."""
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -29,6 +30,8 @@ GUARD_ENV = "EGO_ADR_TEST_CACHE_GUARD"  # set once by the outermost session; wor
 
 def pytest_configure(config):
     global _OWN_CACHE, _GUARD
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep SLOWEST_FILES' order (below)
+        config.option.loadscopereorder = False
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -134,29 +137,64 @@ def browser():
         b.close()
 
 
-# The files that take longest (each a minute or more on CI's two cores: the --durations list of .ci/run, issue 38),
-# collected first: README's test command hands whole files to two xdist workers in collection order, and a long
-# file left for last would keep one worker busy alone after the other ran out of work.
+# The order in which README's test command (``-n 2 --dist loadfile``) hands whole files to its two workers: the
+# longest first, so that neither worker is left alone with a long one at the end (longest-first is what keeps two
+# queues even), each file's seconds from the README line's --durations on this 2-core machine (2026-12-06, idle);
+# the files not named here (none over 12 s) follow in collection order. pytest-xdist would otherwise reorder the
+# files by their number of tests (its --loadscope-reorder, on by default since 3.6), which put the slow files of few
+# tests last: pytest_configure turns that off. One constraint: the session's `--monitor all` folder (``tent_all``,
+# about 45 s to build) is built by the first file, and the next three, which the workers take before any other,
+# do not read it, so that no worker waits for the other's build.
 SLOWEST_FILES = (
-    "tests/test_public_runtime.py",
-    "tests/agents/test_public_white_replies.py",
-    "tests/integrations/test_lmms_eval_cli.py",
-    "tests/integrations/test_lmms_eval_scripted.py",
-    "tests/real_models/test_real_text_paths.py",
-    "tests/monitoring/test_steps_cli.py",
-    "tests/run/test_launch_ray.py",
-    "tests/run/test_user_mistakes.py",
-    "tests/run/test_run_kill.py",
-    "tests/test_docs.py",
-    "tests/stream/test_stream_kill.py",
-    "tests/run/test_retry_failed.py",
-    "tests/agents/test_white_soak.py",
+    "tests/monitoring/test_steps_cli.py",  # 45 s, builds tent_all
+    "tests/real_models/test_real_text_paths.py",  # 79
+    "tests/run/test_launch_ray.py",  # 61
+    "tests/test_public_runtime.py",  # 41
+    "tests/online_mistakes/test_selection.py",  # 35 after tent_all
+    "tests/integrations/test_lmms_eval_cli.py",  # 47
+    "tests/real_models/test_likelihood.py",  # 46
+    "tests/agents/test_white_soak.py",  # 45
+    "tests/agents/test_public_white_replies.py",  # 38
+    "tests/integrations/test_lmms_eval_scripted.py",  # 38
+    "tests/online_mistakes/test_workers.py",  # 36
+    "tests/real_models/test_scoring.py",  # 26
+    "tests/real_models/test_llamacpp_backend.py",  # 26
+    "tests/real_models/test_prego_lm.py",  # 23
+    "tests/online_mistakes/test_stacked_monitor.py",  # 16
+    "tests/models/test_families.py",  # 14
+    "tests/reasoning/test_cot_budget.py",  # 13
+    "tests/eval/test_browser.py",  # 13
+    "tests/run/test_run_e2e.py",  # 13
+    "tests/helpmeout/test_helpmeout_benchmark.py",  # 11
+    "tests/monitoring/test_same_steps.py",  # 11
+    "tests/reasoning/test_pipeline_routes.py",  # 11
+    "tests/run/test_user_mistakes.py",  # 10
+    "tests/run/test_retry_failed.py",  # 10
+    "tests/data/test_extra_source.py",  # 9
+    "tests/run/test_failures.py",  # 9
+    "tests/run/test_experiments.py",  # 9
+    "tests/agents/test_refusal_log.py",  # 8
+    "tests/test_docs_tables.py",  # 8
+    "tests/run/test_run_kill.py",  # 8
 )
 
 
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(SLOWEST_FILES)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _the_path_is_left_as_found():
+    """A test file that puts a folder on ``sys.path`` takes it away again: left there, what the worker's later
+    files import changed under them (``.ci/public-runtime``'s qwen-vl-utils, appended by one file, changed the
+    library versions every run records, and with them the step streams' fold-cache keys: issue 46)."""
+    before = list(sys.path)
+    yield
+    added = [p for p in sys.path if p not in before]
+    if added:
+        sys.path[:] = before
+        pytest.fail(f"this file left {added} on sys.path (remove it in the fixture that adds it)")
 
 
 # -- the step-stream benchmarks (tests/online_mistakes/, and tests/monitoring/'s command tests on their data): the
@@ -205,7 +243,8 @@ def tent_all_seeds() -> str:
 def tent_all(online_root) -> Path:
     """``evaluate --monitor all`` on EPIC-Tent-O's oracle stream, run once for every test that reads it (the
     learned monitors' fits and the nested selection take tens of seconds), into the session's cache folder, which
-    both xdist workers share (:func:`ego_adr.store.build_once`: the second worker finds the first one's folder);
+    both xdist workers share (:func:`ego_adr.store.build_once`: a worker that asks while the other builds it waits,
+and :data:`SLOWEST_FILES` has the first file build it while the other worker has other work);
     read only. Its nested selection runs the outer-fold seed :data:`SEEDS` alone (the default five cost five times
     as much; ``test_selection.py`` checks the choice over several seeds on a few cheap monitors)."""
     from ego_adr.monitoring.__main__ import main

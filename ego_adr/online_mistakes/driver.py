@@ -98,7 +98,7 @@ class StepStreams(Benchmark):
         e.add_argument("--max-new-tokens", type=int, default=None,
                        help="prego: tokens per reply (default: the --decoding's, PREGO's 4 numeric / 8 sampled)")
         e.add_argument("--selection-seeds", default=None, metavar="S1,S2,...",
-                       help="--monitor all: the outer-fold seeds of the nested selection (default "
+                       help="--monitor all or a list a,b: the outer-fold seeds of the nested selection (default "
                        f"{','.join(map(str, OUTER_SEEDS))}, fixed in advance); distinct whole numbers, recorded in "
                        "summary.json and the folder's identity")
 
@@ -135,14 +135,17 @@ class StepStreams(Benchmark):
             raise UserError(f"--partial is for a --stream FILE that covers some test videos; {own.stream} covers all")
 
     def seeds(self, s) -> tuple[int, ...]:
-        """``--selection-seeds`` (``--monitor all`` only), else the selection's seeds fixed in advance."""
+        """``--selection-seeds``, else the selection's seeds fixed in advance. The nested selection runs wherever
+        several monitors do (``--monitor all`` or a list ``a,b``), so the flag is taken there, and refused for one
+        monitor (it would change nothing)."""
         from ego_adr.online_mistakes.selection import OUTER_SEEDS, check_seeds
 
         text = s.own.selection_seeds
         if text is None:
             return OUTER_SEEDS
-        if not s.every:
-            raise UserError(f"--selection-seeds {text}: the nested selection runs with --monitor all only")
+        if not s.every and len({n.strip() for n in s.monitor.split(",") if n.strip()}) < 2:
+            raise UserError(f"--selection-seeds {text}: the nested selection runs over several monitors only "
+                            "(--monitor all, or a list a,b)")
         try:
             return check_seeds([x.strip() for x in str(text).split(",") if x.strip()])
         except ValueError as e:

@@ -99,12 +99,24 @@ def test_every_metric_in_metrics_json_is_recomputed_from_steps_jsonl(tent_all):
     check_folders(tent_all)
 
 
+#: the monitors run on a recogniser's stream below: the blind and reference rules and the learned monitors whose
+#: fits take a fraction of a second. The metrics are computed from the rows alone, whatever monitor wrote them, and
+#: every monitor's rows are checked on the oracle stream above (``tent_all``); ``--monitor all`` here cost 51 s, 40 of
+#: them the nested selection's fits of the five monitors left out (dtgl-do, ngram-text, seq2seq-oneclass,
+#: sgt-oneclass, stacked: issue 46 item 12), which add no other kind of row
+ON_A_RECOGNISER = ("flag-all", "never-alarm", "position", "unseen-step", "unseen-transition", "count-based",
+                   "egoadr-graph", "ngram-oneclass", "ngram-task")
+
+
 def test_every_metric_on_a_recognisers_stream_too(online_root, cli, tmp_path):
-    out = tmp_path / "all"
-    code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--stream", "miniroad", "--monitor", "all",
-                       "--data-root", online_root, "--out", out, "--selection-seeds", "1", "--quiet")
+    out = tmp_path / "some"
+    code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--stream", "miniroad", "--monitor",
+                       ",".join(ON_A_RECOGNISER), "--data-root", online_root, "--out", out, "--selection-seeds", "1",
+                       "--quiet")
     assert code == 0, err
-    check_folders(out)
+    summary = check_folders(out)
+    assert sorted(r["monitor"] for r in summary["rows"]) == sorted(ON_A_RECOGNISER)
+    assert summary["selection"]["outer_seeds"] == [1]  # a list of monitors takes the selection's seeds too
 
 
 def test_conventions_on_hand_made_rows():

@@ -48,7 +48,7 @@ def test_each_monitor_declares_its_options_and_a_value_is_read_by_its_option():
     (("--monitor", "all", "--selection-seeds", ""), "no seed given"),
     (("--monitor", "all", "--selection-seeds", "1,2,1"), "seed 1 is given twice"),
     (("--monitor", "all", "--selection-seeds", "1,x"), "whole numbers"),
-    (("--monitor", "count-based", "--selection-seeds", "1"), "with --monitor all only"),
+    (("--monitor", "count-based", "--selection-seeds", "1"), "over several monitors only"),
 ])
 def test_an_option_the_monitor_does_not_take_is_one_line(online_root, cli, tmp_path, argv, words):
     line = _refused(cli, tmp_path / "out", *argv, "--data-root", online_root)

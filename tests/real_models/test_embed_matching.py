@@ -85,10 +85,15 @@ def test_unknown_matcher_is_a_config_error():
 
 
 def _bench():
+    """scripts/bench_matching.py as a module (it imports its sibling scripts, so their folder is on the path while
+    it loads, and only then)."""
     sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("bench_matching", ROOT / "scripts" / "bench_matching.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    try:
+        spec = importlib.util.spec_from_file_location("bench_matching", ROOT / "scripts" / "bench_matching.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
     return mod
 
 

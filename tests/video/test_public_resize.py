@@ -26,13 +26,22 @@ def _frames(n: int, h: int, w: int) -> np.ndarray:
 @pytest.fixture(scope="module")
 def qvu():
     try:
-        return importlib.import_module("qwen_vl_utils")
+        yield importlib.import_module("qwen_vl_utils")
+        return
     except ImportError:
         pass
     if not (RUNTIME / "qwen_vl_utils").is_dir():
         pytest.skip(f"qwen-vl-utils 0.0.14 not installed (.ci/run puts it in {RUNTIME})")
     sys.path.append(str(RUNTIME))  # appended: only what the system lacks (qwen_vl_utils) comes from there
-    return importlib.import_module("qwen_vl_utils")
+    try:
+        yield importlib.import_module("qwen_vl_utils")
+    finally:
+        # and taken away again: left on the path, the worker's later tests saw qwen-vl-utils installed (its version
+        # is part of every run's recorded library versions, so the step streams' fold cache missed: issue 46)
+        sys.path.remove(str(RUNTIME))
+        for name in [m for m in sys.modules if m == "qwen_vl_utils" or m.startswith("qwen_vl_utils.")]:
+            del sys.modules[name]
+        importlib.invalidate_caches()
 
 
 @pytest.mark.parametrize("shape", [(7, 720, 1280), (8, 1080, 1920), (8, 360, 640)])
