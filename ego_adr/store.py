@@ -303,19 +303,39 @@ def build_once(final: Path, build: Callable[[Path], None], is_complete: Callable
     """Build a folder at ``final`` exactly once, atomically: ``build(tmp)`` fills a temporary sibling that is then
     renamed into place, so an interrupted build is never seen as complete and concurrent builders never see a
     half-written folder. ``is_complete(folder)`` says whether an existing folder is current (a stale one is moved
-    away and rebuilt). Builders of one folder take turns on a lock file beside it (``.NAME.lock``): whoever comes
-    second waits and finds the first one's folder; a builder that takes no lock (an older version) and wins the
-    race with a complete build has its build kept."""
+    away and rebuilt). Builders of one folder take turns on a lock (:func:`_lock_file`): whoever comes second waits
+    and finds the first one's folder; a builder that takes no lock (an older version, another machine on a shared
+    file system) and wins the race with a complete build has its build kept."""
     final = Path(final)
     if is_complete(final):
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     # one builder at a time: a second process asking while the first builds waits for its folder instead of
     # building a copy of its own beside it (two test workers each built the same 45-second run, issue 46)
-    with FileLock(str(final.parent / f".{final.name}.lock")):
+    try:
+        lock = FileLock(str(_lock_file(final)), mode=0o666)
+        lock.acquire()
+    except OSError:  # a lock folder this user cannot write (another user's): build unlocked, as before the lock
+        return _build(final, build, is_complete)
+    try:
         if is_complete(final):
             return final
         return _build(final, build, is_complete)
+    finally:
+        lock.release()
+
+
+def _lock_file(final: Path) -> Path:
+    """The lock of :func:`build_once` for ``final``: in the system's temporary folder, named by the digest of the
+    folder's absolute path, so the cache holds nothing but its folders (a lock file is never removed: removing one
+    that a waiting process has open would let a third process lock a new file beside it)."""
+    digest = hashlib.sha256(str(final.resolve()).encode("utf-8")).hexdigest()[:24]
+    folder = Path(tempfile.gettempdir()) / "ego_adr-build-locks"
+    if not folder.is_dir():
+        folder.mkdir(exist_ok=True)
+        with contextlib.suppress(OSError):
+            folder.chmod(0o1777)  # every user's builds lock here, as in /tmp itself
+    return folder / f"{digest}.lock"
 
 
 def _build(final: Path, build: Callable[[Path], None], is_complete: Callable[[Path], bool]) -> Path:

@@ -170,7 +170,8 @@ class CaptainCook4D(Benchmark):
         t0, load = time.perf_counter(), os.getloadavg()[0]
         with cache_scope(s.cache_dir) if s.cache_dir else contextlib.nullcontext():
             model = prepared if self.registry.get(name).needs_model else None
-            res = run_one(name, [data.data], options, data.sha256, s.own.missing_target, model)[0]
+            res = run_one(name, [data.data], options, data.sha256, s.own.missing_target, model,
+                          progress=model is not None and not s.quiet)[0]
         rows, val, own = res.pop("rows"), res.pop("validation_rows"), res.pop("files")
         fit = res.pop("fit_cpu_seconds")
         volatile = {k: res["stats"].pop(k) for k in VOLATILE if k in res["stats"]}  # seconds, cache hits

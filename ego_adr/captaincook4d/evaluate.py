@@ -43,7 +43,7 @@ import numpy as np
 from ego_adr.captaincook4d import benchmark as B
 from ego_adr.captaincook4d import monitors as CM
 from ego_adr.captaincook4d import registry as CR
-from ego_adr.monitoring.monitor import run_episode
+from ego_adr.monitoring.monitor import counted, run_episode
 from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.online_mistakes import complete_metrics as CMX
@@ -79,12 +79,17 @@ def truth(rec: B.Recording) -> dict:
     return {"errorful": first is not None, "error_onset": first, "error_types": kinds}
 
 
-def feed(monitor, train: B.Training, stream: B.Stream) -> list[dict]:
-    """Every recording through the fitted ``monitor``, one observation at a time; the per-step rows."""
+def feed(monitor, train: B.Training, stream: B.Stream, progress: bool = False, label: str = "") -> list[dict]:
+    """Every recording through the fitted ``monitor``, one observation at a time; the per-step rows. ``progress``:
+    a bar over the steps on stderr (a monitor that asks a model takes minutes)."""
+    from tqdm import tqdm
+
     rows = []
+    bar = tqdm(total=sum(len(r.steps) for r in stream.recordings), desc=f"{label or 'monitor'} {stream.split}",
+               unit="step", disable=not progress)
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, train.taxonomy)
-        outs = run_episode(monitor, rec.video, ctx, iter(rec.steps))
+        outs = run_episode(monitor, rec.video, ctx, counted(rec.steps, bar))
         tr = truth(rec)
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= 0.5) if out.flagged is None else bool(out.flagged)
@@ -93,6 +98,7 @@ def feed(monitor, train: B.Training, stream: B.Stream) -> list[dict]:
             rows.append(row | {"video": rec.video, "step_id": rec.steps[t], "step_name": rec.names[t],
                                "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]), "scored": True,
                                "omitted": [train.taxonomy[s] for s, i in rec.skipped if i == t]})
+    bar.close()
     return rows
 
 
@@ -193,11 +199,12 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _scored(name: str, mon, data: B.Data, points, val: list[dict], obj: float, tried: dict) -> dict:
+def _scored(name: str, mon, data: B.Data, points, val: list[dict], obj: float, tried: dict,
+            progress: bool = False) -> dict:
     """The monitor's result on the test rows; what the monitor says of itself where it says it: its deviations from
     the published method, what it reads off its own rows (``summarise``: prego-lm's top-1 next step) and its files
     (``files``: prego-lm's prompts.json), as the step streams write them."""
-    test = apply(feed(mon, data.train, data.test), points)
+    test = apply(feed(mon, data.train, data.test, progress, name), points)
     own = {"deviations": list(mon.deviations)} if getattr(mon, "deviations", None) else {}
     if hasattr(mon, "summarise"):
         own |= mon.summarise(test)
@@ -221,12 +228,12 @@ def candidates(name: str, options: dict | None) -> tuple[list[dict], bool]:
 
 
 def run_one(name: str, datas: Sequence[B.Data], options: dict | None = None, data_sha256: str | None = None,
-            rule: str = "graph", model=None) -> list[dict]:
+            rule: str = "graph", model=None, progress: bool = False) -> list[dict]:
     """One monitor through the three steps of the module docstring on each of ``datas`` (benchmarks that share
     one training split: it is fitted once per option set); a result per benchmark, with its test and validation
     rows. ``options``: its ``--monitor-option``s, resolved (default: the registry's defaults); ``data_sha256``: the
     digest of the files read, to keep the fits in the cache (:func:`_fitted`; None: not kept); ``model``: the loaded
-    model of a monitor that needs one."""
+    model of a monitor that needs one; ``progress``: a bar over the validation and test steps on stderr."""
     given = CR.REGISTRY.resolve_options(name, {}) if options is None else options
     options, chosen = candidates(name, given)
     keep = data_sha256 and model is None
@@ -236,7 +243,7 @@ def run_one(name: str, datas: Sequence[B.Data], options: dict | None = None, dat
     for data in datas:
         tried = []
         for i, (opt, (mon, _)) in enumerate(zip(options, fitted)):
-            val = feed(mon, data.train, data.val)
+            val = feed(mon, data.train, data.val, progress, name)
             points = None if name in FIXED else choose(val)
             val = apply(val, points)
             tried.append((_objective(val), -i, opt, mon, points, val))
@@ -245,7 +252,7 @@ def run_one(name: str, datas: Sequence[B.Data], options: dict | None = None, dat
         if not chosen and isinstance(getattr(mon, "selection", None), dict) and "checks" in opt:
             mon.selection = mon.selection | {"chosen_by": f"given: --monitor-option checks={opt['checks']}"}
         res = _scored(name, mon, data, points, val, obj,
-                      {",".join(str(t[2][k]) for k in shown) or "-": round(t[0], 4) for t in tried})
+                      {",".join(str(t[2][k]) for k in shown) or "-": round(t[0], 4) for t in tried}, progress)
         out.append(res | {"options": shown, "given_options": given,
                           "fit_cpu_seconds": round(sum(f for _, f in fitted), 2)})
     return out

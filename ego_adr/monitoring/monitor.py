@@ -11,7 +11,7 @@ the operating point chosen for each metric (a benchmark that scores several metr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,3 +72,16 @@ def run_episode(monitor: Monitor, episode_id: str, ctx: Any, observations: Seque
         out.prob = checked_prob(monitor, out.prob, f"{episode_id} step {t}")
         outs.append(out)
     return outs
+
+
+def counted(observations: Sequence, bar=None) -> Iterator:
+    """``observations`` one at a time for :func:`run_episode`, each produced only when the monitor asks for it, with
+    ``bar`` (a tqdm bar, or None) advanced as the monitor answers: a step is counted when the next one is asked
+    for, the last one when the episode ends. A monitor that asks a model takes minutes over a benchmark, and the
+    bar is how a user sees it move (every step-stream benchmark's monitors, issue 46)."""
+    for i, obs in enumerate(observations):
+        if bar is not None and i:
+            bar.update(1)
+        yield obs
+    if bar is not None and len(observations):
+        bar.update(1)

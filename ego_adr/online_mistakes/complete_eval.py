@@ -43,7 +43,7 @@ from pathlib import Path
 from ego_adr.errors import UserError
 from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.driver import MonitorResult
-from ego_adr.monitoring.monitor import run_episode
+from ego_adr.monitoring.monitor import counted, run_episode
 from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.online_mistakes import complete_metrics as CM
@@ -81,14 +81,18 @@ def _truth(rec: C.CompleteRecording) -> dict:
             "primary_type": rec.kinds[first][0] if first is not None and rec.kinds[first] else None}
 
 
-def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
+def rows_of(monitor, stream: C.CompleteStream, progress: bool = False, label: str = "") -> list[dict]:
     """Every complete recording through the fitted ``monitor``, one step at a time; the per-step rows: the
     monitoring layer's (:func:`ego_adr.monitoring.per_step.step_row`, ``episode`` the video) plus the fields of
-    this benchmark."""
+    this benchmark. ``progress``: a bar over the steps on stderr (a monitor that asks a model takes minutes)."""
+    from tqdm import tqdm
+
     rows = []
+    bar = tqdm(total=sum(len(r.steps) for r in stream.recordings), desc=f"{label or 'monitor'} complete trials",
+               unit="step", disable=not progress)
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, stream.taxonomy)
-        outs = run_episode(monitor, rec.video, ctx, iter(rec.steps))
+        outs = run_episode(monitor, rec.video, ctx, counted(rec.steps, bar))
         truth = _truth(rec)
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
@@ -98,6 +102,7 @@ def rows_of(monitor, stream: C.CompleteStream) -> list[dict]:
             rows.append(row | {"step_id": rec.steps[t], "step_name": rec.names[t],
                                "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
                                "scored": rec.scored[t], **({"flagged_for": per} if per else {})})
+    bar.close()
     return rows
 
 
@@ -179,12 +184,13 @@ class CompleteStreams(StepStreams):
         return ident | self.model_keys(s, [monitor] if isinstance(monitor, str) else list(monitor))
 
     def run_monitor(self, s, data: CompleteData, name: str, options: dict, prepared, out: Path) -> MonitorResult:
-        kw = {"data_root": s.own.data_root, **options,
-              **({"model": prepared} if REGISTRY.get(name).needs_model else {})}
+        needs = REGISTRY.get(name).needs_model
+        bars = needs and not s.quiet  # a monitor that asks a model: a bar over its fit's and its steps' requests
+        kw = {"data_root": s.own.data_root, **options, **({"model": prepared, "progress": bars} if needs else {})}
         t0 = time.perf_counter()
         monitor = fitted(name, data.train, **kw)
-        rows = rows_of(monitor, data.stream)
-        cut_rows = feed(monitor, data.train, data.cut)
+        rows = rows_of(monitor, data.stream, progress=bars, label=name)
+        cut_rows = feed(monitor, data.train, data.cut, progress=bars, label=name)
         res, timing = timing_apart(result(name, data.train, data.stream, rows, cut_rows, monitor, data.extra),
                                    round(time.perf_counter() - t0, 3))
         files = {f: json.dumps(d, indent=1, ensure_ascii=False, default=str)

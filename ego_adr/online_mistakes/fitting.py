@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
-from ego_adr.monitoring.monitor import run_episode
+from ego_adr.monitoring.monitor import counted, run_episode
 from ego_adr.monitoring.numerics import cpu_model, stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.monitoring.step_metrics import COLUMN_POINT, OPERATING_POINTS, RESAMPLES, SEED, intervals, scored
@@ -37,16 +37,6 @@ THRESHOLD = 0.5
 ORACLE_STREAMS = ("oracle", "oracle-merged")  # the ground-truth steps of the cut benchmarks
 HARNESS_VERSION = "3"  # bump when what a folder holds changes: an old folder is then not resumed as current
 RESULT_FILES = ("steps.jsonl", "metrics.json", "report.md")
-
-
-def _observations(steps, bar=None):
-    """One step id at a time, produced only when the monitor asks for the next one (``bar`` counts the answers)."""
-    for i, s in enumerate(steps):
-        if bar is not None and i:
-            bar.update(1)
-        yield s
-    if bar is not None and steps:
-        bar.update(1)
 
 
 def configured(train: TrainingSet, stream: str) -> TrainingSet:
@@ -75,7 +65,7 @@ def run_monitor(name: str, train: TrainingSet, stream: Stream, *, progress: bool
     """The per-step rows of monitor ``name`` on ``stream``, and the fitted monitor (for its selection, stats);
     fitted on ``train`` :func:`configured` for ``stream``. ``progress``: a bar over the test steps on stderr (a
     monitor that asks a model takes minutes)."""
-    monitor = fitted(name, configured(train, stream.name), **build_kw)
+    monitor = fitted(name, configured(train, stream.name), progress=progress, **build_kw)  # for one that takes it
     return feed(monitor, train, stream, progress=progress, label=name), monitor
 
 
@@ -88,7 +78,7 @@ def feed(monitor, train: TrainingSet, stream: Stream, progress: bool = False, la
                unit="step", disable=not progress)
     for rec in stream.recordings:
         ctx = StepContext(stream.benchmark, rec.video, train.taxonomy)
-        outs = run_episode(monitor, rec.video, ctx, _observations(rec.steps, bar))
+        outs = run_episode(monitor, rec.video, ctx, counted(rec.steps, bar))
         # every test recording is cut at its first mistake (data.py): errorful, its mistake the last step
         truth = {"errorful": True, "error_onset": len(rec.steps) - 1}
         for t, out in enumerate(outs):

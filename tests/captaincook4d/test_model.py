@@ -81,6 +81,13 @@ def test_prego_lm_runs_with_a_model_records_it_and_resumes_without_asking_it(cli
         mp.setattr("ego_adr.models.loading.load_vlm", lambda *a, **k: pytest.fail("a finished folder loaded the model"))
         rc, _, err = _run(cli, small_root, out, *model, "--monitor-option", "candidates=task")
     assert rc == 0 and (out / "metrics.json").read_bytes() == before
+    # without --quiet, into a folder of its own (the stage cache answers): a bar over the validation steps and one
+    # over the test steps on stderr, which a run logged to a file keeps too (issue 46: these showed nothing)
+    rc, _, err = cli("evaluate", "--benchmark", "captaincook4d-o", "--data-root", small_root, "--out",
+                     tmp_path / "shown", "--cache-dir", out.parent / "cache", *model, "--monitor-option",
+                     "candidates=task")
+    assert rc == 0, err
+    assert f"{len(val)}/{len(val)} [" in err and f"{len(rows)}/{len(rows)} [" in err and "step/s" in err
     # another model in the same folder refuses, in one line
     rc, _, err = _run(cli, small_root, out, "--monitor", "prego-lm", "--model", "gemma3-270m", "--backend",
                       "llamacpp", "--monitor-option", "candidates=task")

@@ -31,21 +31,21 @@ def root(tmp_path) -> Path:
     return root
 
 
-def _args(root: Path, out: Path, *extra: str) -> list[str]:
+def _args(root: Path, out: Path, *extra: str, quiet: bool = True) -> list[str]:
     return ["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle-merged", "--monitor", "prego-lm",
             "--model", "smollm2-135m", "--backend", "llamacpp", "--data-root", str(root), "--out", str(out),
-            "--cache-dir", str(out.parent / "cache"), "--quiet", *extra]
+            "--cache-dir", str(out.parent / "cache"), *(["--quiet"] if quiet else []), *extra]
 
 
-def _run(root: Path, out: Path, *extra: str) -> dict:
+def _run(root: Path, out: Path, *extra: str, quiet: bool = True) -> dict:
     from ego_adr.monitoring.__main__ import main
 
-    assert main(_args(root, out, *extra)) == 0
+    assert main(_args(root, out, *extra, quiet=quiet)) == 0
     return json.loads((out / "metrics.json").read_text())
 
 
 @pytest.mark.parametrize("form", ["symbols", "names"])
-def test_prego_lm_scores_every_step_and_alarms_at_a_cross_validated_threshold(form, root, tmp_path):
+def test_prego_lm_scores_every_step_and_alarms_at_a_cross_validated_threshold(form, root, tmp_path, capsys):
     out = tmp_path / form
     m = _run(root, out, "--monitor-option", f"form={form}")
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
@@ -68,9 +68,15 @@ def test_prego_lm_scores_every_step_and_alarms_at_a_cross_validated_threshold(fo
     assert m["stats"]["likelihood_calls"] > len(steps) and m["deviations"]
     assert not math.isnan(m["auroc"])
     if form == "symbols":  # the same run again, into another folder: every likelihood from the stage cache
-        again = _run(root, tmp_path / "again", "--monitor-option", f"form={form}")
+        capsys.readouterr()
+        again = _run(root, tmp_path / "again", "--monitor-option", f"form={form}", quiet=False)
         hits = m["stats"]["likelihood_calls"] + 1  # and the check that the model scores candidates at all
         assert again["stats"]["model_calls"] == 0 and again["stats"]["cache_hits"] == hits
+        # without --quiet its progress shows on stderr, logged to a file too: the cross-validation's prefixes and
+        # every test step (issue 46: the prefixes' bar showed only on a terminal)
+        err = capsys.readouterr().err
+        assert "prefix/s]" in err
+        assert "prego-lm oracle-merged: 100%" in err and f"{len(steps)}/{len(steps)} [" in err
         assert (tmp_path / "again" / "steps.jsonl").read_text() == (out / "steps.jsonl").read_text()
         # a folder written before prego-lm had `candidates` (its identity lacks the key) is that run at the
         # default: read back and re-labelled, not refused; at the other value it is refused

@@ -74,7 +74,7 @@ class PregoLM(Monitor):
                              "recording's task (CaptainCook4D: its recipe's) and END", POOLS))
 
     def __init__(self, model=None, form: str = FORMS[0], seed: int = 0, folds: int = 5,
-                 candidates: str = POOLS[0]) -> None:
+                 candidates: str = POOLS[0], progress: bool = False) -> None:
         if model is None:
             raise ValueError("prego-lm needs a model (--model NAME; --backend llamacpp or hf)")
         if form not in FORMS:
@@ -82,6 +82,7 @@ class PregoLM(Monitor):
         if candidates not in POOLS:
             raise ValueError(f"option candidates={candidates!r} is not one of {', '.join(POOLS)}")
         self.lm, self.form, self.seed, self.k, self.pool = model, form, seed, folds, candidates
+        self.progress = progress  # a bar over the cross-validation's prefixes (the command's, unless --quiet)
         self.calls = 0
         self.selection: dict = {}
         self.deviations = [DEVIATIONS[0], DEVIATIONS[1] if folds else GIVEN_THRESHOLD] + [TASK_POOL] * (
@@ -197,7 +198,7 @@ class PregoLM(Monitor):
 
         order = sorted(prefixes, key=lambda k: prefixes[k])
         out = {}
-        for k in tqdm(order, desc=label, unit="prefix", disable=None):
+        for k in tqdm(order, desc=label, unit="prefix", disable=not self.progress):
             out[k] = self._dist(LikelihoodRequest(prefixes[k], self._pool(k[1])[1], dict(META)), k[1])
         return out
 
