@@ -21,7 +21,8 @@ its folder (its ``timing.json``), so they are what a user pays from a cold stage
 
     python scripts/bench_real_prego.py [--benchmarks epic-tent-o assembly101-o captaincook4d-o]
         [--streams oracle-merged miniroad] [--monitors prego prego-lm] [--models smollm2-135m gemma3-270m]
-        [--names epic-tent-o/oracle-merged] [--candidates task] [--out DIR] [--write-docs]
+        [--names epic-tent-o/oracle-merged] [--candidates task] [--prego-on BENCHMARK ...] [--out DIR]
+        [--write-docs]
 
 Every run keeps its stage cache under ``--out``: run again with the same ``--out``, the same command answers from
 it in seconds. On a busy 2-core machine the whole grid took hours the first time (the load is printed above the
@@ -44,6 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 KEYS = ("balanced_precision", "mistake_recall", "balanced_f1", "macro_f1")
 BLIND = ("flag-all", "never-alarm", "position")
 CC4D = ("captaincook4d-o", "captaincook4d-complete")
+COMPLETE_CC4D = ("captaincook4d-complete",)  # recordings that go on after their first mistake
 COMPLETE = ("assembly101-complete", "epic-tent-complete")  # complete trials: blocks of their own (-complete)
 
 
@@ -92,11 +94,31 @@ def _cells(m: dict, extra: bool) -> str:
 
 
 def _cc4d_metrics(folder: Path) -> dict:
-    """A CaptainCook4D monitor folder's test metrics in the step streams' shape (the keys the tables read)."""
+    """A CaptainCook4D monitor folder's test metrics in the step streams' shape (the keys the tables read), and
+    where its alarms fall (:func:`alarm_shares`)."""
     m = json.loads((folder / "metrics.json").read_text())
     timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
+    rows = [json.loads(x) for x in (folder / "steps.jsonl").read_text().splitlines() if x.strip()]
     return {**m["test"], **{k: m[k] for k in ("next_step_top1", "stats") if k in m}, "seconds": timing.get("seconds"),
-            "load": timing.get("load_average")}
+            "load": timing.get("load_average"), "alarms": alarm_shares(rows)}
+
+
+def alarm_shares(rows: list[dict]) -> dict[str, tuple[int, float]]:
+    """At the macro-F1 operating point, the share of steps alarmed on (and how many steps): the correct steps before
+    a recording's first mistake, the correct steps after it (complete trials only: a cut recording ends there) and
+    the mistakes; what tells a monitor that finds fewer mistakes from one that alarms more on correct steps."""
+    first: dict[str, int] = {}
+    for r in rows:
+        if r["label"] and r["episode"] not in first:
+            first[r["episode"]] = r["index"]
+    parts = {"correct, before the first mistake": lambda r: not r["label"] and r["index"] < first.get(r["episode"], 1e9),
+             "correct, after it": lambda r: not r["label"] and r["index"] > first.get(r["episode"], 1e9),
+             "mistakes": lambda r: bool(r["label"])}
+    out = {}
+    for name, keep in parts.items():
+        got = [r["flagged_for"]["macro_f1"] for r in rows if keep(r)]
+        out[name] = (len(got), sum(got) / len(got) if got else 0.0)
+    return out
 
 
 def _cc4d(a, out: Path, bench: str) -> tuple[list, list]:
@@ -112,7 +134,7 @@ def _cc4d(a, out: Path, bench: str) -> tuple[list, list]:
              for r in CC4D_RULES]
     lm = [*common, "--backend", "llamacpp"]
     got, rows = [], []
-    for alias in a.models if "prego" in a.monitors else ():
+    for alias in a.models if "prego" in a.monitors and (a.prego_on is None or bench in a.prego_on) else ():
         f = here / f"prego-{alias}"
         _evaluate_only([*lm, "--monitor", "prego", "--model", alias], f)
         got.append((f"PREGO, {alias}", _cc4d_metrics(f), replies(f)))
@@ -190,7 +212,7 @@ def _grid(a, out: Path) -> tuple[list, list]:
             pub = [(row.label, row.values, "published") for row in published(bench, stream)]
             lm = [*common, "--backend", "llamacpp"]
             got = []
-            for alias in a.models if "prego" in a.monitors else ():
+            for alias in a.models if "prego" in a.monitors and (a.prego_on is None or bench in a.prego_on) else ():
                 m = _evaluate([*lm, "--monitor", "prego", "--model", alias], here / f"prego-{alias}")
                 got.append((f"PREGO, {alias}", m, replies(here / f"prego-{alias}")))
             prego += [(bench, stream, *r) for r in [*blind[:1], *got, *pub]]
@@ -255,6 +277,16 @@ def _tables(a, prego: list, plm: list, repeats: list, head: str, suffix: str, pr
                 print("|---|---|---:|---:|")
                 for bench, stream, wrong, right in repeats:
                     print(f"| {bench} | {stream} | {wrong} | {right} |")
+            shares = [(b, n, m["alarms"]) for b, _, n, m, _ in plm if "alarms" in m and b in COMPLETE_CC4D]
+            if shares:
+                parts = list(shares[0][2])
+                print("\nWhere the alarms fall on the complete trials, at the macro-F1 point (share of the steps "
+                      "alarmed on; how many steps):\n")
+                print("| benchmark | monitor | " + " | ".join(parts) + " |")
+                print("|---|---|" + "---:|" * len(parts))
+                for bench, name, al in shares:
+                    print(f"| {bench} | {name} | " + " | ".join(f"{100 * al[p][1]:.1f}% ({al[p][0]})" for p in parts)
+                          + " |")
             if probe:
                 print("\n" + probe)
         texts["prego-lm-real" + suffix] = table.text
@@ -270,6 +302,9 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
     ap.add_argument("--names", nargs="*", default=["epic-tent-o/oracle-merged"], metavar="BENCHMARK/STREAM",
                     help="where prego-lm also runs with step names (default epic-tent-o/oracle-merged)")
+    ap.add_argument("--prego-on", nargs="+", default=None, metavar="BENCHMARK",
+                    help="run PREGO (generative) on these of --benchmarks only (default: all of them; on "
+                    "captaincook4d-complete it is one generation per step, about half an hour a model here)")
     ap.add_argument("--candidates", nargs="+", default=["task"], choices=["task", "taxonomy"],
                     help="CaptainCook4D: prego-lm's candidate steps (default task: the recipe's steps and END)")
     ap.add_argument("--cost-steps", type=int, default=0, metavar="N",
@@ -279,6 +314,8 @@ def main() -> None:
                     "temporary folder)")
     docs_tables.add_flag(ap)
     a = ap.parse_args()
+    if a.prego_on and set(a.prego_on) - set(a.benchmarks):
+        ap.error(f"--prego-on {' '.join(a.prego_on)}: each must be one of --benchmarks")
     groups = list(dict.fromkeys(group_of(b) for b in a.benchmarks))
     blocks = [b + sfx for m, b in (("prego", "prego-real"), ("prego-lm", "prego-lm-real")) if m in a.monitors
               for sfx in groups]

@@ -104,3 +104,18 @@ def test_a_benchmark_writes_the_table_it_printed(tmp_path):
     page = (root / "docs" / "bench.md").read_text()
     assert len(table) == 1 and table[0] in page and "old" not in page and page.endswith("\n\nafter\n")
     assert page.split("<!-- bench:models -->")[1].split("<!-- /bench:models -->")[0].strip() == r.stdout.strip()
+
+
+def test_bench_real_prego_counts_where_the_alarms_fall_by_hand():
+    """``bench_real_prego.alarm_shares``: the correct steps before a recording's first mistake, after it, and the
+    mistakes, each the share alarmed on at the macro-F1 point, counted on hand-made rows."""
+    import bench_real_prego
+
+    def row(ep, i, label, alarm):
+        return {"episode": ep, "index": i, "label": label, "flagged_for": {"macro_f1": alarm, "balanced_f1": True}}
+
+    rows = [row("a", 0, 0, False), row("a", 1, 0, True), row("a", 2, 1, True), row("a", 3, 0, True),
+            row("a", 4, 1, False), row("b", 0, 0, False), row("b", 1, 0, False)]  # b: no mistake, all "before"
+    got = bench_real_prego.alarm_shares(rows)
+    assert got == {"correct, before the first mistake": (4, 0.25), "correct, after it": (1, 1.0),
+                   "mistakes": (2, 0.5)}
