@@ -82,8 +82,17 @@ def request_key(model, request: Request, backend: str) -> str:
         "messages": messages_digest(request),
         "generation": request.config.key(),
     }
-    blob = json.dumps(canon, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    blob = json.dumps(canon | _numerics(model), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _numerics(model) -> dict:
+    """What besides the weights decides a backend's numbers, where the backend says (``model.numerics``: llama.cpp's
+    thread count, :mod:`ego_adr.models.llamacpp_backend`): part of the key, so an answer is never served to a run
+    that would have computed another. Not part of the model's fingerprint, which names the weights (a run's
+    identity, the probe's trials); absent for every other backend, whose keys stay as they were."""
+    numerics = getattr(model, "numerics", None)
+    return {"numerics": numerics} if numerics else {}
 
 
 def likelihood_key(model, request, backend: str) -> str:
@@ -95,7 +104,7 @@ def likelihood_key(model, request, backend: str) -> str:
     canon = {"schema": KEY_SCHEMA, "kind": "loglikelihood", "model": model.fingerprint, "backend": backend,
              "stage": meta.get("stage"), "prompt": meta.get("prompt"), "prompt_version": meta.get("prompt_version"),
              "request": request_digest(request)}
-    blob = json.dumps(canon, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    blob = json.dumps(canon | _numerics(model), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

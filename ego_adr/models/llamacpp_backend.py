@@ -17,13 +17,15 @@ What it answers:
   server's prompt cache keeps their shared prefix; a token outside the returned top ``n_probs`` is read by a
   request that forces exactly that token (a GBNF grammar naming its id), so every number is exact.
 
-Its fingerprint is the GGUF file's (name, size, first and last MiB) and the thread count, not the server's port:
-the stage cache holds across runs, whichever port each run's server took. ``threads`` (``$EGO_ADR_LLAMACPP_THREADS``,
-default the cores left idle when the model loads, at least 1) changes the numbers a little, not only the speed:
-llama.cpp splits its sums over the threads, and the same candidates scored on 2 threads and on the default differed
-by up to 0.031 in probability (5 of 538 alarms on epic-tent-complete, docs/real_models.md). So an answer is kept
-under its thread count and never served to a run on another; set ``$EGO_ADR_LLAMACPP_THREADS`` for numbers that
-do not follow the machine's load. Requests with frames fail alone (text only).
+Its fingerprint is the GGUF file's (name, size, first and last MiB), not the server's port: the stage cache holds
+across runs, whichever port each run's server took. ``threads`` (``$EGO_ADR_LLAMACPP_THREADS``, default the cores
+left idle when the model loads, at least 1) changes the numbers a little, not only the speed: llama.cpp splits its
+sums over the threads, and the same candidates scored on 2 threads and on the default differed by up to 0.031 in
+probability (5 of 538 alarms on epic-tent-complete, docs/real_models.md). So the thread count is part of every
+stage-cache key (``numerics``, :func:`ego_adr.models.cache.request_key`): an answer is never served to a run on
+another count. It is not part of the fingerprint, which names the weights (a run's identity, the probe's trials).
+Set ``$EGO_ADR_LLAMACPP_THREADS`` for numbers that do not follow the machine's load. Requests with frames fail
+alone (text only).
 """
 
 from __future__ import annotations
@@ -93,9 +95,10 @@ class LlamaCppModel:
 
         self.path, self.served = resolve_gguf(name_or_path)
         self._name = str(name_or_path)
+        self._fingerprint = f"llamacpp:{self.path.name}@{file_fingerprint(self.path)}"
         self.threads = int(threads or default_threads())
-        # the thread count is part of what an answer depends on (module docstring)
-        self._fingerprint = f"llamacpp:{self.path.name}@{file_fingerprint(self.path)}/threads={self.threads}"
+        # what besides the weights its numbers depend on: part of every stage-cache key (module docstring)
+        self.numerics = f"threads={self.threads}"
         self.server = LlamaCppServer(self.path, self.served, threads=self.threads, n_ctx=n_ctx, swa_full=True)
         self.server.start()
         # the run's end or this object going away: close the child's input and do not wait (an interrupt that

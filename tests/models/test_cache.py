@@ -206,3 +206,15 @@ def test_merge_from_another_cache(tmp_path):
         b.put("k2", "two")
         assert a.merge_from(b.path) == 1
         assert a.get("k1")["text"] == "one" and a.get("k2")["text"] == "two"
+
+
+def test_what_a_backend_says_decides_its_numbers_is_part_of_the_key_and_absent_changes_nothing():
+    """``numerics`` (llama.cpp's thread count): two counts, two keys, one fingerprint; a backend without it, or
+    with it empty, keeps the key it had."""
+    req = Request([Message.user("q")], GenerationConfig(max_new_tokens=4), {"stage": "s"})
+    plain = CountingModelDouble()
+    empty, one, two = CountingModelDouble(), CountingModelDouble(), CountingModelDouble()
+    empty.numerics, one.numerics, two.numerics = None, "threads=1", "threads=2"
+    assert request_key(empty, req, "llamacpp") == request_key(plain, req, "llamacpp")
+    keys = {request_key(m, req, "llamacpp") for m in (plain, one, two)}
+    assert len(keys) == 3 and one.fingerprint == two.fingerprint == plain.fingerprint

@@ -90,18 +90,21 @@ def test_a_judge_on_the_llamacpp_backend_answers_and_a_bad_one_is_refused_before
 
 def test_an_answer_is_kept_under_the_thread_count_that_gave_it(smollm2_server):
     """llama.cpp's numbers move a little with its thread count (docs/real_models.md), so the thread count is part
-    of the model's fingerprint: the stage cache never serves an answer computed on 2 threads to a run on 1.
-    (``smollm2_server``: skips where the packaged GGUF or llama.cpp is missing.)"""
-    from ego_adr.models.cache import likelihood_key
+    of every stage-cache key: the cache never serves an answer computed on 2 threads to a run on 1; the
+    fingerprint, which names the weights, is the same. (``smollm2_server``: skips where the packaged GGUF or
+    llama.cpp is missing.)"""
+    from ego_adr.models.base import GenerationConfig, Message, Request
+    from ego_adr.models.cache import likelihood_key, request_key
     from ego_adr.models.likelihood import LikelihoodRequest
     from ego_adr.models.llamacpp_backend import LlamaCppModel
 
     one, two = LlamaCppModel("smollm2-135m", threads=1), LlamaCppModel("smollm2-135m", threads=2)
     try:
-        assert one.fingerprint.endswith("/threads=1") and two.fingerprint.endswith("/threads=2")
-        assert one.fingerprint.rsplit("/", 1)[0] == two.fingerprint.rsplit("/", 1)[0]  # the same file
+        assert one.fingerprint == two.fingerprint and (one.numerics, two.numerics) == ("threads=1", "threads=2")
         req = LikelihoodRequest("1, 2, 3,", (" 4", " 5"), {"stage": "t"})
         assert likelihood_key(one, req, "llamacpp") != likelihood_key(two, req, "llamacpp")
+        chat = Request([Message("user", ["Say hi."])], GenerationConfig(max_new_tokens=4))
+        assert request_key(one, chat, "llamacpp") != request_key(two, chat, "llamacpp")
     finally:
         one.close()
         two.close()
