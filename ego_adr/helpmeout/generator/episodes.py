@@ -197,7 +197,9 @@ def generate(n: int, seed: int, cfg: GeneratorConfig | None = None, templates_di
     if workers > 1:
         import multiprocessing as mp
 
-        with mp.get_context("fork").Pool(workers) as pool:
+        # spawn, not fork: a forked child of a process that runs threads (a notebook's, a server's, a test worker's)
+        # can start with one of their locks held and hang for ever; the suite's worker did (issue 46)
+        with mp.get_context("spawn").Pool(workers) as pool:
             it: Iterable[dict] = pool.imap(_work, jobs, chunksize=64)
             return list(tqdm(it, total=n, disable=not progress, desc="episodes"))
     return [_work(j) for j in tqdm(jobs, disable=not progress, desc="episodes")]
