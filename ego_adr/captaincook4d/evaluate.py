@@ -43,7 +43,7 @@ import numpy as np
 from ego_adr.captaincook4d import benchmark as B
 from ego_adr.captaincook4d import monitors as CM
 from ego_adr.captaincook4d import registry as CR
-from ego_adr.monitoring.monitor import counted, run_episode
+from ego_adr.monitoring.monitor import stepped
 from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.online_mistakes import complete_metrics as CMX
@@ -82,14 +82,10 @@ def truth(rec: B.Recording) -> dict:
 def feed(monitor, train: B.Training, stream: B.Stream, progress: bool = False, label: str = "") -> list[dict]:
     """Every recording through the fitted ``monitor``, one observation at a time; the per-step rows. ``progress``:
     a bar over the steps on stderr (a monitor that asks a model takes minutes)."""
-    from tqdm import tqdm
-
     rows = []
-    bar = tqdm(total=sum(len(r.steps) for r in stream.recordings), desc=f"{label or 'monitor'} {stream.split}",
-               unit="step", disable=not progress)
-    for rec in stream.recordings:
-        ctx = StepContext(stream.benchmark, rec.video, train.taxonomy)
-        outs = run_episode(monitor, rec.video, ctx, counted(rec.steps, bar))
+    for rec, outs in stepped(monitor, stream.recordings, lambda r: StepContext(stream.benchmark, r.video,
+                                                                               train.taxonomy),
+                             progress=progress, desc=f"{label or 'monitor'} {stream.split}"):
         tr = truth(rec)
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= 0.5) if out.flagged is None else bool(out.flagged)
@@ -98,7 +94,6 @@ def feed(monitor, train: B.Training, stream: B.Stream, progress: bool = False, l
             rows.append(row | {"video": rec.video, "step_id": rec.steps[t], "step_name": rec.names[t],
                                "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]), "scored": True,
                                "omitted": [train.taxonomy[s] for s, i in rec.skipped if i == t]})
-    bar.close()
     return rows
 
 

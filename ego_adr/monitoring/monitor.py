@@ -11,7 +11,7 @@ the operating point chosen for each metric (a benchmark that scores several metr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,14 +74,25 @@ def run_episode(monitor: Monitor, episode_id: str, ctx: Any, observations: Seque
     return outs
 
 
-def counted(observations: Sequence, bar=None) -> Iterator:
-    """``observations`` one at a time for :func:`run_episode`, each produced only when the monitor asks for it, with
-    ``bar`` (a tqdm bar, or None) advanced as the monitor answers: a step is counted when the next one is asked
-    for, the last one when the episode ends. A monitor that asks a model takes minutes over a benchmark, and the
-    bar is how a user sees it move (every step-stream benchmark's monitors, issue 46)."""
+def stepped(monitor: Monitor, recordings: Sequence, context: Callable[[Any], Any], *, progress: bool = False,
+            desc: str = "monitor") -> Iterator[tuple[Any, list[StepOutput]]]:
+    """Each of ``recordings`` (anything with ``.video`` and ``.steps``) through :func:`run_episode` with its
+    ``context(recording)``; yields (recording, outputs). With ``progress``, one bar over all their steps on stderr,
+    advanced as the monitor answers: a monitor that asks a model takes minutes over a benchmark, and the bar is how
+    a user sees it move (every step-stream benchmark's monitors, issue 46)."""
+    from tqdm import tqdm
+
+    with tqdm(total=sum(len(r.steps) for r in recordings), desc=desc, unit="step", disable=not progress) as bar:
+        for rec in recordings:
+            yield rec, run_episode(monitor, rec.video, context(rec), _counted(rec.steps, bar))
+
+
+def _counted(observations: Sequence, bar) -> Iterator:
+    """``observations`` one at a time, each produced only when the monitor asks for it; ``bar`` counts a step when
+    the next one is asked for, the last one when the episode ends."""
     for i, obs in enumerate(observations):
-        if bar is not None and i:
+        if i:
             bar.update(1)
         yield obs
-    if bar is not None and len(observations):
+    if len(observations):
         bar.update(1)

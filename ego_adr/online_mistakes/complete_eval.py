@@ -43,7 +43,7 @@ from pathlib import Path
 from ego_adr.errors import UserError
 from ego_adr.models.compat import runtime_versions
 from ego_adr.monitoring.driver import MonitorResult
-from ego_adr.monitoring.monitor import counted, run_episode
+from ego_adr.monitoring.monitor import stepped
 from ego_adr.monitoring.numerics import stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.online_mistakes import complete_metrics as CM
@@ -85,14 +85,10 @@ def rows_of(monitor, stream: C.CompleteStream, progress: bool = False, label: st
     """Every complete recording through the fitted ``monitor``, one step at a time; the per-step rows: the
     monitoring layer's (:func:`ego_adr.monitoring.per_step.step_row`, ``episode`` the video) plus the fields of
     this benchmark. ``progress``: a bar over the steps on stderr (a monitor that asks a model takes minutes)."""
-    from tqdm import tqdm
-
     rows = []
-    bar = tqdm(total=sum(len(r.steps) for r in stream.recordings), desc=f"{label or 'monitor'} complete trials",
-               unit="step", disable=not progress)
-    for rec in stream.recordings:
-        ctx = StepContext(stream.benchmark, rec.video, stream.taxonomy)
-        outs = run_episode(monitor, rec.video, ctx, counted(rec.steps, bar))
+    for rec, outs in stepped(monitor, stream.recordings, lambda r: StepContext(stream.benchmark, r.video,
+                                                                               stream.taxonomy),
+                             progress=progress, desc=f"{label or 'monitor'} complete trials"):
         truth = _truth(rec)
         for t, out in enumerate(outs):
             flagged = bool(out.prob >= THRESHOLD) if out.flagged is None else bool(out.flagged)
@@ -102,7 +98,6 @@ def rows_of(monitor, stream: C.CompleteStream, progress: bool = False, label: st
             rows.append(row | {"step_id": rec.steps[t], "step_name": rec.names[t],
                                "source_label": rec.source_labels[t], "kinds": list(rec.kinds[t]),
                                "scored": rec.scored[t], **({"flagged_for": per} if per else {})})
-    bar.close()
     return rows
 
 

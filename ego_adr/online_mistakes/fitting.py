@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from ego_adr.models.compat import runtime_versions
-from ego_adr.monitoring.monitor import counted, run_episode
+from ego_adr.monitoring.monitor import stepped
 from ego_adr.monitoring.numerics import cpu_model, stable
 from ego_adr.monitoring.per_step import step_row
 from ego_adr.monitoring.step_metrics import COLUMN_POINT, OPERATING_POINTS, RESAMPLES, SEED, intervals, scored
@@ -71,14 +71,10 @@ def run_monitor(name: str, train: TrainingSet, stream: Stream, *, progress: bool
 
 def feed(monitor, train: TrainingSet, stream: Stream, progress: bool = False, label: str = "") -> list[dict]:
     """Every recording of ``stream`` through the (fitted) ``monitor``, one step at a time; the per-step rows."""
-    from tqdm import tqdm
-
     rows = []
-    bar = tqdm(total=sum(len(r.steps) for r in stream.recordings), desc=f"{label or 'monitor'} {stream.name}",
-               unit="step", disable=not progress)
-    for rec in stream.recordings:
-        ctx = StepContext(stream.benchmark, rec.video, train.taxonomy)
-        outs = run_episode(monitor, rec.video, ctx, counted(rec.steps, bar))
+    for rec, outs in stepped(monitor, stream.recordings, lambda r: StepContext(stream.benchmark, r.video,
+                                                                               train.taxonomy),
+                             progress=progress, desc=f"{label or 'monitor'} {stream.name}"):
         # every test recording is cut at its first mistake (data.py): errorful, its mistake the last step
         truth = {"errorful": True, "error_onset": len(rec.steps) - 1}
         for t, out in enumerate(outs):
@@ -88,7 +84,6 @@ def feed(monitor, train: TrainingSet, stream: Stream, progress: bool = False, la
                            category=out.category, onset=out.onset, evidence=out.evidence)
             rows.append(row | {"step_id": rec.steps[t],
                                "flagged_for": {k: per.get(k, flagged) for k in OPERATING_POINTS}})
-    bar.close()
     return rows
 
 
