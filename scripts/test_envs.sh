@@ -24,7 +24,7 @@ missing() {
 }
 
 # beside FUNCTION WHAT: build FUNCTION in the background, its output kept in a file until `gather` prints it. For
-# the environments that pip installs into a folder of their own (--target, no dependency resolution): they touch
+# the environments that pip installs into a folder of their own (with no dependencies resolved): they touch
 # nothing another block reads, so they download while .ci/lmms-venv (about a minute of pip) builds, not after it.
 BESIDE=$(mktemp -d)
 beside() {
