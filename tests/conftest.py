@@ -201,6 +201,12 @@ def _the_path_is_left_as_found():
 # data root (``../shared/online-mistakes`` next to the checkout, or ``$EGO_ADR_ONLINE_MISTAKES`` for a checkout
 # elsewhere, e.g. a git worktree), the command line in-process, and one shared ``--monitor all`` run
 SEEDS = "1"  # the outer-fold seed of tent_all's nested selection (one: each seed is a whole nested selection)
+#: the GRU and transformer capacity grid of tent_all's one-class monitors (``seq2seq-oneclass``, ``sgt-oneclass`` and
+#: the ``stacked`` monitor's GRU): two hidden sizes and two held-out checks instead of the default (32, 64) and up to
+#: 16 epochs. No test reads a number that needs the full grid (they check identities, bytes, the selection's
+#: records and the metrics against the per-step files), and the search itself -- two sizes compared, the best
+#: epoch kept -- still runs; the default grid was half of every ``--monitor all`` run here (30 of 60 s, twice a session)
+SMALL_GRID = ("--monitor-option", "hidden=8,16", "--monitor-option", "max_epochs=4")
 STEP_STREAMS = Path(__file__).resolve().parents[1].parent / "shared" / "online-mistakes"
 
 
@@ -235,8 +241,15 @@ def cli(capsys):
 
 @pytest.fixture(scope="session")
 def tent_all_seeds() -> str:
-    """The ``--selection-seeds`` of :func:`tent_all` (a run that is to read its selection back gives the same)."""
+    """The ``--selection-seeds`` of :func:`tent_all`."""
     return SEEDS
+
+
+@pytest.fixture(scope="session")
+def tent_all_args() -> tuple[str, ...]:
+    """What :func:`tent_all`'s command adds to ``--monitor all`` (a run that is to read its folds or folders back
+    gives the same): its selection seed and the small capacity grid (:data:`SMALL_GRID`)."""
+    return ("--selection-seeds", SEEDS, *SMALL_GRID)
 
 
 @pytest.fixture(scope="session")
@@ -246,12 +259,14 @@ def tent_all(online_root) -> Path:
     both xdist workers share (:func:`ego_adr.store.build_once`: a worker that asks while the other builds it waits,
 and :data:`SLOWEST_FILES` has the first file build it while the other worker has other work);
     read only. Its nested selection runs the outer-fold seed :data:`SEEDS` alone (the default five cost five times
-    as much; ``test_selection.py`` checks the choice over several seeds on a few cheap monitors)."""
+    as much; ``test_selection.py`` checks the choice over several seeds on a few cheap monitors), its one-class
+    monitors search the small grid :data:`SMALL_GRID`."""
     from ego_adr.monitoring.__main__ import main
     from ego_adr.store import build_once, cache_root
 
     def build(out: Path) -> None:
         assert main(["evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
-                     "--data-root", str(online_root), "--out", str(out), "--selection-seeds", SEEDS, "--quiet"]) == 0
+                     "--data-root", str(online_root), "--out", str(out), "--selection-seeds", SEEDS, *SMALL_GRID,
+                     "--quiet"]) == 0
 
     return build_once(cache_root() / "tests" / "tent-all", build, lambda p: (p / "summary.json").is_file())

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 from ego_adr.errors import UserError
 from ego_adr.monitoring.driver import Benchmark
+from ego_adr.monitoring.next_step_model import HIDDEN, MAX_EPOCHS
 from ego_adr.store import check_writable_dir
 
 ALIASES = ("decoding", "samples", "temperature", "max_new_tokens")  # prego's flags: aliases of its options
 #: Options a monitor gained after folders of it were written, with the value that is what it did before: a folder
 #: whose identity lacks the key is the same run at that value, resumed and re-labelled (not refused).
-LATER_OPTIONS = {("prego-lm", "candidates"): "taxonomy"}
+LATER_OPTIONS = {("prego-lm", "candidates"): "taxonomy", ("stacked", "hidden"): HIDDEN,
+                 ("stacked", "max_epochs"): MAX_EPOCHS}
 
 
 #: A monitor's ``stats`` that follow the cache and the clock, not the data (``dtgl-do``'s graph read from the

@@ -210,7 +210,7 @@ def _seed_part(sel: dict, seed: int) -> dict:
 
 
 def test_the_selection_is_the_same_when_the_test_labels_are_shuffled_under_a_fresh_cache(tent_all, online_root,
-                                                                                          cli, tmp_path):
+                                                                                          cli, tmp_path, tent_all_args):
     """Every nested fit and score computed afresh (a new cache root: nothing read back) on a copy of the data whose
     test labels are shuffled: seed 1's selection record is the one of the session's run; the test rows move."""
     from ego_adr.store import cache_scope
@@ -218,7 +218,7 @@ def test_the_selection_is_the_same_when_the_test_labels_are_shuffled_under_a_fre
     root = _shuffled_root(online_root, tmp_path)
     with cache_scope(tmp_path / "fresh-cache"):
         code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
-                           "--data-root", root, "--out", tmp_path / "out", "--selection-seeds", "1", "--quiet")
+                           "--data-root", root, "--out", tmp_path / "out", *tent_all_args, "--quiet")
     assert code == 0, err
     a = json.loads((tent_all / "summary.json").read_text())
     b = json.loads((tmp_path / "out" / "summary.json").read_text())

@@ -43,13 +43,13 @@ def test_a_monitor_folder_of_main_resumes_other_settings_refuse_and_fresh_starts
 
 @pytest.mark.slow
 def test_all_as_asked_a_monitor_that_joins_later_runs_and_nothing_else_is_redone(online_root, cli, tent_all,
-                                                                                 tent_all_seeds, tmp_path,
+                                                                                 tent_all_args, tmp_path,
                                                                                  monkeypatch):
     out = tmp_path / "om"
     shutil.copytree(tent_all, out)
     ident = json.loads((out / "identity.json").read_text())
     assert ident["monitors"] == "all" and "never-alarm" in ident["resolved_monitors"]
-    argv = _argv(online_root, out, "--selection-seeds", tent_all_seeds, monitor="all")
+    argv = _argv(online_root, out, *tent_all_args, monitor="all")
     # a monitor whose package is missing leaves all: the same command is not refused
     real = registry.unavailable
     monkeypatch.setattr(registry, "unavailable", lambda n: "needs a package" if n == "never-alarm" else real(n))
@@ -78,3 +78,26 @@ def test_all_as_asked_a_monitor_that_joins_later_runs_and_nothing_else_is_redone
     code, _, err = cli(*argv)
     assert code == 0, err
     assert json.loads((out / "identity.json").read_text())["monitors"] == "all"
+
+
+def test_a_stacked_folder_from_before_its_grid_options_resumes_at_the_default_grid_only(online_root, cli, tent_all,
+                                                                                         tmp_path):
+    """``stacked`` took ``hidden`` and ``max_epochs`` (its GRU's grid, ``seq2seq-oneclass``'s) after folders of it
+    were written: a folder whose identity lacks them is the run at the default grid, read back and re-labelled;
+    asked with another grid it is refused and nothing is rewritten. ``--monitor all`` gave it the session's grid."""
+    from ego_adr.monitoring.next_step_model import HIDDEN, MAX_EPOCHS
+
+    out = tmp_path / "stacked"
+    shutil.copytree(tent_all / "stacked", out)
+    ident = json.loads((out / "identity.json").read_text())
+    assert ident.pop("option.hidden") == [8, 16] and ident.pop("option.max_epochs") == 4  # tent_all's SMALL_GRID
+    (out / "identity.json").write_text(json.dumps(ident))
+    kept = (out / "metrics.json").stat().st_mtime_ns
+    code, _, err = cli(*_argv(online_root, out, monitor="stacked"))
+    assert code == 0, err
+    assert (out / "metrics.json").stat().st_mtime_ns == kept
+    again = json.loads((out / "identity.json").read_text())
+    assert again["option.hidden"] == list(HIDDEN) and again["option.max_epochs"] == MAX_EPOCHS
+    code, _, err = cli(*_argv(online_root, out, "--monitor-option", "hidden=8,16", monitor="stacked"))
+    assert code == 2 and "hidden" in err, err
+    assert (out / "metrics.json").stat().st_mtime_ns == kept

@@ -12,11 +12,11 @@ pytestmark = pytest.mark.slow
 
 
 def test_two_processes_write_the_folders_of_one_and_read_the_kept_selection(online_root, cli, tent_all, tmp_path,
-                                                                           tent_all_seeds):
+                                                                           tent_all_args):
     """``tent_all`` ran with one process (EGO_ADR_JOBS=1 under the suite) into the session's cache root."""
     code, _, err = cli("evaluate", "--benchmark", "epic-tent-o", "--stream", "oracle", "--monitor", "all",
-                       "--data-root", online_root, "--out", tmp_path / "two", "--jobs", "2", "--selection-seeds",
-                       tent_all_seeds, "--quiet")
+                       "--data-root", online_root, "--out", tmp_path / "two", "--jobs", "2", *tent_all_args,
+                       "--quiet")
     assert code == 0, err
     one, two = (json.loads((p / "summary.json").read_text()) for p in (tent_all, tmp_path / "two"))
     cold, kept = (json.loads((p / "timing.json").read_text())["fold_cache"] for p in (tent_all, tmp_path / "two"))

@@ -65,7 +65,16 @@ def test_each_model_passes_its_known_answer_through_each_backend(alias, backend,
     assert passed, probs
 
 
-def test_random_weights_of_the_same_tokenizer_fail_the_known_answer(tmp_path):
+def test_random_weights_of_the_same_tokenizer_fail_the_known_answer(tmp_path, smollm2_hf):
+    """The random GGUF through llama.cpp; through the HF backend, a folder holding SmolLM2's tokenizer (as
+    ``smollm2_hf`` read it from the GGUF) and a network of the random GGUF's small shape, freshly initialised:
+    loading the random GGUF itself through transformers parsed the whole file three times (20 s on a busy machine)
+    to build that same tokenizer, and reading a GGUF is what ``smollm2_hf`` tests."""
+    import copy
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
     from ego_adr.models.hf_text import HFTextLM
     from ego_adr.models.llamacpp_backend import LlamaCppModel
     from tests.real_models.conftest import gguf
@@ -79,8 +88,17 @@ def test_random_weights_of_the_same_tokenizer_fail_the_known_answer(tmp_path):
         model.close()
     assert not passed and max(probs) < 0.01, probs
     assert tokens == [1, 1, 1, 3]  # the same tokenizer: the same split as the real weights'
-    hf = HFTextLM(str(fake), device="cpu")
-    assert not known_answer(hf, "smollm2-135m")[0]
+    config = copy.deepcopy(smollm2_hf.model.config)  # the random GGUF's shape (known_answers.SMALL)
+    config.update({"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 16})
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "random-hf")
+    smollm2_hf.tokenizer.save_pretrained(tmp_path / "random-hf")
+    hf = HFTextLM(str(tmp_path / "random-hf"), device="cpu")
+    assert hf.tokenizer("The capital of France is Paris")["input_ids"] == \
+        smollm2_hf.tokenizer("The capital of France is Paris")["input_ids"]
+    passed, probs = known_answer(hf, "smollm2-135m")
+    assert not passed and max(probs) < 0.01, probs
 
 
 def test_the_packaged_files_are_the_pinned_ones_and_other_weights_are_refused(tmp_path):

@@ -8,7 +8,9 @@ None of them needs mistakes to train, but how much each signal counts does; so:
 
 1. the GRU is selected and fitted exactly as ``seq2seq-oneclass`` (:func:`.neural_oneclass.select_and_fit`), the n-gram
    as ``ngram-oneclass`` (:func:`.ngram.select_and_fit`), on the same folds and validation episodes; each gives
-   its out-of-fold surprisal and margin on every validation step;
+   its out-of-fold surprisal and margin on every validation step. The GRU's capacity grid is the options
+   ``hidden`` and ``max_epochs``, as ``seq2seq-oneclass``'s (so ``--monitor all --monitor-option hidden=16`` gives
+   both monitors the same GRU, fitted once);
 2. the graph of each fold gives every check's confidence on the same steps (:func:`.graph.validation_strengths`);
 3. features: the five check confidences and the four likelihood scores, standardised (an infinite surprisal, a
    step the GRU never saw, capped at the largest finite one + 1); an L2-regularised logistic regression predicts
@@ -34,6 +36,7 @@ from collections import Counter
 import numpy as np
 
 from ego_adr.monitoring.monitor import Monitor, StepOutput
+from ego_adr.monitoring.registry import MonitorOption, int_list
 from ego_adr.online_mistakes import cv
 from ego_adr.online_mistakes.monitors import graph as G
 from ego_adr.online_mistakes.monitors import neural_oneclass as O
@@ -68,11 +71,18 @@ def _mask(features: str) -> np.ndarray:
 
 class StackedMonitor(Monitor):
     name = "stacked"
+    OPTIONS = (MonitorOption("hidden", int_list, O.HIDDEN, "its GRU's candidate hidden sizes (seq2seq-oneclass's)"),
+               MonitorOption("max_epochs", int, O.MAX_EPOCHS, "its GRU's most epochs (seq2seq-oneclass's)"))
 
-    def __init__(self, seed: int = 0, folds: int = 5, threads: int = 1) -> None:
+    def __init__(self, seed: int = 0, folds: int = 5, threads: int = 1, hidden=O.HIDDEN,
+                 max_epochs: int = O.MAX_EPOCHS) -> None:
         self.seed, self.k, self.threads = seed, folds, threads
+        self.hidden, self.max_epochs = tuple(int(h) for h in hidden), int(max_epochs)
+        O.OneClassMonitor.check_options({"hidden": self.hidden, "max_epochs": self.max_epochs})
         self.graph: G.TaskGraph | None = None
         self.selection: dict = {}
+
+    check_options = staticmethod(O.OneClassMonitor.check_options)
 
     def fit(self, train: TrainingSet) -> None:
         import torch
@@ -80,7 +90,7 @@ class StackedMonitor(Monitor):
         torch.set_num_threads(self.threads)
         seqs = [tuple(int(x) for x in s) for s in train.sequences if s]
         plan = cv.plan(train.benchmark, seqs, sorted(train.taxonomy), self.k, self.seed, train.noise)
-        lm, ng = O.select_and_fit(seqs, "gru", plan), N.select_and_fit(seqs, plan)
+        lm, ng = O.select_and_fit(seqs, "gru", plan, self.hidden, self.max_epochs), N.select_and_fit(seqs, plan)
         strengths = G.validation_strengths(seqs, lm.validation)
         y = lm.labels
         fold = np.concatenate([np.full(len(cv.episode_labels(eps)), j) for j, (_, eps) in enumerate(lm.validation)])
