@@ -205,7 +205,7 @@ SEEDS = "1"  # the outer-fold seed of tent_all's nested selection (one: each see
 #: the ``stacked`` monitor's GRU): two hidden sizes and two held-out checks instead of the default (32, 64) and up to
 #: 16 epochs. No test reads a number that needs the full grid (they check identities, bytes, the selection's
 #: records and the metrics against the per-step files), and the search itself -- two sizes compared, the best
-#: epoch kept -- still runs; the default grid was half of every ``--monitor all`` run here (30 of 60 s, twice a session)
+#: epoch kept -- still runs. The command alone: 65 s on the default grid, 39 s on this one (twice a session)
 SMALL_GRID = ("--monitor-option", "hidden=8,16", "--monitor-option", "max_epochs=4")
 STEP_STREAMS = Path(__file__).resolve().parents[1].parent / "shared" / "online-mistakes"
 
