@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -74,15 +75,15 @@ class StackedMonitor(Monitor):
     OPTIONS = (MonitorOption("hidden", int_list, O.HIDDEN, "its GRU's candidate hidden sizes (seq2seq-oneclass's)"),
                MonitorOption("max_epochs", int, O.MAX_EPOCHS, "its GRU's most epochs (seq2seq-oneclass's)"))
 
-    def __init__(self, seed: int = 0, folds: int = 5, threads: int = 1, hidden=O.HIDDEN,
+    check_options = staticmethod(O.OneClassMonitor.check_options)  # the same grid rules as seq2seq-oneclass's
+
+    def __init__(self, seed: int = 0, folds: int = 5, threads: int = 1, hidden: Sequence[int] = O.HIDDEN,
                  max_epochs: int = O.MAX_EPOCHS) -> None:
         self.seed, self.k, self.threads = seed, folds, threads
         self.hidden, self.max_epochs = tuple(int(h) for h in hidden), int(max_epochs)
-        O.OneClassMonitor.check_options({"hidden": self.hidden, "max_epochs": self.max_epochs})
+        self.check_options({"hidden": self.hidden, "max_epochs": self.max_epochs})
         self.graph: G.TaskGraph | None = None
         self.selection: dict = {}
-
-    check_options = staticmethod(O.OneClassMonitor.check_options)
 
     def fit(self, train: TrainingSet) -> None:
         import torch
